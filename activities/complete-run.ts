@@ -1,0 +1,70 @@
+/**
+ * `completeRun`: marks the run succeeded and writes its `fetch.run_completed` outbox event in one
+ * transaction, fenced by the lease token (R1, R5).
+ */
+import { FETCH_RECORDS, idempotencyKeyFor } from '../workflows/business-key.ts';
+import type { CompleteRunInput, CompleteRunResult } from '../workflows/types.ts';
+import type { ActivityDeps } from './deps.ts';
+import { failure } from './errors.ts';
+import { stableUuid } from './ids.ts';
+
+export const RUN_COMPLETED_TOPIC = 'fetch.run_completed';
+
+interface FinishedRow {
+  pages_stored: number;
+  records_stored: number;
+  status: string;
+}
+
+/**
+ * Idempotent: a repeat by the same lease holder (the first call committed but its answer was
+ * lost) finds the run already succeeded under its token and returns the same event id without
+ * writing again.
+ * @throws ApplicationFailure LeaseLost when another owner holds the run.
+ */
+export function createCompleteRun(deps: ActivityDeps) {
+  return async function completeRun(input: CompleteRunInput): Promise<CompleteRunResult> {
+    const key = idempotencyKeyFor(
+      { jobType: FETCH_RECORDS, sourceId: input.sourceId, businessDate: input.businessDate },
+      'complete',
+    );
+    const eventId = stableUuid(`${key}:${RUN_COMPLETED_TOPIC}`);
+    const now = deps.now();
+    return deps.prisma.$transaction(async (tx) => {
+      // The lease token stays on the row after success so that this check still recognises a
+      // repeat by the same owner.
+      const rows = await tx.$queryRaw<FinishedRow[]>`
+        SELECT status::text AS status, pages_stored, records_stored FROM fetch_run
+         WHERE id = ${input.fetchRunId}::uuid AND lease_token = ${input.leaseToken}::uuid
+           FOR UPDATE`;
+      const run = rows[0];
+      if (!run || (run.status !== 'running' && run.status !== 'succeeded')) {
+        throw failure('LeaseLost', 'LEASE_LOST', `run ${input.fetchRunId} is no longer held by this lease`);
+      }
+      const result = { eventId, pages: run.pages_stored, records: run.records_stored };
+      if (run.status === 'succeeded') return result;
+      await tx.fetchRun.update({
+        where: { id: input.fetchRunId },
+        data: { status: 'succeeded', finishedAt: now, leaseUntil: null, errorClass: null, errorMessage: null },
+      });
+      await tx.outboxEvent.create({
+        data: {
+          id: eventId,
+          topic: RUN_COMPLETED_TOPIC,
+          aggregateType: 'fetch_run',
+          aggregateId: input.fetchRunId,
+          payload: {
+            fetchRunId: input.fetchRunId,
+            sourceId: input.sourceId,
+            businessDate: input.businessDate,
+            pages: result.pages,
+            records: result.records,
+          },
+          createdAt: now,
+          availableAt: now,
+        },
+      });
+      return result;
+    });
+  };
+}

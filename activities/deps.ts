@@ -1,0 +1,20 @@
+import type { Logger } from 'pino';
+import type { PrismaClient } from '../prisma/generated/client.ts';
+import type { HttpClient } from './http.ts';
+
+/** What activities need from the outside world, injected so tests can pass real or fake parts. */
+export interface ActivityDeps {
+  prisma: PrismaClient;
+  http: HttpClient;
+  log: Logger;
+  /** Wall clock; injected so tests can pin it. */
+  now: () => Date;
+  /** Resolves a source's credentials reference (an env var name) to the secret at run time (R2). */
+  secret: (ref: string) => string | undefined;
+  /** How long a claim stays valid without progress; every stored page renews it (R1). */
+  leaseTtlMs: number;
+  /** How long idempotency records are kept (the dedupe window of a step). */
+  idempotencyRetentionMs: number;
+  /** Largest partner page requested at once. */
+  partnerPageLimit: number;
+}

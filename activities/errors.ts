@@ -1,0 +1,67 @@
+/**
+ * Turns anything an activity meets into an ApplicationFailure with a DESIGN error type, a safe
+ * code and a message free of URLs, headers and bodies (R7, R11). Decisions use status codes and
+ * error `code` properties, never class names. Issue #3 extends this (Retry-After, jitter, deadlines).
+ */
+import { ApplicationFailure } from '@temporalio/activity';
+import { type ErrorType, isRetryableErrorType } from '../workflows/error-types.ts';
+
+/** Builds the failure every activity throws: typed, safely coded, retryable per its type. */
+export function failure(type: ErrorType, code: string, message: string): ApplicationFailure {
+  return ApplicationFailure.create({
+    type,
+    message,
+    nonRetryable: !isRetryableErrorType(type),
+    details: [{ code }],
+  });
+}
+
+/** The failure for a non-2xx HTTP status from a partner. */
+export function httpStatusFailure(status: number, what: string): ApplicationFailure {
+  const code = `HTTP_${status}`;
+  if (status === 429) return failure('RateLimited', code, `${what}: rate limited (429)`);
+  if (status === 401 || status === 403) return failure('PermissionDenied', code, `${what}: permission denied (${status})`);
+  if (status === 404 || status === 410) return failure('NotFound', code, `${what}: not found (${status})`);
+  if (status === 408) return failure('Timeout', code, `${what}: request timeout (408)`);
+  if (status >= 500) return failure('UpstreamUnavailable', code, `${what}: upstream unavailable (${status})`);
+  return failure('InvalidInput', code, `${what}: rejected with status ${status}`);
+}
+
+const NETWORK_CODES = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+]);
+const TIMEOUT_CODES = new Set(['ETIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+// Prisma connection-level failures (P1xxx), pool timeout and write conflicts are worth a retry.
+const PRISMA_RETRYABLE = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024', 'P2034']);
+
+function codeOf(err: unknown): string | undefined {
+  if (typeof err !== 'object' || err === null) return undefined;
+  const own = (err as { code?: unknown }).code;
+  if (typeof own === 'string') return own;
+  return codeOf((err as { cause?: unknown }).cause);
+}
+
+/**
+ * Classifies a thrown value. ApplicationFailures pass through unchanged; connection problems
+ * become retryable types; anything unknown is rethrown as it is, so Temporal retries it within
+ * the preset's bounded attempts.
+ */
+export function classify(err: unknown, what: string): unknown {
+  if (err instanceof ApplicationFailure) return err;
+  const code = codeOf(err);
+  if (code === undefined) return err;
+  if (TIMEOUT_CODES.has(code)) return failure('Timeout', code, `${what}: timed out`);
+  if (NETWORK_CODES.has(code)) return failure('NetworkError', code, `${what}: network error`);
+  if (PRISMA_RETRYABLE.has(code) || code.startsWith('08') || code === '57P01') {
+    return failure('DatabaseUnavailable', code, `${what}: database unavailable`);
+  }
+  return err;
+}

@@ -1,0 +1,61 @@
+/**
+ * What CLI commands share: configuration, the database and Temporal, opened on demand and closed
+ * once, with user-facing errors when either cannot be reached.
+ */
+import type { Client } from '@temporalio/client';
+import { type Config, databaseUrl, loadConfig } from '../worker/config.ts';
+import { createPrisma, type PrismaClient } from '../worker/db.ts';
+import { UserFacingError, errorMessage } from '../worker/errors.ts';
+import { redactUrl } from '../worker/redact.ts';
+import { connectClient } from '../worker/temporal.ts';
+
+export interface CliContext {
+  config: Config;
+  prisma(): Promise<PrismaClient>;
+  temporal(): Promise<Client>;
+  close(): Promise<void>;
+}
+
+/** Opens nothing yet: each resource connects on first use. */
+export function createCliContext(config: Config = loadConfig()): CliContext {
+  let prisma: PrismaClient | undefined;
+  let temporal: Client | undefined;
+  return {
+    config,
+    async prisma() {
+      if (prisma) return prisma;
+      const url = databaseUrl(config);
+      const client = createPrisma(url, { max: 4 });
+      await checkDatabase(client, url, config);
+      prisma = client;
+      return prisma;
+    },
+    async temporal() {
+      temporal ??= await connectClient(config);
+      return temporal;
+    },
+    async close() {
+      await prisma?.$disconnect();
+      await temporal?.connection.close();
+    },
+  };
+}
+
+/** @throws UserFacingError when the database is unreachable, missing or not migrated. */
+export async function checkDatabase(prisma: PrismaClient, url: string, config: Config): Promise<void> {
+  const where = redactUrl(url);
+  const origin = config.database.url ? 'DATABASE_URL' : 'the embedded PostgreSQL: is `npm start` running?';
+  try {
+    await prisma.$queryRaw`SELECT 1 FROM fetch_run LIMIT 1`;
+  } catch (err) {
+    await prisma.$disconnect().catch(() => undefined);
+    const text = errorMessage(err);
+    if (/does not exist/.test(text) && /database/.test(text)) {
+      throw new UserFacingError(`database at ${where} does not exist: run \`durable-fetch migrate\``, 'DB_MISSING');
+    }
+    if (/relation .* does not exist|fetch_run/.test(text)) {
+      throw new UserFacingError(`database at ${where} is not migrated: run \`durable-fetch migrate\``, 'DB_NOT_MIGRATED');
+    }
+    throw new UserFacingError(`cannot reach PostgreSQL at ${where} (${origin})`, 'DB_UNREACHABLE', { cause: err });
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * The `durable-fetch` command line (DESIGN "The CLI users type"). User errors print one line and
+ * exit 1; anything else is a bug and prints its stack.
+ */
+import { Command, CommanderError } from 'commander';
+import { isUserFacingError } from '../worker/errors.ts';
+import { type CliContext, createCliContext } from './cli-context.ts';
+import { registerMigrate } from './commands/migrate.ts';
+import { registerRun } from './commands/run.ts';
+import { registerRuns } from './commands/runs.ts';
+import { registerWorker } from './commands/worker.ts';
+
+/** Builds the program; `ctx` is created lazily so `--help` needs no configuration. */
+export function buildProgram(ctx: () => CliContext): Command {
+  const program = new Command('durable-fetch')
+    .description('Scheduled fetch jobs that stay correct under crashes, retries, rate limits and outages.')
+    .showHelpAfterError('(add --help for usage)')
+    .exitOverride();
+  registerRun(program, ctx);
+  registerRuns(program, ctx);
+  registerWorker(program, ctx);
+  registerMigrate(program, ctx);
+  return program;
+}
+
+/** Runs the CLI with `argv` and returns the process exit code. */
+export async function main(argv: string[]): Promise<number> {
+  let context: CliContext | undefined;
+  const ctx = () => (context ??= createCliContext());
+  try {
+    await buildProgram(ctx).parseAsync(argv);
+    return 0;
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode;
+    if (isUserFacingError(err)) {
+      console.error(`durable-fetch: ${err.message}`);
+      return 1;
+    }
+    console.error(err);
+    return 70;
+  } finally {
+    await context?.close();
+  }
+}

@@ -1,0 +1,46 @@
+import type { Command } from 'commander';
+import { duration, workflowUrl } from '../format.ts';
+import type { CliContext } from '../cli-context.ts';
+import { startFetch } from '../start-fetch.ts';
+import { printJson } from './output.ts';
+
+/** `durable-fetch run <sourceId> [--date] [--wait] [--json]` */
+export function registerRun(program: Command, ctx: () => CliContext): void {
+  program
+    .command('run')
+    .description('start (or join) the run of a business key: fetch-records for <sourceId> on a date')
+    .argument('<sourceId>', 'id of a configured source, e.g. demo')
+    .option('--date <YYYY-MM-DD>', "business date (default: today in the source's timezone)")
+    .option('--wait', 'wait for the run to finish and print its outcome')
+    .option('--json', 'print JSON instead of text')
+    .action(async (sourceId: string, opts: { date?: string; wait?: boolean; json?: boolean }) => {
+      const c = ctx();
+      const started = await startFetch(
+        {
+          temporal: await c.temporal(),
+          prisma: await c.prisma(),
+          taskQueue: c.config.temporal.taskQueue,
+          maxFutureDays: c.config.runs.maxFutureDays,
+        },
+        { sourceId, date: opts.date, requestedBy: 'cli' },
+      );
+      const { workflowId, runId, businessDate, joined } = started;
+      const ui = c.config.temporal.uiUrl;
+      const link = ui ? workflowUrl(ui, c.config.temporal.namespace, workflowId) : undefined;
+      if (!opts.wait) {
+        if (opts.json) return printJson({ workflowId, runId, businessDate, joined, webUi: link });
+        console.log(`${joined ? 'joined existing' : 'started'} run ${workflowId} (run id ${runId})`);
+        if (link) console.log(`web ui: ${link}`);
+        return;
+      }
+      if (!opts.json) console.log(`${joined ? 'joined' : 'started'} ${workflowId}; waiting…`);
+      const t0 = Date.now();
+      const result = await started.handle.result();
+      if (opts.json) return printJson({ workflowId, runId, businessDate, joined, webUi: link, result });
+      if (result.status === 'succeeded') {
+        console.log(`succeeded: ${result.records} records in ${result.pages} pages (${duration(Date.now() - t0)})`);
+      } else {
+        console.log(`duplicate: run ${result.fetchRunId} is owned by ${result.ownerWorkflowId} (${result.existingStatus})`);
+      }
+    });
+}

@@ -1,0 +1,78 @@
+import { type Command, InvalidArgumentError } from 'commander';
+import { UserFacingError } from '../../worker/errors.ts';
+import type { CliContext } from '../cli-context.ts';
+import { table, workflowUrl } from '../format.ts';
+import { type FetchRun, formatDate, getRun, listRuns, type RunStatus } from '../runs.ts';
+import { printJson } from './output.ts';
+
+const STATUSES = ['queued', 'running', 'retry_wait', 'succeeded', 'dead_lettered', 'cancelled', 'compensated'];
+
+function parseStatus(value: string): RunStatus {
+  if (!STATUSES.includes(value)) throw new InvalidArgumentError(`expected one of ${STATUSES.join(', ')}`);
+  return value as RunStatus;
+}
+
+function parseLimit(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 1000) throw new InvalidArgumentError('expected an integer 1..1000');
+  return n;
+}
+
+function row(run: FetchRun): Record<string, string> {
+  return {
+    id: run.id,
+    source: run.sourceId,
+    date: formatDate(run.businessDate),
+    status: run.status,
+    attempt: String(run.attempt),
+    pages: String(run.pagesStored),
+    records: String(run.recordsStored),
+    updated: run.updatedAt.toISOString(),
+  };
+}
+
+/** `durable-fetch runs list|show` */
+export function registerRuns(program: Command, ctx: () => CliContext): void {
+  const runs = program.command('runs').description('list and inspect runs (FetchRun records in PostgreSQL)');
+  runs
+    .command('list')
+    .description('list runs, newest business date first')
+    .option('--source <id>', 'only this source')
+    .option('--status <status>', `only this status (${STATUSES.join('|')})`, parseStatus)
+    .option('--limit <n>', 'at most n runs (default 50)', parseLimit)
+    .option('--json', 'print JSON')
+    .action(async (opts: { source?: string; status?: RunStatus; limit?: number; json?: boolean }) => {
+      const prisma = await ctx().prisma();
+      const list = await listRuns({ prisma }, { sourceId: opts.source, status: opts.status, limit: opts.limit });
+      if (opts.json) return printJson(list);
+      if (list.length === 0) return console.log('no runs');
+      console.log(table(list.map(row), ['id', 'source', 'date', 'status', 'attempt', 'pages', 'records', 'updated']));
+    });
+  runs
+    .command('show')
+    .description('show one run: by FetchRun id, workflow id, or <source>/<date>')
+    .argument('<id>')
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      const c = ctx();
+      const run = await getRun({ prisma: await c.prisma() }, id);
+      if (!run) throw new UserFacingError(`no run '${id}'`, 'NOT_FOUND');
+      if (opts.json) return printJson(run);
+      const ui = c.config.temporal.uiUrl;
+      const fields: [string, string][] = [
+        ...Object.entries(row(run)),
+        ['workflow', run.workflowId],
+        ['temporal run', run.workflowRunId ?? ''],
+        ['idempotency key', run.idempotencyKey],
+        ['correlation id', run.correlationId],
+        ['scheduled', run.scheduledAt.toISOString()],
+        ['started', run.startedAt?.toISOString() ?? ''],
+        ['finished', run.finishedAt?.toISOString() ?? ''],
+        ['lease until', run.leaseUntil?.toISOString() ?? ''],
+        ['error', run.errorClass ? `${run.errorClass}: ${run.errorMessage ?? ''}` : ''],
+        ['web ui', ui ? workflowUrl(ui, c.config.temporal.namespace, run.workflowId) : ''],
+      ];
+      const width = Math.max(...fields.map(([k]) => k.length));
+      for (const [k, v] of fields) console.log(`${k.padEnd(width)}  ${v}`);
+    });
+}

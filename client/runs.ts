@@ -1,0 +1,51 @@
+/**
+ * Reading runs: the FetchRun rows (R2 job records) in PostgreSQL, the system of record.
+ */
+import type { FetchRun, RunStatus } from '../prisma/generated/client.ts';
+import { parseWorkflowId } from '../workflows/business-key.ts';
+import type { DurableFetchContext } from './start-fetch.ts';
+
+export type { FetchRun, RunStatus };
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * One run by its FetchRun id, its workflow id (`fetch/fetch-records/<source>/<date>`) or its
+ * business key written `<source>/<date>`. Undefined when there is none. Read-only.
+ */
+export async function getRun(ctx: Pick<DurableFetchContext, 'prisma'>, id: string): Promise<FetchRun | undefined> {
+  if (UUID_RE.test(id)) return (await ctx.prisma.fetchRun.findUnique({ where: { id } })) ?? undefined;
+  const key = parseWorkflowId(id) ?? parseWorkflowId(`fetch/fetch-records/${id}`);
+  if (!key) return undefined;
+  const run = await ctx.prisma.fetchRun.findUnique({
+    where: {
+      jobType_sourceId_businessDate: {
+        jobType: key.jobType,
+        sourceId: key.sourceId,
+        businessDate: new Date(`${key.businessDate}T00:00:00Z`),
+      },
+    },
+  });
+  return run ?? undefined;
+}
+
+export interface ListRunsFilter {
+  sourceId?: string;
+  status?: RunStatus;
+  /** Newest first; default 50, at most 1000. */
+  limit?: number;
+}
+
+/** Runs, newest business date first. Read-only. */
+export async function listRuns(ctx: Pick<DurableFetchContext, 'prisma'>, filter: ListRunsFilter = {}): Promise<FetchRun[]> {
+  return ctx.prisma.fetchRun.findMany({
+    where: { sourceId: filter.sourceId, status: filter.status },
+    orderBy: [{ businessDate: 'desc' }, { createdAt: 'desc' }],
+    take: Math.min(Math.max(filter.limit ?? 50, 1), 1000),
+  });
+}
+
+/** `YYYY-MM-DD` of a DATE column. */
+export function formatDate(date: Date): string {
+  return date.toISOString().slice(0, 10);
+}

@@ -1,0 +1,108 @@
+/**
+ * `startFetch`: start — or join — the run of one business key (DESIGN data flow step 1).
+ */
+import { randomUUID } from 'node:crypto';
+import { type Client, WorkflowExecutionAlreadyStartedError, type WorkflowHandle } from '@temporalio/client';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import type { PrismaClient } from '../prisma/generated/client.ts';
+import { UserFacingError } from '../worker/errors.ts';
+import { checkBusinessDate, dateInTimeZone } from '../workflows/business-date.ts';
+import { FETCH_RECORDS, isSourceId, workflowIdFor } from '../workflows/business-key.ts';
+import type { fetchRecordsWorkflow } from '../workflows/fetch-records.ts';
+import type { RequestedBy } from '../workflows/types.ts';
+
+export const SEARCH_KEYS = {
+  source: defineSearchAttributeKey('FetchSource', SearchAttributeType.KEYWORD),
+  date: defineSearchAttributeKey('FetchDate', SearchAttributeType.KEYWORD),
+  jobType: defineSearchAttributeKey('JobType', SearchAttributeType.KEYWORD),
+  status: defineSearchAttributeKey('FetchStatus', SearchAttributeType.KEYWORD),
+};
+
+/** What the client API needs: a Temporal client, the database, and the worker's task queue. */
+export interface DurableFetchContext {
+  temporal: Client;
+  prisma: PrismaClient;
+  taskQueue: string;
+  /** Future-date policy: days after today (source timezone) a run may be started for. Default 0. */
+  maxFutureDays?: number;
+  now?: () => Date;
+}
+
+export interface StartFetchRequest {
+  sourceId: string;
+  /** `YYYY-MM-DD`; default: today in the source's timezone. */
+  date?: string;
+  correlationId?: string;
+  requestedBy?: RequestedBy;
+  /** Records per stored page; default: the source's page size. */
+  pageSize?: number;
+}
+
+export interface StartedFetch {
+  workflowId: string;
+  /** Temporal run id of the execution started or joined. */
+  runId: string;
+  businessDate: string;
+  /** True when a run of this business key already existed (running or succeeded) and was joined. */
+  joined: boolean;
+  handle: WorkflowHandle<typeof fetchRecordsWorkflow>;
+}
+
+/**
+ * Starts the run of `(fetch-records, sourceId, date)`, or joins the existing one: at most one
+ * workflow per business key runs at a time, and a key that already succeeded is joined, not
+ * re-run. A key whose last run failed, was cancelled or terminated is started afresh (its stored
+ * pages are not fetched again). Not a side effect on partners by itself.
+ * @throws UserFacingError INVALID_INPUT (malformed source id or date, date beyond the future
+ *   policy), UNKNOWN_SOURCE, SOURCE_DISABLED; Temporal connection errors.
+ */
+export async function startFetch(ctx: DurableFetchContext, req: StartFetchRequest): Promise<StartedFetch> {
+  if (!isSourceId(req.sourceId)) {
+    throw new UserFacingError(`invalid source id '${req.sourceId}': use a-z, 0-9, '-' and '_'`, 'INVALID_INPUT');
+  }
+  const source = await ctx.prisma.source.findUnique({ where: { id: req.sourceId } });
+  if (!source) {
+    const known = await ctx.prisma.source.findMany({ select: { id: true }, orderBy: { id: 'asc' }, take: 20 });
+    const list = known.map((s) => s.id).join(', ') || 'none';
+    throw new UserFacingError(`unknown source '${req.sourceId}' (known sources: ${list})`, 'UNKNOWN_SOURCE');
+  }
+  if (!source.enabled) throw new UserFacingError(`source '${source.id}' is disabled`, 'SOURCE_DISABLED');
+  const now = (ctx.now ?? (() => new Date()))();
+  const businessDate = req.date ?? dateInTimeZone(now, source.timezone);
+  const check = checkBusinessDate(businessDate, { now, timeZone: source.timezone, maxFutureDays: ctx.maxFutureDays ?? 0 });
+  if (!check.ok) throw new UserFacingError(check.reason, 'INVALID_INPUT');
+
+  const key = { jobType: FETCH_RECORDS, sourceId: source.id, businessDate };
+  const workflowId = workflowIdFor(key);
+  try {
+    const handle = await ctx.temporal.workflow.start<typeof fetchRecordsWorkflow>('fetchRecordsWorkflow', {
+      workflowId,
+      taskQueue: ctx.taskQueue,
+      args: [
+        {
+          sourceId: source.id,
+          businessDate,
+          correlationId: req.correlationId ?? randomUUID(),
+          requestedBy: req.requestedBy ?? 'app-client',
+          ...(req.pageSize ? { pageSize: req.pageSize } : {}),
+        },
+      ],
+      // FAIL + catching "already started" below is how we learn whether we joined.
+      workflowIdConflictPolicy: 'FAIL',
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+      typedSearchAttributes: [
+        { key: SEARCH_KEYS.source, value: source.id },
+        { key: SEARCH_KEYS.date, value: businessDate },
+        { key: SEARCH_KEYS.jobType, value: FETCH_RECORDS },
+        { key: SEARCH_KEYS.status, value: 'queued' },
+      ],
+      staticSummary: `${FETCH_RECORDS} ${source.id} ${businessDate}`,
+    });
+    return { workflowId, runId: handle.firstExecutionRunId, businessDate, joined: false, handle };
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    const handle = ctx.temporal.workflow.getHandle<typeof fetchRecordsWorkflow>(workflowId);
+    const described = await handle.describe();
+    return { workflowId, runId: described.runId, businessDate, joined: true, handle };
+  }
+}

@@ -1,0 +1,99 @@
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+
+/** One request the partner served (or deliberately failed). Never holds credentials. */
+export interface LedgerEntry {
+  /** 1-based, increasing; continues across restarts when a ledger file is used. */
+  seq: number;
+  /** ISO time the response was decided. */
+  at: string;
+  method: string;
+  /** Path without query string (queries may carry tokens in real APIs). */
+  path: string;
+  sourceId?: string;
+  date?: string;
+  /** Cursor as sent by the client; null for a first-page request. Only on records requests. */
+  cursor?: string | null;
+  /** HTTP status sent; 0 when no response was sent (reset, truncate). */
+  status: number;
+  /** Value of the `Idempotency-Key` header, when present. */
+  idempotencyKey?: string;
+  /** Whether an `Authorization` header was present. Its value is never recorded. */
+  auth: boolean;
+  /** Name (kind) of the injected fault that shaped this response, if any. */
+  fault?: string;
+}
+
+/** Filter of `entries`/`count`; every given field must match. `cursor: null` = first pages. */
+export interface LedgerFilter {
+  sourceId?: string;
+  date?: string;
+  cursor?: string | null;
+  status?: number;
+  fault?: string;
+}
+
+/** Ledger entry as the server hands it over, before `seq` and `at` are assigned. */
+export type LedgerInput = Omit<LedgerEntry, 'seq' | 'at'>;
+
+function matches(entry: LedgerEntry, filter: LedgerFilter): boolean {
+  return (
+    (filter.sourceId === undefined || entry.sourceId === filter.sourceId) &&
+    (filter.date === undefined || entry.date === filter.date) &&
+    (filter.cursor === undefined || entry.cursor === filter.cursor) &&
+    (filter.status === undefined || entry.status === filter.status) &&
+    (filter.fault === undefined || entry.fault === filter.fault)
+  );
+}
+
+function lastSeqIn(file: string): number {
+  if (!existsSync(file)) return 0;
+  const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
+  try {
+    const last = JSON.parse(lines[lines.length - 1] ?? '') as Partial<LedgerEntry>;
+    return typeof last.seq === 'number' ? last.seq : lines.length;
+  } catch {
+    return lines.length;
+  }
+}
+
+/**
+ * Counts the partner's effects: an in-memory list of every request served, optionally mirrored
+ * to an append-only JSON-lines file so operators can count effects across restarts.
+ */
+export class Ledger {
+  readonly #entries: LedgerEntry[] = [];
+  readonly #file: string | undefined;
+  #seq: number;
+
+  /** Reads the last `seq` of `file` (if it exists) so numbering continues after a restart. */
+  constructor(file?: string) {
+    this.#file = file;
+    this.#seq = file ? lastSeqIn(file) : 0;
+  }
+
+  /**
+   * Appends an entry and returns it. Side effect: with a ledger file, appends one JSON line
+   * synchronously (so an entry exists before its response is sent); throws on I/O errors.
+   */
+  record(input: LedgerInput): LedgerEntry {
+    const entry: LedgerEntry = { seq: ++this.#seq, at: new Date().toISOString(), ...input };
+    this.#entries.push(entry);
+    if (this.#file) appendFileSync(this.#file, `${JSON.stringify(entry)}\n`);
+    return entry;
+  }
+
+  /** Entries matching `filter`, oldest first (copies; mutating them does not alter the ledger). */
+  entries(filter: LedgerFilter = {}): LedgerEntry[] {
+    return this.#entries.filter((e) => matches(e, filter)).map((e) => ({ ...e }));
+  }
+
+  /** Number of entries matching `filter`. */
+  count(filter: LedgerFilter = {}): number {
+    return this.#entries.reduce((n, e) => (matches(e, filter) ? n + 1 : n), 0);
+  }
+
+  /** Empties the in-memory view. The ledger file, an audit trail, is left untouched. */
+  clear(): void {
+    this.#entries.length = 0;
+  }
+}

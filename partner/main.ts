@@ -1,0 +1,32 @@
+import { parseArgs } from 'node:util';
+import { startPartner } from './server.ts';
+
+/**
+ * Standalone demo partner: `tsx partner/main.ts [--port 4010] [--host 127.0.0.1] [--ledger-file path]`.
+ * Runs until SIGINT/SIGTERM, then closes cleanly. Exits 1 on bad arguments or a bind error.
+ */
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      port: { type: 'string', default: '4010' },
+      host: { type: 'string', default: '127.0.0.1' },
+      'ledger-file': { type: 'string' },
+    },
+  });
+  const port = Number(values.port);
+  const partner = await startPartner({ port, host: values.host, ledgerFile: values['ledger-file'] });
+  process.stdout.write(`demo partner API listening on ${partner.url}\n`);
+  const stop = (): void => {
+    partner.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`partner: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

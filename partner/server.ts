@@ -1,0 +1,149 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { handleAdmin } from './admin.ts';
+import { FaultInjector } from './faults.ts';
+import { HttpError, sendError, sendJson } from './http-io.ts';
+import { Ledger } from './ledger.ts';
+import { handleRecords, type RecordsContext } from './records-route.ts';
+import { defaultRecordCount } from './records.ts';
+
+export interface PartnerOptions {
+  /** Interface to listen on. Default 127.0.0.1. */
+  host?: string;
+  /** TCP port. Default 4010; 0 picks a random free port (see `PartnerServer.port`). */
+  port?: number;
+  /** Number of records for (sourceId, date); default: deterministic from a hash, 150..400. */
+  recordCount?: (sourceId: string, date: string) => number;
+  /** Max records per response page; default 50. Clients may ask for less with ?limit= (1..500). */
+  maxPageSize?: number;
+  /** Append every ledger entry as a JSON line to this file (operators can count effects after a restart). */
+  ledgerFile?: string;
+}
+
+export interface PartnerServer {
+  /** Base URL without trailing slash, e.g. http://127.0.0.1:4010. */
+  url: string;
+  /** The port actually bound (useful with `port: 0`). */
+  port: number;
+  /** In-memory view of every request served. */
+  ledger: Ledger;
+  /** Programmatic fault injection (same instance as the admin API). */
+  faults: FaultInjector;
+  /** Stops accepting, ends keep-alive sockets and pending delayed responses; resolves when closed. */
+  close(): Promise<void>;
+}
+
+const RECORDS_ROUTE = /^\/sources\/([^/]+)\/records$/;
+const SOURCE_ID = /^[A-Za-z0-9._~:-]{1,128}$/;
+
+function decodeSourceId(segment: string): string {
+  let sourceId: string;
+  try {
+    sourceId = decodeURIComponent(segment);
+  } catch {
+    sourceId = '';
+  }
+  if (!SOURCE_ID.test(sourceId)) {
+    throw new HttpError(400, 'invalid_source', 'source id must be 1..128 of [A-Za-z0-9._~:-]');
+  }
+  return sourceId;
+}
+
+async function route(req: IncomingMessage, res: ServerResponse, ctx: RecordsContext): Promise<void> {
+  const url = new URL(req.url ?? '/', 'http://partner.invalid');
+  if (url.pathname === '/healthz') return sendJson(res, 200, { ok: true });
+  if (url.pathname.startsWith('/_admin/')) return handleAdmin(req, res, url, ctx.ledger, ctx.faults);
+  const key = req.headers['idempotency-key'];
+  const base = {
+    method: req.method ?? 'GET',
+    path: url.pathname,
+    ...(typeof key === 'string' ? { idempotencyKey: key } : {}),
+    auth: req.headers.authorization !== undefined,
+  };
+  try {
+    const match = RECORDS_ROUTE.exec(url.pathname);
+    if (!match?.[1]) throw new HttpError(404, 'not_found', `no route ${req.method} ${url.pathname}`);
+    await handleRecords(req, res, url, decodeSourceId(match[1]), ctx);
+  } catch (error) {
+    // Requests the partner turns away are still effects worth counting.
+    if (error instanceof HttpError) ctx.ledger.record({ ...base, status: error.status });
+    throw error;
+  }
+}
+
+function validateOptions(options: PartnerOptions): void {
+  const { port, maxPageSize } = options;
+  if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
+    throw new RangeError(`port must be an integer in 0..65535, got ${port}`);
+  }
+  if (maxPageSize !== undefined && !(Number.isInteger(maxPageSize) && maxPageSize >= 1)) {
+    throw new RangeError(`maxPageSize must be a positive integer, got ${maxPageSize}`);
+  }
+}
+
+function listen(server: Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      const address = server.address();
+      resolve(typeof address === 'object' && address ? address.port : port);
+    });
+  });
+}
+
+/**
+ * Starts the demo partner API: deterministic records, a ledger counting every request served and
+ * fault injection. Resolves once listening; rejects on invalid options or a bind error (e.g.
+ * EADDRINUSE). Side effects: binds a port; with `ledgerFile`, appends to that file.
+ */
+export async function startPartner(options: PartnerOptions = {}): Promise<PartnerServer> {
+  validateOptions(options);
+  const host = options.host ?? '127.0.0.1';
+  // Pending delays, so close() can cancel them: each settles to false instead of firing.
+  const delays = new Map<NodeJS.Timeout, (fired: boolean) => void>();
+  const ctx: RecordsContext = {
+    ledger: new Ledger(options.ledgerFile),
+    faults: new FaultInjector(),
+    recordCount: options.recordCount ?? defaultRecordCount,
+    maxPageSize: options.maxPageSize ?? 50,
+    delay: (ms) =>
+      new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => {
+          delays.delete(timer);
+          resolve(true);
+        }, ms);
+        delays.set(timer, resolve);
+      }),
+  };
+  // HTTP keep-alive is Node's default (keepAliveTimeout 5 s); close() ends idle sockets itself.
+  const server = createServer((req, res) => {
+    route(req, res, ctx).catch((error: unknown) => {
+      if (res.headersSent || res.destroyed) return void res.socket?.destroy();
+      if (error instanceof HttpError) return sendError(res, error);
+      sendJson(res, 500, {
+        error: 'internal',
+        message: error instanceof Error ? error.message : String(error),
+      });
+    });
+  });
+  const port = await listen(server, options.port ?? 4010, host);
+  const closed = new Promise<void>((resolve) => server.once('close', () => resolve()));
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    port,
+    ledger: ctx.ledger,
+    faults: ctx.faults,
+    close: () => {
+      // Order matters: cancel delayed responses first so none fires into a closing server, then
+      // stop accepting, then drop every socket (idle keep-alive ones would otherwise hold close()).
+      for (const [timer, settle] of delays) {
+        clearTimeout(timer);
+        settle(false);
+      }
+      delays.clear();
+      if (server.listening) server.close();
+      server.closeAllConnections();
+      return closed;
+    },
+  };
+}

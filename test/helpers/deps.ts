@@ -1,0 +1,29 @@
+import { pino } from 'pino';
+import type { ActivityDeps } from '../../activities/index.ts';
+import { createHttpClient } from '../../activities/http.ts';
+import type { PrismaClient } from '../../prisma/generated/client.ts';
+
+/** Activity dependencies for tests: real HTTP and database, a silent logger, test-sized limits. */
+export function testDeps(prisma: PrismaClient, overrides: Partial<ActivityDeps> = {}): ActivityDeps {
+  return {
+    prisma,
+    http: createHttpClient({ connectTimeoutMs: 2_000, responseTimeoutMs: 5_000 }),
+    log: pino({ level: 'silent' }),
+    now: () => new Date(),
+    secret: () => undefined,
+    leaseTtlMs: 60_000,
+    idempotencyRetentionMs: 86_400_000,
+    partnerPageLimit: 50,
+    ...overrides,
+  };
+}
+
+/** Registers a source pointing at `baseUrl`. */
+export async function createSource(
+  prisma: PrismaClient,
+  id: string,
+  baseUrl: string,
+  extra: { pageSize?: number; enabled?: boolean; credentialsRef?: string } = {},
+): Promise<void> {
+  await prisma.source.create({ data: { id, name: id, baseUrl, timezone: 'UTC', pageSize: 100, ...extra } });
+}

@@ -1,0 +1,62 @@
+/**
+ * Real Temporal for tests: the run's shared dev server (DF_TEST_TEMPORAL_ADDRESS, started by
+ * test/run.ts), one workflow bundle per test file, a unique task queue per worker.
+ */
+import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import {
+  bundleWorkflowCode,
+  DefaultLogger,
+  NativeConnection, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { ActivityDeps } from '../../activities/index.ts';
+import { buildWorker, WORKFLOWS_PATH } from '../../worker/worker.ts';
+
+let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+let runtimeQuiet = false;
+
+export function temporalAddress(): string {
+  const address = process.env.DF_TEST_TEMPORAL_ADDRESS;
+  if (!address) {
+    throw new Error('DF_TEST_TEMPORAL_ADDRESS is not set: run the tests with `npm test` (test/run.ts starts Temporal).');
+  }
+  return address;
+}
+
+/** A client of the shared test server. Close its connection when done. */
+export async function testClient(): Promise<Client> {
+  const connection = await Connection.connect({ address: temporalAddress() });
+  return new Client({ connection });
+}
+
+export interface TestWorker {
+  taskQueue: string;
+  /** Runs `fn` while a real worker polls a fresh task queue; stops the worker afterwards. */
+  run<T>(fn: () => Promise<T>): Promise<T>;
+}
+
+/** A worker factory on a unique task queue with the given activity dependencies. */
+export async function testWorker(deps: ActivityDeps): Promise<TestWorker> {
+  if (!runtimeQuiet) {
+    runtimeQuiet = true;
+    // Warnings only; must happen before the first native connection of the process.
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+  }
+  bundle ??= bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
+  const workflowBundle = await bundle;
+  const taskQueue = `test-${randomUUID()}`;
+  return {
+    taskQueue,
+    async run(fn) {
+      const connection = await NativeConnection.connect({ address: temporalAddress() });
+      try {
+        const worker = await buildWorker({ connection, namespace: 'default', taskQueue, deps, workflowBundle });
+        return await worker.runUntil(fn);
+      } finally {
+        await connection.close();
+      }
+    },
+  };
+}
+
+const noop = () => {};
+const quietLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop };

@@ -1,0 +1,123 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import type { RecordsPage } from '../partner/records.ts';
+import { type PartnerServer, startPartner } from '../partner/server.ts';
+
+void describe('partner: fault injection', () => {
+  let partner: PartnerServer;
+  let records: string;
+  before(async () => {
+    partner = await startPartner({ port: 0, recordCount: () => 120 });
+    records = `${partner.url}/sources/acme/records?date=2024-03-01`;
+  });
+  beforeEach(() => {
+    partner.faults.clear();
+    partner.ledger.clear();
+  });
+  after(() => partner.close());
+
+  void it('status: answers the injected status with Retry-After, then expires after `times`', async () => {
+    partner.faults.add({ kind: 'status', status: 503, retryAfter: '2', times: 2 });
+    for (let i = 0; i < 2; i++) {
+      const res = await fetch(records);
+      assert.equal(res.status, 503);
+      assert.equal(res.headers.get('retry-after'), '2');
+      await res.arrayBuffer();
+    }
+    assert.equal((await fetch(records)).status, 200);
+    assert.equal(partner.ledger.count({ fault: 'status', status: 503 }), 2);
+    assert.equal(partner.ledger.count({ status: 200 }), 1);
+  });
+
+  void it('reset: destroys the socket without a response, recorded with status 0', async () => {
+    partner.faults.add({ kind: 'reset' });
+    await assert.rejects(fetch(records));
+    assert.equal((await fetch(records)).status, 200);
+    assert.deepEqual(
+      partner.ledger.entries().map((e) => [e.status, e.fault]),
+      [
+        [0, 'reset'],
+        [200, undefined],
+      ],
+    );
+  });
+
+  void it('truncate: sends headers and half a body, then destroys the socket', async () => {
+    partner.faults.add({ kind: 'truncate' });
+    const res = await fetch(records);
+    assert.equal(res.status, 200);
+    await assert.rejects(res.text());
+    assert.equal(partner.ledger.count({ fault: 'truncate', status: 0 }), 1);
+    const ok = await fetch(records);
+    assert.equal(((await ok.json()) as RecordsPage).records.length, 50);
+  });
+
+  void it('delay: a client timeout fires first, yet the partner serves and records the request', async () => {
+    partner.faults.add({ kind: 'delay', delayMs: 300 });
+    await assert.rejects(fetch(records, { signal: AbortSignal.timeout(50) }), { name: 'TimeoutError' });
+    assert.equal(partner.ledger.count(), 0);
+    await new Promise((r) => setTimeout(r, 400));
+    assert.equal(partner.ledger.count({ fault: 'delay', status: 200 }), 1);
+
+    partner.faults.add({ kind: 'delay', delayMs: 150 });
+    const started = Date.now();
+    const delayed = await (await fetch(records)).text();
+    assert.ok(Date.now() - started >= 140);
+    assert.equal(delayed, await (await fetch(records)).text(), 'delayed response is the normal one');
+  });
+
+  void it('cursor null: hits only the first page', async () => {
+    const first = (await (await fetch(records)).json()) as RecordsPage;
+    const second = `${records}&cursor=${first.nextCursor ?? ''}`;
+    partner.faults.add({ kind: 'status', status: 500, cursor: null, times: 5 });
+    assert.equal((await fetch(second)).status, 200);
+    assert.equal((await fetch(records)).status, 500);
+    assert.equal(partner.ledger.count({ cursor: first.nextCursor ?? '', status: 200 }), 1);
+  });
+
+  void it('afterRequests: lets the first n matching requests through', async () => {
+    partner.faults.add({ kind: 'status', status: 429, afterRequests: 2, sourceId: 'acme' });
+    const other = `${partner.url}/sources/other/records?date=2024-03-01`;
+    const statuses: number[] = [];
+    for (const url of [records, other, records, records, records]) statuses.push((await fetch(url)).status);
+    assert.deepEqual(statuses, [200, 200, 200, 429, 200]);
+  });
+
+  void it('matches sourceId and date filters', async () => {
+    partner.faults.add({ kind: 'status', status: 404, sourceId: 'acme', date: '2024-03-02', times: 3 });
+    assert.equal((await fetch(records)).status, 200);
+    assert.equal((await fetch(`${partner.url}/sources/other/records?date=2024-03-02`)).status, 200);
+    assert.equal((await fetch(`${partner.url}/sources/acme/records?date=2024-03-02`)).status, 404);
+  });
+
+  void it('admin API: adds, lists and clears faults; rejects bad JSON and bad specs with 400', async () => {
+    const post = (body: string) => fetch(`${partner.url}/_admin/faults`, { method: 'POST', body });
+    const created = await post(JSON.stringify({ kind: 'status', status: 401, cursor: null }));
+    assert.equal(created.status, 201);
+    assert.match(((await created.json()) as { id: string }).id, /^f\d+$/);
+    assert.equal(partner.faults.list().length, 1);
+
+    const badJson = await post('{kind:');
+    assert.equal(badJson.status, 400);
+    assert.equal(((await badJson.json()) as { error: string }).error, 'invalid_json');
+    for (const spec of [
+      { kind: 'status' },
+      { kind: 'explode' },
+      { kind: 'delay' },
+      { kind: 'reset', times: 0 },
+    ]) {
+      const res = await post(JSON.stringify(spec));
+      assert.equal(res.status, 400, JSON.stringify(spec));
+      const body = (await res.json()) as { error: string; message: string };
+      assert.equal(body.error, 'invalid_fault');
+      assert.ok(body.message.length > 0);
+    }
+    assert.throws(() => partner.faults.add({ kind: 'status', status: 200 }), {
+      name: 'InvalidFaultSpecError',
+    });
+
+    assert.equal((await fetch(`${partner.url}/_admin/faults`, { method: 'DELETE' })).status, 200);
+    assert.equal(partner.faults.list().length, 0);
+    assert.equal(partner.ledger.count(), 0, 'admin requests are not recorded');
+  });
+});

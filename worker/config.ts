@@ -1,0 +1,128 @@
+/**
+ * The one place that reads process.env (STYLE 6). Validated with zod, returned as a typed object
+ * and passed down; nothing else looks at the environment (except Temporal's own envconfig loader
+ * for TEMPORAL_* connection settings, which follows Temporal's conventions).
+ */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadClientConnectConfig, type ClientConnectConfig } from '@temporalio/envconfig';
+import { z } from 'zod';
+import { UserFacingError } from './errors.ts';
+
+export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+const port = z.coerce.number().int().min(0).max(65535);
+const ms = z.coerce.number().int().positive();
+
+const envSchema = z.object({
+  DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }).optional(),
+  TEMPORAL_ADDRESS: z.string().min(1).optional(),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  TEMPORAL_CLI_PATH: z.string().min(1).optional(),
+  TEMPORAL_PORT: port.default(7233),
+  TEMPORAL_UI_PORT: port.default(8233),
+  TEMPORAL_UI_URL: z.url().optional(),
+  DURABLE_FETCH_TASK_QUEUE: z.string().min(1).default('durable-fetch'),
+  DURABLE_FETCH_DATA_DIR: z.string().min(1).default('.data'),
+  DURABLE_FETCH_PG_PORT: port.default(5433),
+  DURABLE_FETCH_DB_NAME: z.string().regex(/^[a-z_][a-z0-9_]*$/).default('durable_fetch'),
+  DURABLE_FETCH_MAX_FUTURE_DAYS: z.coerce.number().int().min(0).max(366).default(0),
+  DURABLE_FETCH_LEASE_TTL_MS: ms.default(5 * 60_000),
+  DURABLE_FETCH_IDEMPOTENCY_RETENTION_DAYS: z.coerce.number().int().positive().default(30),
+  PARTNER_HOST: z.string().default('127.0.0.1'),
+  PARTNER_PORT: port.default(4010),
+  PARTNER_PAGE_LIMIT: z.coerce.number().int().min(1).max(500).default(50),
+  HTTP_CONNECT_TIMEOUT_MS: ms.default(5_000),
+  HTTP_RESPONSE_TIMEOUT_MS: ms.default(15_000),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export type Env = z.infer<typeof envSchema>;
+
+export interface Config {
+  projectRoot: string;
+  dataDir: string;
+  database: {
+    /** Explicit DATABASE_URL, or undefined: then the embedded PostgreSQL is used. */
+    url: string | undefined;
+    embeddedPort: number;
+    name: string;
+  };
+  temporal: {
+    /** Explicit TEMPORAL_ADDRESS, or undefined: then a local dev server is used. */
+    address: string | undefined;
+    /** Connection options from Temporal's envconfig (TLS, API key, profile) when address is set. */
+    connection: ClientConnectConfig['connectionOptions'] | undefined;
+    namespace: string;
+    cliPath: string | undefined;
+    port: number;
+    uiPort: number;
+    /** Web UI base URL for links: TEMPORAL_UI_URL, else the local dev server's UI. */
+    uiUrl: string | undefined;
+    taskQueue: string;
+  };
+  partner: { host: string; port: number; pageLimit: number };
+  http: { connectTimeoutMs: number; responseTimeoutMs: number };
+  runs: { maxFutureDays: number; leaseTtlMs: number; idempotencyRetentionMs: number };
+  logLevel: Env['LOG_LEVEL'];
+}
+
+/**
+ * Reads and validates the environment.
+ * @throws UserFacingError naming every invalid variable (values are not echoed: they may be secret).
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new UserFacingError(`invalid configuration: ${problems}`, 'INVALID_CONFIG');
+  }
+  const e = parsed.data;
+  // TEMPORAL_ADDRESS set: TLS, API key, profiles and namespace follow Temporal's own conventions.
+  const external = e.TEMPORAL_ADDRESS
+    ? loadClientConnectConfig({ overrideEnvVars: env as Record<string, string> })
+    : undefined;
+  return {
+    projectRoot: PROJECT_ROOT,
+    dataDir: path.resolve(PROJECT_ROOT, e.DURABLE_FETCH_DATA_DIR),
+    database: { url: e.DATABASE_URL, embeddedPort: e.DURABLE_FETCH_PG_PORT, name: e.DURABLE_FETCH_DB_NAME },
+    temporal: {
+      address: e.TEMPORAL_ADDRESS,
+      connection: external?.connectionOptions,
+      namespace: external?.namespace ?? e.TEMPORAL_NAMESPACE,
+      cliPath: e.TEMPORAL_CLI_PATH,
+      port: e.TEMPORAL_PORT,
+      uiPort: e.TEMPORAL_UI_PORT,
+      uiUrl: e.TEMPORAL_UI_URL ?? (e.TEMPORAL_ADDRESS ? undefined : `http://localhost:${e.TEMPORAL_UI_PORT}`),
+      taskQueue: e.DURABLE_FETCH_TASK_QUEUE,
+    },
+    partner: { host: e.PARTNER_HOST, port: e.PARTNER_PORT, pageLimit: e.PARTNER_PAGE_LIMIT },
+    http: { connectTimeoutMs: e.HTTP_CONNECT_TIMEOUT_MS, responseTimeoutMs: e.HTTP_RESPONSE_TIMEOUT_MS },
+    runs: {
+      maxFutureDays: e.DURABLE_FETCH_MAX_FUTURE_DAYS,
+      leaseTtlMs: e.DURABLE_FETCH_LEASE_TTL_MS,
+      idempotencyRetentionMs: e.DURABLE_FETCH_IDEMPOTENCY_RETENTION_DAYS * 86_400_000,
+    },
+    logLevel: e.LOG_LEVEL,
+  };
+}
+
+/** Credentials of the embedded PostgreSQL: local-only, on a loopback port. */
+export const EMBEDDED_PG = { user: 'postgres', password: 'postgres' } as const;
+
+/** The database URL the app uses: DATABASE_URL, else the embedded server's (started by `npm start`). */
+export function databaseUrl(config: Config): string {
+  if (config.database.url) return config.database.url;
+  const { user, password } = EMBEDDED_PG;
+  return `postgres://${user}:${password}@127.0.0.1:${config.database.embeddedPort}/${config.database.name}`;
+}
+
+/** The Temporal address the app uses: TEMPORAL_ADDRESS, else the local dev server's. */
+export function temporalAddress(config: Config): string {
+  return config.temporal.address ?? `127.0.0.1:${config.temporal.port}`;
+}
+
+/** URL of the demo partner API. */
+export function partnerUrl(config: Config): string {
+  return `http://${config.partner.host}:${config.partner.port}`;
+}

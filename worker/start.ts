@@ -1,0 +1,166 @@
+/**
+ * `npm start`: the whole stack on embedded defaults, until Ctrl-C (README "Quick start").
+ * PostgreSQL (DATABASE_URL or embedded) and Temporal (TEMPORAL_ADDRESS or a local dev server) come
+ * up in parallel; then the demo partner API, the worker, and one run of the demo source for today.
+ * State lives in `.data/`, so a second `npm start` resumes where the first stopped.
+ */
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { startPartner } from '../partner/server.ts';
+import { startFetch } from '../client/start-fetch.ts';
+import { duration, workflowUrl } from '../client/format.ts';
+import { createActivityDeps } from './activity-deps.ts';
+import { type Config, EMBEDDED_PG, databaseUrl, loadConfig, partnerUrl } from './config.ts';
+import { createPrisma } from './db.ts';
+import { DEMO_SOURCE_ID, ensureDemoSource } from './demo-source.ts';
+import { isUserFacingError } from './errors.ts';
+import { createLogger } from './logger.ts';
+import { startEmbeddedPostgres } from './postgres.ts';
+import { prepareDatabase } from './prepare-database.ts';
+import { ensureSearchAttributes } from './search-attributes.ts';
+import { resolveTemporalCli } from './temporal-cli.ts';
+import { startDevServer } from './temporal-dev-server.ts';
+import { connectClient, connectNative } from './temporal.ts';
+import { buildWorker } from './worker.ts';
+
+const say = (line: string) => console.log(`[durable-fetch] ${line}`);
+const t0 = performance.now();
+const since = () => duration(performance.now() - t0);
+
+/** Things to stop on exit, newest first. */
+const closers: { name: string; close: () => Promise<unknown> }[] = [];
+let stopping: Promise<void> | undefined;
+
+function stopAll(reason: string): Promise<void> {
+  stopping ??= (async () => {
+    say(`${reason}: stopping…`);
+    for (const { name, close } of [...closers].reverse()) {
+      try {
+        await close();
+      } catch (err) {
+        console.error(`[durable-fetch] stopping ${name} failed:`, err);
+      }
+    }
+    say('stopped; state is kept in .data/ — `npm start` resumes');
+  })();
+  return stopping;
+}
+
+async function startPostgres(config: Config): Promise<string> {
+  if (config.database.url) return config.database.url;
+  const pg = await startEmbeddedPostgres({
+    dataDir: path.join(config.dataDir, 'postgres'),
+    port: config.database.embeddedPort,
+    ...EMBEDDED_PG,
+    log: (line) => say(`postgres: ${line}`),
+  });
+  closers.push({ name: 'postgres', close: () => pg.stop() });
+  return databaseUrl(config);
+}
+
+async function startTemporal(config: Config): Promise<void> {
+  if (config.temporal.address) {
+    const client = await connectClient(config);
+    const added = await ensureSearchAttributes(client.connection, config.temporal.namespace);
+    if (added.length > 0) say(`registered search attributes: ${added.join(', ')}`);
+    await client.connection.close();
+    return;
+  }
+  const cli = await resolveTemporalCli({
+    projectRoot: config.projectRoot,
+    cliPath: config.temporal.cliPath,
+    log: (line) => say(`temporal: ${line}`),
+  });
+  const server = await startDevServer({
+    cliPath: cli.path,
+    port: config.temporal.port,
+    uiPort: config.temporal.uiPort,
+    dbFile: path.join(config.dataDir, 'temporal', 'temporal.db'),
+    logFile: path.join(config.dataDir, 'temporal', 'server.log'),
+    namespace: config.temporal.namespace,
+  });
+  closers.push({ name: 'temporal', close: () => server.stop() });
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  // The console is for people here; JSON logs only at warn and above unless LOG_LEVEL says more.
+  const log = createLogger(process.env.LOG_LEVEL ? config.logLevel : 'warn', { process: 'start' });
+  process.once('SIGINT', () => void stopAll('SIGINT').then(() => process.exit(0)));
+  process.once('SIGTERM', () => void stopAll('SIGTERM').then(() => process.exit(0)));
+
+  say('starting PostgreSQL and Temporal…');
+  const [pgResult, temporalResult] = await Promise.allSettled([
+    startPostgres(config).then(async (url) => {
+      await prepareDatabase(url, (line) => say(`database: ${line}`));
+      return url;
+    }),
+    startTemporal(config),
+  ]);
+  if (pgResult.status === 'rejected') throw pgResult.reason;
+  if (temporalResult.status === 'rejected') throw temporalResult.reason;
+  const url = pgResult.value;
+  say(`PostgreSQL ready (${config.database.url ? 'DATABASE_URL' : 'embedded, .data/postgres'}) — ${since()}`);
+  say(`Temporal ready at ${config.temporal.address ?? `127.0.0.1:${config.temporal.port}`} — ${since()}`);
+
+  const partner = await startPartner({
+    host: config.partner.host,
+    port: config.partner.port,
+    ledgerFile: path.join(config.dataDir, 'partner', 'ledger.jsonl'),
+  });
+  closers.push({ name: 'partner', close: () => partner.close() });
+  say(`demo partner API at ${partner.url} (ledger: ${partner.url}/_admin/ledger)`);
+
+  const prisma = createPrisma(url);
+  closers.push({ name: 'prisma', close: () => prisma.$disconnect() });
+  await ensureDemoSource(prisma, partnerUrl(config));
+
+  const connection = await connectNative(config);
+  closers.push({ name: 'temporal connection', close: () => connection.close() });
+  const deps = createActivityDeps(config, prisma, log);
+  closers.push({ name: 'http client', close: () => deps.http.close() });
+  const worker = await buildWorker({
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    deps,
+  });
+  const running = worker.run();
+  closers.push({
+    name: 'worker',
+    close: async () => {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running;
+    },
+  });
+  say(`worker polling task queue '${config.temporal.taskQueue}' — ${since()}`);
+
+  const client = await connectClient(config);
+  closers.push({ name: 'temporal client', close: () => client.connection.close() });
+  const started = await startFetch(
+    { temporal: client, prisma, taskQueue: config.temporal.taskQueue, maxFutureDays: config.runs.maxFutureDays },
+    { sourceId: DEMO_SOURCE_ID, requestedBy: 'npm-start' },
+  );
+  const ui = config.temporal.uiUrl;
+  say(`${started.joined ? 'joined existing' : 'started'} run ${started.workflowId}`);
+  if (ui) {
+    say(`Temporal Web UI: ${ui}`);
+    say(`this run:        ${workflowUrl(ui, config.temporal.namespace, started.workflowId)}`);
+  }
+  const result = await started.handle.result();
+  if (result.status === 'succeeded') {
+    say(`first run succeeded: ${result.records} records in ${result.pages} pages — ${since()} after start`);
+  } else {
+    say(`run is a duplicate of ${result.ownerWorkflowId} (${result.existingStatus}) — ${since()} after start`);
+  }
+  say('list runs:  npm run cli -- runs list      start one:  npm run cli -- run demo --date 2026-01-31');
+  say('Ctrl-C stops everything; state is kept in .data/');
+  await running;
+}
+
+main().catch(async (err: unknown) => {
+  if (isUserFacingError(err)) console.error(`[durable-fetch] ${err.message}`);
+  else console.error('[durable-fetch] failed to start:', err);
+  await stopAll('error');
+  process.exit(1);
+});

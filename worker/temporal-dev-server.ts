@@ -1,0 +1,165 @@
+/**
+ * A local Temporal server for development and tests: the real server inside the Temporal CLI
+ * (`temporal server start-dev`), on SQLite or in memory, with durable-fetch's search attributes.
+ */
+import { spawn } from 'node:child_process';
+import { openSync, closeSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Connection } from '@temporalio/client';
+import { errorMessage, UserFacingError } from './errors.ts';
+import { freePort, readTail } from './process-utils.ts';
+import { SEARCH_ATTRIBUTES } from './search-attributes.ts';
+
+export { SEARCH_ATTRIBUTES, ensureSearchAttributes } from './search-attributes.ts';
+
+/** Options for {@link startDevServer}. */
+export interface DevServerOptions {
+  /** The Temporal CLI binary (see resolveTemporalCli). */
+  cliPath: string;
+  /** Front-end gRPC port; default 7233; 0 picks a free port. */
+  port?: number;
+  /** Web UI port; default port + 1000 (a free port when `port` is 0). */
+  uiPort?: number;
+  /** Run without the Web UI. */
+  headless?: boolean;
+  /** SQLite file for state that survives restarts; undefined keeps everything in memory. */
+  dbFile?: string;
+  /** Namespace to create at launch (besides "default") and to check for readiness. */
+  namespace?: string;
+  /** Server output is appended here; default a temporary file removed by stop(). */
+  logFile?: string;
+  /** Receives short progress lines. */
+  log?: (line: string) => void;
+  /** Give up (and kill the server) if not ready within this; default 60000. */
+  readyTimeoutMs?: number;
+}
+
+/** A running dev server. */
+export interface DevServer {
+  /** `127.0.0.1:<port>` for Connection/NativeConnection. */
+  address: string;
+  /** Web UI URL unless headless. */
+  uiUrl?: string;
+  pid: number;
+  /** SIGTERM, then SIGKILL after 10 s; resolves once the process is gone. Idempotent. */
+  stop(): Promise<void>;
+}
+
+const STOP_GRACE_MS = 10_000;
+
+/**
+ * Starts `temporal server start-dev` bound to 127.0.0.1 and resolves once a client can describe the
+ * namespace and list all {@link SEARCH_ATTRIBUTES} on it.
+ *
+ * Side effects: spawns a child process (killed with SIGKILL if this process exits without calling
+ * stop()), writes the log file, creates `dbFile`'s directory. The child keeps the event loop alive
+ * until stop(). Throws `UserFacingError` code `TEMPORAL_DEV_SERVER_FAILED` (with the last log lines)
+ * when the process cannot start, exits early (e.g. port in use) or is not ready in time; the process
+ * is gone by then.
+ */
+export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
+  const log = options.log ?? (() => {});
+  const started = Date.now();
+  const port = options.port === 0 ? await freePort() : (options.port ?? 7233);
+  const uiPort =
+    options.uiPort ?? (options.port === 0 && !options.headless ? await freePort() : port + 1000);
+  const namespace = options.namespace ?? 'default';
+  const address = `127.0.0.1:${port}`;
+
+  const tempDir = options.logFile ? undefined : mkdtempSync(path.join(os.tmpdir(), 'temporal-dev-server-'));
+  const logFile = options.logFile ?? path.join(tempDir!, 'server.log');
+  mkdirSync(path.dirname(logFile), { recursive: true });
+  if (options.dbFile) mkdirSync(path.dirname(options.dbFile), { recursive: true });
+
+  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port)];
+  args.push(...(options.headless ? ['--headless'] : ['--ui-port', String(uiPort), '--ui-disable-news-fetch']));
+  args.push('--log-level', 'warn');
+  if (options.dbFile) args.push('--db-filename', options.dbFile);
+  if (namespace !== 'default') args.push('--namespace', namespace);
+  for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${name}=${type}`);
+
+  const logFd = openSync(logFile, 'a');
+  const child = spawn(options.cliPath, args, { stdio: ['ignore', logFd, logFd] });
+  closeSync(logFd); // the child has its own copy; no pipe ties our event loop to it
+  const killOnExit = () => child.kill('SIGKILL');
+  process.on('exit', killOnExit);
+
+  let exitInfo: string | undefined;
+  const exited = new Promise<void>((resolve) => {
+    child.once('error', (error) => {
+      exitInfo ??= `could not be started: ${errorMessage(error)}`;
+      resolve();
+    });
+    child.once('exit', (code, signal) => {
+      exitInfo ??= signal ? `was killed by ${signal}` : `exited with code ${code ?? '?'}`;
+      resolve();
+    });
+  });
+
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> =>
+    (stopping ??= (async () => {
+      if (exitInfo === undefined) {
+        child.kill('SIGTERM');
+        const timer = new AbortController();
+        const graceful = await Promise.race([
+          exited.then(() => true),
+          sleep(STOP_GRACE_MS, false, { signal: timer.signal }).catch(() => true),
+        ]);
+        timer.abort();
+        if (!graceful) {
+          child.kill('SIGKILL');
+          await exited;
+        }
+      }
+      process.removeListener('exit', killOnExit);
+      if (tempDir) rmSync(tempDir, { recursive: true, force: true });
+    })());
+
+  const failure = async (what: string) => {
+    const tail = await readTail(logFile, 15);
+    await stop();
+    const portHint = /address already in use/i.test(tail) ? ` Port ${port} (or ${uiPort}) is already in use.` : '';
+    return new UserFacingError(
+      `Temporal dev server (${options.cliPath}) ${what}.${portHint}\nLast lines of its log (${logFile}):\n${tail || '(empty)'}`,
+      'TEMPORAL_DEV_SERVER_FAILED',
+    );
+  };
+
+  const deadline = started + (options.readyTimeoutMs ?? 60_000);
+  const connection = Connection.lazy({ address });
+  let lastReason = 'no answer yet';
+  try {
+    for (;;) {
+      if (exitInfo !== undefined) throw await failure(`${exitInfo} during startup`);
+      if (Date.now() > deadline) throw await failure(`was not ready after ${Date.now() - started} ms (${lastReason})`);
+      const missing = await connection
+        .withDeadline(Date.now() + 2_000, () => missingSearchAttributes(connection, namespace))
+        .catch((error: unknown) => {
+          lastReason = errorMessage(error);
+          return undefined;
+        });
+      if (missing?.length === 0) break;
+      if (missing) lastReason = `search attributes not visible yet: ${missing.join(', ')}`;
+      await Promise.race([sleep(200), exited]);
+    }
+  } finally {
+    await connection.close();
+  }
+
+  child.once('exit', () => {
+    if (!stopping) log(`Temporal dev server (pid ${child.pid}) ${exitInfo ?? 'exited'} unexpectedly; log: ${logFile}`);
+  });
+  const uiUrl = options.headless ? undefined : `http://127.0.0.1:${uiPort}`;
+  log(`Temporal dev server ready at ${address}${uiUrl ? ` (UI ${uiUrl})` : ''} in ${Date.now() - started} ms`);
+  return { address, ...(uiUrl ? { uiUrl } : {}), pid: child.pid!, stop };
+}
+
+/** Describes the namespace (throws until it exists) and lists which search attributes are missing. */
+async function missingSearchAttributes(connection: Connection, namespace: string): Promise<string[]> {
+  await connection.workflowService.describeNamespace({ namespace });
+  const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
+  return Object.keys(SEARCH_ATTRIBUTES).filter((name) => !(name in (customAttributes ?? {})));
+}

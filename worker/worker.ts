@@ -1,0 +1,41 @@
+/**
+ * The Temporal worker of durable-fetch: the fetch-records workflow and its activities on one
+ * task queue.
+ */
+import { createRequire } from 'node:module';
+import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { createActivities, type ActivityDeps } from '../activities/index.ts';
+
+const require = createRequire(import.meta.url);
+
+/** Path of the workflows entry the worker bundles. */
+export const WORKFLOWS_PATH = require.resolve('../workflows/index.ts');
+
+export interface BuildWorkerOptions {
+  connection: NativeConnection;
+  namespace: string;
+  taskQueue: string;
+  deps: ActivityDeps;
+  /** A pre-built bundle (tests share one); otherwise the workflows are bundled at start. */
+  workflowBundle?: WorkerOptions['workflowBundle'];
+  maxConcurrentActivityTaskExecutions?: number;
+  /** How long running activities get to finish on shutdown before they are cancelled (R9). */
+  shutdownGraceTimeMs?: number;
+}
+
+/** Creates (does not run) the worker. Call `run()`; `shutdown()` stops it gracefully. */
+export async function buildWorker(options: BuildWorkerOptions): Promise<Worker> {
+  const workflows: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> = options.workflowBundle
+    ? { workflowBundle: options.workflowBundle }
+    : { workflowsPath: WORKFLOWS_PATH };
+  const activities: WorkerOptions['activities'] = createActivities(options.deps);
+  return Worker.create({
+    connection: options.connection,
+    namespace: options.namespace,
+    taskQueue: options.taskQueue,
+    ...workflows,
+    activities,
+    maxConcurrentActivityTaskExecutions: options.maxConcurrentActivityTaskExecutions ?? 20,
+    shutdownGraceTime: options.shutdownGraceTimeMs ?? 20_000,
+  });
+}

@@ -1,0 +1,40 @@
+/**
+ * Which business dates a run may be started for. Pure: the caller passes the clock reading.
+ */
+import { isBusinessDate } from './business-key.ts';
+
+/** Today's calendar date `YYYY-MM-DD` in `timeZone` at instant `now`. */
+export function dateInTimeZone(now: Date, timeZone: string): string {
+  // en-CA formats as YYYY-MM-DD.
+  return new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(
+    now,
+  );
+}
+
+/** Adds `days` to a `YYYY-MM-DD` date. */
+export function addDays(date: string, days: number): string {
+  const d = new Date(`${date}T00:00:00Z`);
+  d.setUTCDate(d.getUTCDate() + days);
+  return d.toISOString().slice(0, 10);
+}
+
+export type DateCheck = { ok: true } | { ok: false; reason: string };
+
+/**
+ * The future-date policy: a business date may be at most `maxFutureDays` after today in the
+ * source's timezone (default policy 0: partners have no data for tomorrow yet).
+ */
+export function checkBusinessDate(
+  date: string,
+  opts: { now: Date; timeZone: string; maxFutureDays: number },
+): DateCheck {
+  if (!isBusinessDate(date)) return { ok: false, reason: `invalid date '${date}': expected YYYY-MM-DD` };
+  const latest = addDays(dateInTimeZone(opts.now, opts.timeZone), opts.maxFutureDays);
+  if (date > latest) {
+    return {
+      ok: false,
+      reason: `date ${date} is in the future: the latest allowed is ${latest} (${opts.timeZone}, max ${opts.maxFutureDays} day(s) ahead)`,
+    };
+  }
+  return { ok: true };
+}

@@ -1,0 +1,60 @@
+/**
+ * The business key and everything derived from it (DESIGN "Terms", R6). Pure and deterministic:
+ * imported by workflows, activities and the client alike.
+ */
+
+/** Job types this deployment knows. `fetch-records` is the first; the design allows more. */
+export const JOB_TYPES = ['fetch-records'] as const;
+export type JobType = (typeof JOB_TYPES)[number];
+export const FETCH_RECORDS: JobType = 'fetch-records';
+
+/** One run per business key, whoever starts it (Schedule, app client, backfill, replay). */
+export interface BusinessKey {
+  jobType: JobType;
+  sourceId: string;
+  /** Calendar date `YYYY-MM-DD` the run fetches, in the source's timezone. */
+  businessDate: string;
+}
+
+const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/;
+const SOURCE_ID_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+
+/** True when `value` is a real calendar date written `YYYY-MM-DD` (rejects 2026-02-30). */
+export function isBusinessDate(value: string): boolean {
+  const m = DATE_RE.exec(value);
+  if (!m) return false;
+  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const date = new Date(Date.UTC(y, mo - 1, d));
+  return date.getUTCFullYear() === y && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d;
+}
+
+/** Source ids appear in workflow ids, keys and URLs, so they are kept to a safe alphabet. */
+export function isSourceId(value: string): boolean {
+  return SOURCE_ID_RE.test(value);
+}
+
+/** Workflow id of a business key: `fetch/<jobType>/<sourceId>/<date>` (DESIGN contract). */
+export function workflowIdFor(key: BusinessKey): string {
+  return `fetch/${key.jobType}/${key.sourceId}/${key.businessDate}`;
+}
+
+/** Parses a workflow id made by {@link workflowIdFor}; undefined for anything else. */
+export function parseWorkflowId(workflowId: string): BusinessKey | undefined {
+  const parts = workflowId.split('/');
+  if (parts.length !== 4 || parts[0] !== 'fetch') return undefined;
+  const [, jobType, sourceId, businessDate] = parts as [string, string, string, string];
+  if (!(JOB_TYPES as readonly string[]).includes(jobType)) return undefined;
+  if (!isSourceId(sourceId) || !isBusinessDate(businessDate)) return undefined;
+  return { jobType: jobType as JobType, sourceId, businessDate };
+}
+
+/**
+ * Stable idempotency key of one step of a run: `<jobType>:<sourceId>:<date>:<step>[:<n>]`.
+ * Derived from the business key and the step only — never from an attempt or a run id — so every
+ * retry, replay or second starter of the same business key presents the same key (R3).
+ */
+export function idempotencyKeyFor(key: BusinessKey, step?: string, n?: number): string {
+  const base = `${key.jobType}:${key.sourceId}:${key.businessDate}`;
+  if (step === undefined) return base;
+  return n === undefined ? `${base}:${step}` : `${base}:${step}:${n}`;
+}

@@ -1,0 +1,34 @@
+/**
+ * The `type` of every ApplicationFailure an activity throws (DESIGN "Error types"). Retry policies
+ * list the non-retryable ones by name, so classification never depends on JS class names.
+ */
+
+export const RETRYABLE_ERROR_TYPES = [
+  'Timeout',
+  'NetworkError',
+  'UpstreamUnavailable',
+  'RateLimited',
+  'CircuitOpen',
+  'DatabaseUnavailable',
+] as const;
+
+export const NON_RETRYABLE_ERROR_TYPES = [
+  'InvalidInput',
+  'InvalidResponse',
+  'PermissionDenied',
+  'NotFound',
+  'IdempotencyConflict',
+  'DeadlineExceeded',
+  'OutcomeUnknown',
+  // Not in DESIGN's first list: a write whose fencing token is no longer the run's current one
+  // (R1, R9). Retrying cannot help: another owner holds the run.
+  'LeaseLost',
+] as const;
+
+export type RetryableErrorType = (typeof RETRYABLE_ERROR_TYPES)[number];
+export type NonRetryableErrorType = (typeof NON_RETRYABLE_ERROR_TYPES)[number];
+export type ErrorType = RetryableErrorType | NonRetryableErrorType;
+
+export function isRetryableErrorType(type: string): type is RetryableErrorType {
+  return (RETRYABLE_ERROR_TYPES as readonly string[]).includes(type);
+}

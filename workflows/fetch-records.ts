@@ -1,0 +1,105 @@
+/**
+ * The `fetchRecordsWorkflow`: one run of the fetch-records job for one business key.
+ * Workflow id `fetch/fetch-records/<sourceId>/<date>`. Never rename this function: it is the
+ * workflow type name of every run already in history.
+ */
+import {
+  continueAsNew,
+  proxyActivities,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { FetchActivities } from '../activities/index.ts';
+import { RETRY_PRESETS } from './retry-presets.ts';
+import type { FetchRecordsInput, FetchRecordsResult, ResumeState } from './types.ts';
+
+const db = proxyActivities<Pick<FetchActivities, 'claimRun' | 'storePage' | 'completeRun'>>(RETRY_PRESETS.database);
+const partner = proxyActivities<Pick<FetchActivities, 'fetchPage'>>(RETRY_PRESETS.partnerHttp);
+
+/** Default number of pages per workflow execution before continue-as-new. */
+export const DEFAULT_PAGES_PER_EXECUTION = 50;
+
+/**
+ * claimRun → (fetchPage → storePage)* → completeRun. A second workflow for a business key that
+ * another workflow owns ends at once as a visible `duplicate`, with no side effects (R6).
+ */
+export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<FetchRecordsResult> {
+  const info = workflowInfo();
+  let state: ResumeState;
+  if (input.resume) {
+    state = input.resume;
+  } else {
+    const claim = await db.claimRun({
+      sourceId: input.sourceId,
+      businessDate: input.businessDate,
+      workflowId: info.workflowId,
+      workflowRunId: info.runId,
+      correlationId: input.correlationId,
+      requestedBy: input.requestedBy,
+      scheduledAt: input.scheduledAt ?? info.runStartTime.toISOString(),
+    });
+    if (claim.outcome === 'duplicate') {
+      setStatus('duplicate');
+      return {
+        status: 'duplicate',
+        fetchRunId: claim.fetchRunId,
+        existingStatus: claim.status,
+        ownerWorkflowId: claim.ownerWorkflowId,
+      };
+    }
+    state = {
+      fetchRunId: claim.fetchRunId,
+      leaseToken: claim.leaseToken,
+      cursor: claim.cursor,
+      pagesStored: claim.pagesStored,
+      recordsStored: claim.recordsStored,
+      pageSize: input.pageSize ?? claim.pageSize,
+    };
+    setStatus('running');
+  }
+
+  const pagesPerExecution = input.pagesPerExecution ?? DEFAULT_PAGES_PER_EXECUTION;
+  let pagesThisExecution = 0;
+  // Finished once at least one page is stored and the partner has no next cursor.
+  while (state.pagesStored === 0 || state.cursor !== null) {
+    if (pagesThisExecution >= pagesPerExecution || workflowInfo().continueAsNewSuggested) {
+      return continueAsNew<typeof fetchRecordsWorkflow>({ ...input, resume: state });
+    }
+    const page = await partner.fetchPage({
+      sourceId: input.sourceId,
+      businessDate: input.businessDate,
+      pageNo: state.pagesStored,
+      cursor: state.cursor,
+      pageSize: state.pageSize,
+    });
+    const stored = await db.storePage({
+      fetchRunId: state.fetchRunId,
+      leaseToken: state.leaseToken,
+      sourceId: input.sourceId,
+      businessDate: input.businessDate,
+      pageNo: state.pagesStored,
+      records: page.records,
+      nextCursor: page.nextCursor,
+    });
+    state = {
+      ...state,
+      cursor: page.nextCursor,
+      pagesStored: state.pagesStored + 1,
+      recordsStored: state.recordsStored + stored.recordCount,
+    };
+    pagesThisExecution++;
+  }
+
+  const done = await db.completeRun({
+    fetchRunId: state.fetchRunId,
+    leaseToken: state.leaseToken,
+    sourceId: input.sourceId,
+    businessDate: input.businessDate,
+  });
+  setStatus('succeeded');
+  return { status: 'succeeded', fetchRunId: state.fetchRunId, pages: done.pages, records: done.records };
+}
+
+function setStatus(status: string): void {
+  upsertSearchAttributes([{ key: { name: 'FetchStatus', type: 'KEYWORD' }, value: status }]);
+}

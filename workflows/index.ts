@@ -1,0 +1,2 @@
+// Every workflow type the worker registers (bundled by Temporal's worker from this file).
+export { fetchRecordsWorkflow } from './fetch-records.ts';

@@ -1,0 +1,110 @@
+/**
+ * Inputs and results of the fetch-records workflow and its activities. Plain data only: these
+ * travel through Temporal's history, so they carry ids and cursors, never secrets (R2).
+ */
+
+/** Who asked for a run (kept on the FetchRun for audit). */
+export type RequestedBy = 'app-client' | 'cli' | 'schedule' | 'backfill' | 'replay' | 'npm-start' | 'test';
+
+export interface FetchRecordsInput {
+  sourceId: string;
+  /** `YYYY-MM-DD`, already validated by the starter. */
+  businessDate: string;
+  correlationId: string;
+  requestedBy: RequestedBy;
+  /** ISO time the run was due; defaults to the workflow's start time. */
+  scheduledAt?: string;
+  /** Records per stored page (our unit of idempotency); default: the source's page size. */
+  pageSize?: number;
+  /** Pages handled before continuing as new, to stay far from history limits. */
+  pagesPerExecution?: number;
+  /** Set by continue-as-new only: the claim and progress carried into the next execution. */
+  resume?: ResumeState;
+}
+
+export interface ResumeState {
+  fetchRunId: string;
+  leaseToken: string;
+  cursor: string | null;
+  pagesStored: number;
+  recordsStored: number;
+  pageSize: number;
+}
+
+export type FetchRecordsResult =
+  | { status: 'succeeded'; fetchRunId: string; pages: number; records: number }
+  | { status: 'duplicate'; fetchRunId: string; existingStatus: string; ownerWorkflowId: string };
+
+export interface ClaimInput {
+  sourceId: string;
+  businessDate: string;
+  workflowId: string;
+  workflowRunId: string;
+  correlationId: string;
+  requestedBy: RequestedBy;
+  scheduledAt: string;
+}
+
+export type ClaimResult =
+  | {
+      outcome: 'claimed';
+      fetchRunId: string;
+      leaseToken: string;
+      attempt: number;
+      cursor: string | null;
+      pagesStored: number;
+      recordsStored: number;
+      pageSize: number;
+    }
+  | { outcome: 'duplicate'; fetchRunId: string; status: string; ownerWorkflowId: string };
+
+/** A partner record: its own id plus whatever fields the partner sends. */
+export interface PartnerRecord {
+  id: string;
+  [field: string]: unknown;
+}
+
+export interface FetchPageInput {
+  sourceId: string;
+  businessDate: string;
+  /** Index of the page being fetched (0-based); part of its idempotency key. */
+  pageNo: number;
+  /** Partner cursor to start from; null for the first page. */
+  cursor: string | null;
+  pageSize: number;
+}
+
+export interface FetchPageResult {
+  records: PartnerRecord[];
+  nextCursor: string | null;
+}
+
+export interface StorePageInput {
+  fetchRunId: string;
+  leaseToken: string;
+  sourceId: string;
+  businessDate: string;
+  pageNo: number;
+  records: PartnerRecord[];
+  nextCursor: string | null;
+}
+
+export interface StorePageResult {
+  eventId: string;
+  recordCount: number;
+  /** True when the page had been stored before and nothing was written now. */
+  replayed: boolean;
+}
+
+export interface CompleteRunInput {
+  fetchRunId: string;
+  leaseToken: string;
+  sourceId: string;
+  businessDate: string;
+}
+
+export interface CompleteRunResult {
+  eventId: string;
+  pages: number;
+  records: number;
+}
