@@ -1,4 +1,5 @@
-import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 
 /** One request the partner served (or deliberately failed). Never holds credentials. */
 export interface LedgerEntry {
@@ -65,9 +66,13 @@ export class Ledger {
   readonly #file: string | undefined;
   #seq: number;
 
-  /** Reads the last `seq` of `file` (if it exists) so numbering continues after a restart. */
+  /**
+   * Reads the last `seq` of `file` (if it exists) so numbering continues after a restart; creates
+   * the file's directory when missing.
+   */
   constructor(file?: string) {
     this.#file = file;
+    if (file) mkdirSync(path.dirname(file), { recursive: true });
     this.#seq = file ? lastSeqIn(file) : 0;
   }
 

@@ -44,15 +44,26 @@ void describe('embedded postgres', () => {
 
   void test('postgres: starts on a fresh dataDir, creates a database, answers queries, stops', async () => {
     const lines: string[] = [];
-    const server = await startEmbeddedPostgres({ dataDir, port, password: 's3cret!', log: (l) => lines.push(l) });
+    const server = await startEmbeddedPostgres({
+      dataDir,
+      port,
+      password: 's3cret!',
+      log: (l) => lines.push(l),
+    });
     try {
       assert.equal(server.adminUrl, `postgresql://postgres:s3cret!@127.0.0.1:${port}/postgres`);
       await query(server.adminUrl, 'CREATE DATABASE fetch_test');
       await query(server.urlFor('fetch_test'), 'CREATE TABLE kept (id int PRIMARY KEY, note text)');
       await query(server.urlFor('fetch_test'), "INSERT INTO kept VALUES (1, 'survives restarts')");
-      const [row] = await query<{ v: string }>(server.urlFor('fetch_test'), "SELECT current_setting('server_version') AS v");
+      const [row] = await query<{ v: string }>(
+        server.urlFor('fetch_test'),
+        "SELECT current_setting('server_version') AS v",
+      );
       assert.match(row?.v ?? '', /^18\./);
-      assert.ok(lines.some((l) => l.startsWith('Initialised PostgreSQL')), lines.join('\n'));
+      assert.ok(
+        lines.some((l) => l.startsWith('Initialised PostgreSQL')),
+        lines.join('\n'),
+      );
     } finally {
       await server.stop();
     }
@@ -64,12 +75,23 @@ void describe('embedded postgres', () => {
     // What a SIGKILLed run leaves behind: postmaster.pid naming a process that no longer exists.
     await writeFile(path.join(dataDir, 'postmaster.pid'), `${deadPid()}\n${dataDir}\n0\n${port}\n`);
     const lines: string[] = [];
-    const server = await startEmbeddedPostgres({ dataDir, port, password: 's3cret!', log: (l) => lines.push(l) });
+    const server = await startEmbeddedPostgres({
+      dataDir,
+      port,
+      password: 's3cret!',
+      log: (l) => lines.push(l),
+    });
     try {
       const rows = await query<{ note: string }>(server.urlFor('fetch_test'), 'SELECT note FROM kept');
       assert.deepEqual(rows, [{ note: 'survives restarts' }]);
-      assert.ok(lines.some((l) => l.startsWith('Removing stale')), lines.join('\n'));
-      assert.ok(!lines.some((l) => l.startsWith('Initialis')), 'an initialised dataDir is not initialised again');
+      assert.ok(
+        lines.some((l) => l.startsWith('Removing stale')),
+        lines.join('\n'),
+      );
+      assert.ok(
+        !lines.some((l) => l.startsWith('Initialis')),
+        'an initialised dataDir is not initialised again',
+      );
     } finally {
       await server.stop();
     }
@@ -96,20 +118,32 @@ void describe('waitForPostgres and redaction', () => {
   void test('postgres: waitForPostgres on a closed port names host:port and hides the password', async () => {
     const port = await freePort();
     const started = Date.now();
-    await assert.rejects(waitForPostgres(`postgres://app:hunter2@127.0.0.1:${port}/x`, 800), (error: unknown) => {
-      assert.ok(isUserFacingError(error));
-      assert.equal(error.code, 'POSTGRES_UNREACHABLE');
-      assert.match(error.message, new RegExp(`^cannot reach PostgreSQL at 127\\.0\\.0\\.1:${port} \\(DATABASE_URL\\): `));
-      assert.match(error.message, /ECONNREFUSED/);
-      assert.doesNotMatch(error.message, /hunter2/);
-      return true;
-    });
+    await assert.rejects(
+      waitForPostgres(`postgres://app:hunter2@127.0.0.1:${port}/x`, 800),
+      (error: unknown) => {
+        assert.ok(isUserFacingError(error));
+        assert.equal(error.code, 'POSTGRES_UNREACHABLE');
+        assert.match(
+          error.message,
+          new RegExp(`^cannot reach PostgreSQL at 127\\.0\\.0\\.1:${port} \\(DATABASE_URL\\): `),
+        );
+        assert.match(error.message, /ECONNREFUSED/);
+        assert.doesNotMatch(error.message, /hunter2/);
+        return true;
+      },
+    );
     assert.ok(Date.now() - started >= 700, 'it retried until the timeout');
   });
 
   void test('redact: redactUrl hides passwords in userinfo and query, keeps what helps debugging', () => {
-    assert.equal(redactUrl('postgres://app:hunter2@db.internal:5432/fetch'), 'postgres://app:***@db.internal:5432/fetch');
-    assert.equal(redactUrl('postgresql://app:p%40ss@h/db?sslmode=require&password=x'), 'postgresql://app:***@h/db?sslmode=require&password=***');
+    assert.equal(
+      redactUrl('postgres://app:hunter2@db.internal:5432/fetch'),
+      'postgres://app:***@db.internal:5432/fetch',
+    );
+    assert.equal(
+      redactUrl('postgresql://app:p%40ss@h/db?sslmode=require&password=x'),
+      'postgresql://app:***@h/db?sslmode=require&password=***',
+    );
     assert.equal(redactUrl('postgres://app@h/db'), 'postgres://app@h/db');
     assert.equal(redactUrl('not a url, but amqp://u:pw@rabbit'), 'not a url, but amqp://u:***@rabbit');
     assert.equal(

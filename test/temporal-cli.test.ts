@@ -68,7 +68,12 @@ void describe('resolveTemporalCli', () => {
     const onPath = await freshDir('bin');
     await fakeCli(path.join(onPath, 'temporal'));
     const chosen = await fakeCli(path.join(await freshDir('chosen'), 'my-temporal'));
-    const cli = await resolveTemporalCli({ projectRoot: root, cliPath: chosen, env: { PATH: onPath }, install: false });
+    const cli = await resolveTemporalCli({
+      projectRoot: root,
+      cliPath: chosen,
+      env: { PATH: onPath },
+      install: false,
+    });
     assert.deepEqual(cli, { path: chosen, source: 'TEMPORAL_CLI_PATH' });
   });
 
@@ -79,12 +84,15 @@ void describe('resolveTemporalCli', () => {
     const notExecutable = path.join(root, 'temporal.txt');
     await writeFile(notExecutable, 'not a program');
     for (const cliPath of [path.join(root, 'missing'), notExecutable]) {
-      await assert.rejects(resolveTemporalCli({ projectRoot: root, cliPath, env: { PATH: onPath } }), (error) => {
-        assert.ok(isUserFacingError(error));
-        assert.equal(error.code, 'TEMPORAL_CLI_PATH_INVALID');
-        assert.ok(error.message.startsWith(`TEMPORAL_CLI_PATH=${cliPath} `), error.message);
-        return true;
-      });
+      await assert.rejects(
+        resolveTemporalCli({ projectRoot: root, cliPath, env: { PATH: onPath } }),
+        (error) => {
+          assert.ok(isUserFacingError(error));
+          assert.equal(error.code, 'TEMPORAL_CLI_PATH_INVALID');
+          assert.ok(error.message.startsWith(`TEMPORAL_CLI_PATH=${cliPath} `), error.message);
+          return true;
+        },
+      );
     }
   });
 
@@ -93,14 +101,22 @@ void describe('resolveTemporalCli', () => {
     await fakeCli(path.join(root, '.tools/venv/bin/temporal'));
     const [empty, onPath] = [await freshDir('empty'), await freshDir('bin')];
     const expected = await fakeCli(path.join(onPath, 'temporal'), '0.1.0');
-    const cli = await resolveTemporalCli({ projectRoot: root, env: { PATH: `${empty}:${onPath}` }, install: false });
+    const cli = await resolveTemporalCli({
+      projectRoot: root,
+      env: { PATH: `${empty}:${onPath}` },
+      install: false,
+    });
     assert.deepEqual(cli, { path: expected, source: 'PATH' });
   });
 
   void test('temporal-cli: the project venv route returns an existing .tools/venv/bin/temporal at the pinned version', async () => {
     const root = await freshDir('root');
     const expected = await fakeCli(path.join(root, '.tools/venv/bin/temporal'));
-    const cli = await resolveTemporalCli({ projectRoot: root, env: { PATH: await freshDir('empty') }, install: false });
+    const cli = await resolveTemporalCli({
+      projectRoot: root,
+      env: { PATH: await freshDir('empty') },
+      install: false,
+    });
     assert.deepEqual(cli, { path: expected, source: 'project venv' });
   });
 
@@ -114,18 +130,27 @@ void describe('resolveTemporalCli', () => {
   void test('temporal-cli: with every route failing, one UserFacingError lists all four routes and the fixes', async () => {
     const root = await freshDir('root');
     await fakeCli(path.join(root, '.tools/venv/bin/temporal'), '1.0.0'); // wrong version: not accepted
-    await assert.rejects(resolveTemporalCli({ projectRoot: root, env: { PATH: '' }, install: false }), (error) => {
-      assert.ok(isUserFacingError(error));
-      assert.equal(error.code, 'TEMPORAL_CLI_NOT_FOUND');
-      const message = error.message;
-      assert.match(message, /1\. TEMPORAL_CLI_PATH — not set/);
-      assert.match(message, /2\. PATH — no executable named "temporal"/);
-      assert.match(message, /3\. project venv \(\.tools\/venv\/bin\/temporal\) — has version 1\.0\.0, pinned is 1\.9\.1; automatic install is disabled/);
-      assert.match(message, /4\. sdk-download \(\.tools\/sdk-download\/temporal-v1\.9\.1\) — not downloaded; automatic install is disabled/);
-      assert.match(message, /set TEMPORAL_CLI_PATH=/);
-      assert.match(message, /python3/);
-      return true;
-    });
+    await assert.rejects(
+      resolveTemporalCli({ projectRoot: root, env: { PATH: '' }, install: false }),
+      (error) => {
+        assert.ok(isUserFacingError(error));
+        assert.equal(error.code, 'TEMPORAL_CLI_NOT_FOUND');
+        const message = error.message;
+        assert.match(message, /1\. TEMPORAL_CLI_PATH — not set/);
+        assert.match(message, /2\. PATH — no executable named "temporal"/);
+        assert.match(
+          message,
+          /3\. project venv \(\.tools\/venv\/bin\/temporal\) — has version 1\.0\.0, pinned is 1\.9\.1; automatic install is disabled/,
+        );
+        assert.match(
+          message,
+          /4\. sdk-download \(\.tools\/sdk-download\/temporal-v1\.9\.1\) — not downloaded; automatic install is disabled/,
+        );
+        assert.match(message, /set TEMPORAL_CLI_PATH=/);
+        assert.match(message, /python3/);
+        return true;
+      },
+    );
   });
 
   void test('temporal-cli: two concurrent installers share one pip install; a wrong pinned version is reinstalled', async () => {
@@ -138,9 +163,15 @@ void describe('resolveTemporalCli', () => {
     const options = { projectRoot: root, env: { PATH: bin }, log: (l: string) => lines.push(l) };
     const results = await Promise.all([resolveTemporalCli(options), resolveTemporalCli(options)]);
     const venvCli = path.join(root, '.tools/venv/bin/temporal');
-    assert.deepEqual(results, [0, 1].map(() => ({ path: venvCli, source: 'project venv' })));
+    assert.deepEqual(
+      results,
+      [0, 1].map(() => ({ path: venvCli, source: 'project venv' })),
+    );
     assert.equal(await readFile(installLog, 'utf8'), `install ${TEMPORAL_CLI_VERSION}\n`);
-    assert.ok(lines.some((l) => l.startsWith('Waiting for another Temporal CLI install')), lines.join('\n'));
+    assert.ok(
+      lines.some((l) => l.startsWith('Waiting for another Temporal CLI install')),
+      lines.join('\n'),
+    );
     await assert.rejects(readFile(path.join(root, '.tools/temporal-cli-install.lock')), { code: 'ENOENT' });
   });
 });

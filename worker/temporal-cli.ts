@@ -7,6 +7,7 @@
  */
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
+import type * as Testing from '@temporalio/testing';
 import { errorMessage, UserFacingError } from './errors.ts';
 import { findOnPath, isExecutableFile, temporalCliVersion } from './executables.ts';
 import { ensureVenvTemporalCli } from './temporal-cli-venv.ts';
@@ -109,7 +110,7 @@ async function sdkDownloadedCli(projectRoot: string, install: boolean, log: (lin
   const cli = path.join(dir, sdkBinaryName());
   if (await isExecutableFile(cli)) return cli;
   if (!install) throw new Error('not downloaded; automatic install is disabled');
-  let testing: typeof import('@temporalio/testing');
+  let testing: typeof Testing;
   try {
     testing = await import('@temporalio/testing');
   } catch {
@@ -119,7 +120,12 @@ async function sdkDownloadedCli(projectRoot: string, install: boolean, log: (lin
   log(`Downloading Temporal CLI v${TEMPORAL_CLI_VERSION} through the Temporal SDK into .tools/sdk-download…`);
   const env = await testing.TestWorkflowEnvironment.createLocal({
     server: {
-      executable: { type: 'cached-download', downloadDir: dir, version: `v${TEMPORAL_CLI_VERSION}`, ttl: '3650d' },
+      executable: {
+        type: 'cached-download',
+        downloadDir: dir,
+        version: `v${TEMPORAL_CLI_VERSION}`,
+        ttl: '3650d',
+      },
       ui: false,
     },
   });
@@ -129,8 +135,10 @@ async function sdkDownloadedCli(projectRoot: string, install: boolean, log: (lin
   return cli;
 }
 
+/** Flattens an error message and drops the SDK's repeated "a: a: b" segments. */
 function oneLine(text: string): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
+  const parts = text.replace(/\s+/g, ' ').trim().split(': ');
+  const flat = parts.filter((part, index) => part !== parts[index - 1]).join(': ');
   return flat.length > 400 ? `${flat.slice(0, 400)}…` : flat;
 }
 

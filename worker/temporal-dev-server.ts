@@ -9,7 +9,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection } from '@temporalio/client';
 import { errorMessage, UserFacingError } from './errors.ts';
-import { freePort, readTail } from './process-utils.ts';
+import { freePort, isPortAccepting, readTail } from './process-utils.ts';
 import { SEARCH_ATTRIBUTES } from './search-attributes.ts';
 
 export { SEARCH_ATTRIBUTES, ensureSearchAttributes } from './search-attributes.ts';
@@ -55,18 +55,28 @@ const STOP_GRACE_MS = 10_000;
  *
  * Side effects: spawns a child process (killed with SIGKILL if this process exits without calling
  * stop()), writes the log file, creates `dbFile`'s directory. The child keeps the event loop alive
- * until stop(). Throws `UserFacingError` code `TEMPORAL_DEV_SERVER_FAILED` (with the last log lines)
- * when the process cannot start, exits early (e.g. port in use) or is not ready in time; the process
- * is gone by then.
+ * until stop(). Throws `UserFacingError` code `TEMPORAL_DEV_SERVER_FAILED` when a port is already
+ * taken (checked before spawning), or — with the last log lines — when the process cannot start,
+ * exits early or is not ready in time; the process is gone by then.
  */
 export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
   const log = options.log ?? (() => {});
   const started = Date.now();
   const port = options.port === 0 ? await freePort() : (options.port ?? 7233);
-  const uiPort =
-    options.uiPort ?? (options.port === 0 && !options.headless ? await freePort() : port + 1000);
+  const uiPort = options.uiPort ?? (options.port === 0 && !options.headless ? await freePort() : port + 1000);
   const namespace = options.namespace ?? 'default';
   const address = `127.0.0.1:${port}`;
+
+  for (const taken of options.headless ? [port] : [port, uiPort]) {
+    if (await isPortAccepting(taken)) {
+      // Checked up front: the readiness probe would otherwise happily talk to the other server.
+      throw new UserFacingError(
+        `Cannot start the Temporal dev server: port ${taken} on 127.0.0.1 is already in use ` +
+          '(another Temporal server?). Stop it, choose other ports, or point TEMPORAL_ADDRESS at it.',
+        'TEMPORAL_DEV_SERVER_FAILED',
+      );
+    }
+  }
 
   const tempDir = options.logFile ? undefined : mkdtempSync(path.join(os.tmpdir(), 'temporal-dev-server-'));
   const logFile = options.logFile ?? path.join(tempDir!, 'server.log');
@@ -74,11 +84,14 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   if (options.dbFile) mkdirSync(path.dirname(options.dbFile), { recursive: true });
 
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port)];
-  args.push(...(options.headless ? ['--headless'] : ['--ui-port', String(uiPort), '--ui-disable-news-fetch']));
+  args.push(
+    ...(options.headless ? ['--headless'] : ['--ui-port', String(uiPort), '--ui-disable-news-fetch']),
+  );
   args.push('--log-level', 'warn');
   if (options.dbFile) args.push('--db-filename', options.dbFile);
   if (namespace !== 'default') args.push('--namespace', namespace);
-  for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${name}=${type}`);
+  for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES))
+    args.push('--search-attribute', `${name}=${type}`);
 
   const logFd = openSync(logFile, 'a');
   const child = spawn(options.cliPath, args, { stdio: ['ignore', logFd, logFd] });
@@ -121,39 +134,54 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   const failure = async (what: string) => {
     const tail = await readTail(logFile, 15);
     await stop();
-    const portHint = /address already in use/i.test(tail) ? ` Port ${port} (or ${uiPort}) is already in use.` : '';
+    const portHint = /address already in use/i.test(tail)
+      ? ` Port ${port} (or ${uiPort}) is already in use.`
+      : '';
     return new UserFacingError(
-      `Temporal dev server (${options.cliPath}) ${what}.${portHint}\nLast lines of its log (${logFile}):\n${tail || '(empty)'}`,
+      `Temporal dev server (${options.cliPath}) ${what}.${portHint}\nLast lines of its log${options.logFile ? ` (${logFile})` : ''}:\n${tail || '(empty)'}`,
       'TEMPORAL_DEV_SERVER_FAILED',
     );
   };
 
   const deadline = started + (options.readyTimeoutMs ?? 60_000);
   const connection = Connection.lazy({ address });
-  let lastReason = 'no answer yet';
+  const whileAlive = <T>(promise: Promise<T>) => Promise.race([promise, exited.then(() => undefined)]);
+  let lastReason = 'not listening yet';
   try {
     for (;;) {
       if (exitInfo !== undefined) throw await failure(`${exitInfo} during startup`);
-      if (Date.now() > deadline) throw await failure(`was not ready after ${Date.now() - started} ms (${lastReason})`);
-      const missing = await connection
-        .withDeadline(Date.now() + 2_000, () => missingSearchAttributes(connection, namespace))
-        .catch((error: unknown) => {
-          lastReason = errorMessage(error);
-          return undefined;
-        });
-      if (missing?.length === 0) break;
-      if (missing) lastReason = `search attributes not visible yet: ${missing.join(', ')}`;
-      await Promise.race([sleep(200), exited]);
+      const remaining = deadline - Date.now();
+      if (remaining <= 0)
+        throw await failure(`was not ready after ${Date.now() - started} ms (${lastReason})`);
+      // A cheap TCP check first: the client retries UNAVAILABLE internally, so an RPC to a port
+      // nobody listens on takes seconds to fail.
+      if (await whileAlive(isPortAccepting(port, '127.0.0.1', Math.min(remaining, 500)))) {
+        const probe = connection
+          .withDeadline(Date.now() + Math.min(remaining, 5_000), () =>
+            missingSearchAttributes(connection, namespace),
+          )
+          .catch((error: unknown) => {
+            lastReason = errorMessage(error);
+            return undefined;
+          });
+        const missing = await whileAlive(probe);
+        if (missing?.length === 0) break;
+        if (missing) lastReason = `search attributes not visible yet: ${missing.join(', ')}`;
+      }
+      await whileAlive(sleep(Math.min(100, Math.max(0, deadline - Date.now()))));
     }
   } finally {
     await connection.close();
   }
 
   child.once('exit', () => {
-    if (!stopping) log(`Temporal dev server (pid ${child.pid}) ${exitInfo ?? 'exited'} unexpectedly; log: ${logFile}`);
+    if (!stopping)
+      log(`Temporal dev server (pid ${child.pid}) ${exitInfo ?? 'exited'} unexpectedly; log: ${logFile}`);
   });
   const uiUrl = options.headless ? undefined : `http://127.0.0.1:${uiPort}`;
-  log(`Temporal dev server ready at ${address}${uiUrl ? ` (UI ${uiUrl})` : ''} in ${Date.now() - started} ms`);
+  log(
+    `Temporal dev server ready at ${address}${uiUrl ? ` (UI ${uiUrl})` : ''} in ${Date.now() - started} ms`,
+  );
   return { address, ...(uiUrl ? { uiUrl } : {}), pid: child.pid!, stop };
 }
 

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { createActivityDeps } from '../../worker/activity-deps.ts';
 import { createLogger } from '../../worker/logger.ts';
+import { installRuntimeLogger } from '../../worker/runtime-logger.ts';
 import { ensureSearchAttributes } from '../../worker/search-attributes.ts';
 import { connectNative } from '../../worker/temporal.ts';
 import { buildWorker } from '../../worker/worker.ts';
@@ -15,6 +16,7 @@ export function registerWorker(program: Command, ctx: () => CliContext): void {
       const c = ctx();
       const { config } = c;
       const log = createLogger(config.logLevel, { process: 'worker' });
+      installRuntimeLogger(log);
       const prisma = await c.prisma();
       const temporal = await c.temporal();
       // A shared cluster may lack our search attributes: register them (no-op when present).

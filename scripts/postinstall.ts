@@ -1,0 +1,49 @@
+/**
+ * npm's postinstall for this package (`tsx scripts/postinstall.ts`):
+ *
+ * 1. generates the Prisma Client (required: failing here fails `npm install`);
+ * 2. fetches the pinned Temporal CLI into .tools/ (best effort: a failure is a warning and exit 0,
+ *    because `npm start` and `npm test` resolve the CLI again and then fail with the full how-to-fix
+ *    message). Skipped with DURABLE_FETCH_SKIP_CLI_INSTALL=1; TEMPORAL_CLI_PATH is honoured.
+ *
+ * This entry point reads those two variables itself: it runs before the app's config module is usable.
+ */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { errorMessage, isUserFacingError } from '../worker/errors.ts';
+import { resolveTemporalCli } from '../worker/temporal-cli.ts';
+import { generatePrismaClient } from './generate.ts';
+
+const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const say = (line: string) => console.log(`[durable-fetch] ${line}`);
+
+async function installTemporalCli(): Promise<void> {
+  if (process.env.DURABLE_FETCH_SKIP_CLI_INSTALL === '1') {
+    say('Temporal CLI: skipped (DURABLE_FETCH_SKIP_CLI_INSTALL=1)');
+    return;
+  }
+  try {
+    const cli = await resolveTemporalCli({
+      projectRoot: PROJECT_ROOT,
+      cliPath: process.env.TEMPORAL_CLI_PATH,
+      log: say,
+    });
+    say(`Temporal CLI: ${path.relative(PROJECT_ROOT, cli.path) || cli.path} (${cli.source})`);
+  } catch (error) {
+    const reason = isUserFacingError(error) ? error.message : errorMessage(error);
+    say(`warning: could not get the Temporal CLI now; \`npm start\`/\`npm test\` will try again.\n${reason}`);
+  }
+}
+
+async function main(): Promise<void> {
+  try {
+    await generatePrismaClient({ projectRoot: PROJECT_ROOT, log: say });
+  } catch (error) {
+    console.error(isUserFacingError(error) ? `[durable-fetch] ${error.message}` : error);
+    process.exitCode = 1;
+    return;
+  }
+  await installTemporalCli();
+}
+
+await main();

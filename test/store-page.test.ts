@@ -1,0 +1,219 @@
+// Activity-level tests of the database steps on real PostgreSQL (no Temporal needed: these
+// activities use no activity context). They prove R1 fencing and R3 idempotency directly.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { ApplicationFailure } from '@temporalio/common';
+import { createActivities } from '../activities/index.ts';
+import type { ClaimInput, PartnerRecord } from '../workflows/types.ts';
+import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
+import { createSource, testDeps } from './helpers/deps.ts';
+
+let db: TestDatabase;
+let acts: ReturnType<typeof createActivities>;
+const DATE = '2026-05-01';
+
+before(async () => {
+  db = await useTestDatabase();
+  acts = createActivities(testDeps(db.prisma));
+});
+after(async () => db?.drop());
+
+function claimInput(sourceId: string, workflowId = `fetch/fetch-records/${sourceId}/${DATE}`): ClaimInput {
+  return {
+    sourceId,
+    businessDate: DATE,
+    workflowId,
+    workflowRunId: 'run-1',
+    correlationId: 'corr-1',
+    requestedBy: 'test',
+    scheduledAt: '2026-05-01T02:00:00Z',
+  };
+}
+
+function records(sourceId: string, n: number, tag = 'v1'): PartnerRecord[] {
+  return Array.from({ length: n }, (_, i) => ({ id: `${sourceId}-${i}`, tag }));
+}
+
+async function claimed(sourceId: string) {
+  await createSource(db.prisma, sourceId, 'http://127.0.0.1:9');
+  const claim = await acts.claimRun(claimInput(sourceId));
+  assert.equal(claim.outcome, 'claimed');
+  return claim;
+}
+
+async function effects(sourceId: string) {
+  const [rows, events, keys, run] = await Promise.all([
+    db.prisma.fetchedRecord.count({ where: { sourceId } }),
+    db.prisma.outboxEvent.count({ where: { payload: { path: ['sourceId'], equals: sourceId } } }),
+    db.prisma.idempotencyRecord.count({ where: { key: { startsWith: `fetch-records:${sourceId}:` } } }),
+    db.prisma.fetchRun.findFirstOrThrow({ where: { sourceId } }),
+  ]);
+  return { rows, events, keys, pagesStored: run.pagesStored, recordsStored: run.recordsStored };
+}
+
+async function failureType(p: Promise<unknown>): Promise<string | undefined> {
+  try {
+    await p;
+  } catch (err) {
+    return err instanceof ApplicationFailure
+      ? (err.type ?? undefined)
+      : `not an ApplicationFailure: ${String(err)}`;
+  }
+  return undefined;
+}
+
+describe('store-page', () => {
+  it('a retried page (same key, same records) writes no duplicate rows, events or idempotency records', async () => {
+    const claim = await claimed('s1');
+    if (claim.outcome !== 'claimed') return;
+    const input = {
+      fetchRunId: claim.fetchRunId,
+      leaseToken: claim.leaseToken,
+      sourceId: 's1',
+      businessDate: DATE,
+    };
+    const page = { ...input, pageNo: 0, records: records('s1', 40), nextCursor: 'c1' };
+    const first = await acts.storePage(page);
+    const second = await acts.storePage(page);
+    assert.equal(first.replayed, false);
+    assert.equal(second.replayed, true);
+    assert.equal(second.eventId, first.eventId);
+    assert.deepEqual(await effects('s1'), {
+      rows: 40,
+      events: 1,
+      keys: 1,
+      pagesStored: 1,
+      recordsStored: 40,
+    });
+  });
+
+  it('two concurrent attempts of the same page produce exactly one effect', async () => {
+    const claim = await claimed('s2');
+    if (claim.outcome !== 'claimed') return;
+    const page = {
+      fetchRunId: claim.fetchRunId,
+      leaseToken: claim.leaseToken,
+      sourceId: 's2',
+      businessDate: DATE,
+      pageNo: 0,
+      records: records('s2', 25),
+      nextCursor: null,
+    };
+    const results = await Promise.all([acts.storePage(page), acts.storePage(page), acts.storePage(page)]);
+    assert.deepEqual(results.map((r) => r.replayed).sort(), [false, true, true]);
+    assert.equal(new Set(results.map((r) => r.eventId)).size, 1);
+    assert.deepEqual(await effects('s2'), {
+      rows: 25,
+      events: 1,
+      keys: 1,
+      pagesStored: 1,
+      recordsStored: 25,
+    });
+  });
+
+  it('the same key with different records is an IdempotencyConflict and writes nothing', async () => {
+    const claim = await claimed('s3');
+    if (claim.outcome !== 'claimed') return;
+    const base = {
+      fetchRunId: claim.fetchRunId,
+      leaseToken: claim.leaseToken,
+      sourceId: 's3',
+      businessDate: DATE,
+    };
+    await acts.storePage({ ...base, pageNo: 0, records: records('s3', 10), nextCursor: 'c1' });
+    const type = await failureType(
+      acts.storePage({ ...base, pageNo: 0, records: records('s3', 10, 'v2'), nextCursor: 'c1' }),
+    );
+    assert.equal(type, 'IdempotencyConflict');
+    assert.deepEqual(await effects('s3'), {
+      rows: 10,
+      events: 1,
+      keys: 1,
+      pagesStored: 1,
+      recordsStored: 10,
+    });
+    const stored = await db.prisma.fetchedRecord.findFirstOrThrow({ where: { externalId: 's3-0' } });
+    assert.equal((stored.data as { tag: string }).tag, 'v1');
+  });
+
+  it('a zombie attempt holding an old lease token cannot write (LeaseLost)', async () => {
+    const old = await claimed('s4');
+    if (old.outcome !== 'claimed') return;
+    // The same workflow claims again (a retried claim or a continue-as-new): the token rotates.
+    const current = await acts.claimRun(claimInput('s4'));
+    assert.equal(current.outcome, 'claimed');
+    assert.notEqual(current.outcome === 'claimed' && current.leaseToken, old.leaseToken);
+    const page = {
+      sourceId: 's4',
+      businessDate: DATE,
+      pageNo: 0,
+      records: records('s4', 5),
+      nextCursor: null,
+    };
+    const type = await failureType(
+      acts.storePage({ ...page, fetchRunId: old.fetchRunId, leaseToken: old.leaseToken }),
+    );
+    assert.equal(type, 'LeaseLost');
+    assert.deepEqual(await effects('s4'), { rows: 0, events: 0, keys: 0, pagesStored: 0, recordsStored: 0 });
+    assert.equal(
+      await failureType(
+        acts.completeRun({
+          fetchRunId: old.fetchRunId,
+          leaseToken: old.leaseToken,
+          sourceId: 's4',
+          businessDate: DATE,
+        }),
+      ),
+      'LeaseLost',
+    );
+  });
+});
+
+describe('claim-run and complete-run', () => {
+  it('a second workflow id is a duplicate while the lease is live, and takes over once it expired', async () => {
+    const first = await claimed('c1');
+    const other = claimInput('c1', 'fetch/fetch-records/c1/2026-05-01-scheduled');
+    const dup = await acts.claimRun(other);
+    assert.deepEqual(dup, {
+      outcome: 'duplicate',
+      fetchRunId: first.fetchRunId,
+      status: 'running',
+      ownerWorkflowId: `fetch/fetch-records/c1/${DATE}`,
+    });
+    const later = createActivities(testDeps(db.prisma, { now: () => new Date(Date.now() + 3_600_000) }));
+    const takeover = await later.claimRun(other);
+    assert.equal(takeover.outcome, 'claimed');
+    assert.equal(takeover.outcome === 'claimed' && takeover.attempt, 2);
+    assert.equal(await db.prisma.fetchRun.count({ where: { sourceId: 'c1' } }), 1);
+  });
+
+  it('a disabled source fails with PermissionDenied before any side effect', async () => {
+    await createSource(db.prisma, 'c2', 'http://127.0.0.1:9', { enabled: false });
+    assert.equal(await failureType(acts.claimRun(claimInput('c2'))), 'PermissionDenied');
+    assert.equal(await db.prisma.fetchRun.count({ where: { sourceId: 'c2' } }), 0);
+  });
+
+  it('completeRun repeated after success returns the same event and writes nothing more', async () => {
+    const claim = await claimed('c3');
+    if (claim.outcome !== 'claimed') return;
+    const input = {
+      fetchRunId: claim.fetchRunId,
+      leaseToken: claim.leaseToken,
+      sourceId: 'c3',
+      businessDate: DATE,
+    };
+    await acts.storePage({ ...input, pageNo: 0, records: records('c3', 3), nextCursor: null });
+    const a = await acts.completeRun(input);
+    const b = await acts.completeRun(input);
+    assert.deepEqual(b, a);
+    assert.deepEqual(a, { eventId: a.eventId, pages: 1, records: 3 });
+    const run = await db.prisma.fetchRun.findUniqueOrThrow({ where: { id: claim.fetchRunId } });
+    assert.equal(run.status, 'succeeded');
+    assert.equal(
+      await db.prisma.outboxEvent.count({ where: { topic: 'fetch.run_completed', aggregateId: run.id } }),
+      1,
+    );
+    // A finished run is not claimed again: a new starter is a duplicate.
+    assert.equal((await acts.claimRun(claimInput('c3'))).outcome, 'duplicate');
+  });
+});
