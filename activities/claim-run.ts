@@ -31,14 +31,21 @@ export function createClaimRun(deps: ActivityDeps) {
     const { prisma } = deps;
     const source = await prisma.source.findUnique({ where: { id: input.sourceId } });
     if (!source) throw failure('NotFound', 'SOURCE_NOT_FOUND', `source '${input.sourceId}' does not exist`);
-    if (!source.enabled) throw failure('PermissionDenied', 'SOURCE_DISABLED', `source '${input.sourceId}' is disabled`);
+    if (!source.enabled)
+      throw failure('PermissionDenied', 'SOURCE_DISABLED', `source '${input.sourceId}' is disabled`);
 
-    const key: BusinessKey = { jobType: FETCH_RECORDS, sourceId: input.sourceId, businessDate: input.businessDate };
+    const key: BusinessKey = {
+      jobType: FETCH_RECORDS,
+      sourceId: input.sourceId,
+      businessDate: input.businessDate,
+    };
     const date = new Date(`${input.businessDate}T00:00:00Z`);
     const now = deps.now();
     const leaseUntil = new Date(now.getTime() + deps.leaseTtlMs);
     await prisma.fetchRun.upsert({
-      where: { jobType_sourceId_businessDate: { jobType: key.jobType, sourceId: key.sourceId, businessDate: date } },
+      where: {
+        jobType_sourceId_businessDate: { jobType: key.jobType, sourceId: key.sourceId, businessDate: date },
+      },
       create: {
         jobType: key.jobType,
         sourceId: key.sourceId,
@@ -67,7 +74,10 @@ export function createClaimRun(deps: ActivityDeps) {
       RETURNING id, lease_token::text AS lease_token, attempt, cursor, pages_stored, records_stored`;
     const row = claimed[0];
     if (row) {
-      deps.log.info({ fetchRunId: row.id, workflowId: input.workflowId, attempt: row.attempt }, 'run claimed');
+      deps.log.info(
+        { fetchRunId: row.id, workflowId: input.workflowId, attempt: row.attempt },
+        'run claimed',
+      );
       return {
         outcome: 'claimed',
         fetchRunId: row.id,
@@ -80,10 +90,20 @@ export function createClaimRun(deps: ActivityDeps) {
       };
     }
     const current = await prisma.fetchRun.findUniqueOrThrow({
-      where: { jobType_sourceId_businessDate: { jobType: key.jobType, sourceId: key.sourceId, businessDate: date } },
+      where: {
+        jobType_sourceId_businessDate: { jobType: key.jobType, sourceId: key.sourceId, businessDate: date },
+      },
       select: { id: true, status: true, workflowId: true },
     });
-    deps.log.info({ fetchRunId: current.id, owner: current.workflowId, status: current.status }, 'duplicate start');
-    return { outcome: 'duplicate', fetchRunId: current.id, status: current.status, ownerWorkflowId: current.workflowId };
+    deps.log.info(
+      { fetchRunId: current.id, owner: current.workflowId, status: current.status },
+      'duplicate start',
+    );
+    return {
+      outcome: 'duplicate',
+      fetchRunId: current.id,
+      status: current.status,
+      ownerWorkflowId: current.workflowId,
+    };
   };
 }

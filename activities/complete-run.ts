@@ -45,7 +45,13 @@ export function createCompleteRun(deps: ActivityDeps) {
       if (run.status === 'succeeded') return result;
       await tx.fetchRun.update({
         where: { id: input.fetchRunId },
-        data: { status: 'succeeded', finishedAt: now, leaseUntil: null, errorClass: null, errorMessage: null },
+        data: {
+          status: 'succeeded',
+          finishedAt: now,
+          leaseUntil: null,
+          errorClass: null,
+          errorMessage: null,
+        },
       });
       await tx.outboxEvent.create({
         data: {

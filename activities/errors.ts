@@ -20,7 +20,8 @@ export function failure(type: ErrorType, code: string, message: string): Applica
 export function httpStatusFailure(status: number, what: string): ApplicationFailure {
   const code = `HTTP_${status}`;
   if (status === 429) return failure('RateLimited', code, `${what}: rate limited (429)`);
-  if (status === 401 || status === 403) return failure('PermissionDenied', code, `${what}: permission denied (${status})`);
+  if (status === 401 || status === 403)
+    return failure('PermissionDenied', code, `${what}: permission denied (${status})`);
   if (status === 404 || status === 410) return failure('NotFound', code, `${what}: not found (${status})`);
   if (status === 408) return failure('Timeout', code, `${what}: request timeout (408)`);
   if (status >= 500) return failure('UpstreamUnavailable', code, `${what}: upstream unavailable (${status})`);
@@ -38,7 +39,12 @@ const NETWORK_CODES = new Set([
   'UND_ERR_SOCKET',
   'UND_ERR_CLOSED',
 ]);
-const TIMEOUT_CODES = new Set(['ETIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+const TIMEOUT_CODES = new Set([
+  'ETIMEDOUT',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+]);
 // Prisma connection-level failures (P1xxx), pool timeout and write conflicts are worth a retry.
 const PRISMA_RETRYABLE = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024', 'P2034']);
 

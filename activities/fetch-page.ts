@@ -37,7 +37,8 @@ export function createFetchPage(deps: ActivityDeps) {
     const ctx = Context.current();
     const source = await deps.prisma.source.findUnique({ where: { id: input.sourceId } });
     if (!source) throw failure('NotFound', 'SOURCE_NOT_FOUND', `source '${input.sourceId}' does not exist`);
-    if (!source.enabled) throw failure('PermissionDenied', 'SOURCE_DISABLED', `source '${input.sourceId}' is disabled`);
+    if (!source.enabled)
+      throw failure('PermissionDenied', 'SOURCE_DISABLED', `source '${input.sourceId}' is disabled`);
     let token: string | undefined;
     if (source.credentialsRef) {
       token = deps.secret(source.credentialsRef);
@@ -58,7 +59,10 @@ export function createFetchPage(deps: ActivityDeps) {
       done: false,
     };
     if (progress.records.length > 0) {
-      ctx.log.info('resuming page from heartbeat', { pageNo: input.pageNo, records: progress.records.length });
+      ctx.log.info('resuming page from heartbeat', {
+        pageNo: input.pageNo,
+        records: progress.records.length,
+      });
     }
     const key = { jobType: FETCH_RECORDS, sourceId: input.sourceId, businessDate: input.businessDate };
     const idempotencyKey = idempotencyKeyFor(key, 'page', input.pageNo);
@@ -75,7 +79,11 @@ export function createFetchPage(deps: ActivityDeps) {
       });
       if (page.records.length === 0 && page.nextCursor !== null) {
         // A partner that pages forever without data would keep this loop alive.
-        throw failure('InvalidResponse', 'EMPTY_PAGE_WITH_CURSOR', `partner ${source.id}: empty page with a next cursor`);
+        throw failure(
+          'InvalidResponse',
+          'EMPTY_PAGE_WITH_CURSOR',
+          `partner ${source.id}: empty page with a next cursor`,
+        );
       }
       progress.records.push(...page.records);
       progress.cursor = page.nextCursor;

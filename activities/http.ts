@@ -20,7 +20,10 @@ export interface HttpClient {
    * @throws ApplicationFailure typed per status (429 RateLimited, 5xx UpstreamUnavailable, …),
    *   Timeout, NetworkError, InvalidResponse (body is not JSON); the signal's reason when aborted.
    */
-  getJson(url: URL, opts: { signal: AbortSignal; headers?: Record<string, string>; what: string }): Promise<unknown>;
+  getJson(
+    url: URL,
+    opts: { signal: AbortSignal; headers?: Record<string, string>; what: string },
+  ): Promise<unknown>;
   close(): Promise<void>;
 }
 

@@ -37,12 +37,23 @@ export async function fetchPartnerPage(http: HttpClient, req: PageRequest): Prom
   url.searchParams.set('date', req.businessDate);
   url.searchParams.set('limit', String(req.limit));
   if (req.cursor !== null) url.searchParams.set('cursor', req.cursor);
-  const headers: Record<string, string> = { accept: 'application/json', 'idempotency-key': req.idempotencyKey };
+  const headers: Record<string, string> = {
+    accept: 'application/json',
+    'idempotency-key': req.idempotencyKey,
+  };
   if (req.token !== undefined) headers.authorization = `Bearer ${req.token}`;
-  const body = await http.getJson(url, { signal: req.signal, headers, what: `partner ${req.sourceId} records` });
+  const body = await http.getJson(url, {
+    signal: req.signal,
+    headers,
+    what: `partner ${req.sourceId} records`,
+  });
   const parsed = pageSchema.safeParse(body);
   if (!parsed.success) {
-    throw failure('InvalidResponse', 'PAGE_SHAPE', `partner ${req.sourceId} records: unexpected response shape`);
+    throw failure(
+      'InvalidResponse',
+      'PAGE_SHAPE',
+      `partner ${req.sourceId} records: unexpected response shape`,
+    );
   }
   return parsed.data;
 }

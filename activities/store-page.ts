@@ -26,7 +26,11 @@ export function createStorePage(deps: ActivityDeps) {
       'page',
       input.pageNo,
     );
-    const requestHash = fingerprint({ pageNo: input.pageNo, records: input.records, nextCursor: input.nextCursor });
+    const requestHash = fingerprint({
+      pageNo: input.pageNo,
+      records: input.records,
+      nextCursor: input.nextCursor,
+    });
     const now = deps.now();
     return deps.prisma.$transaction(async (tx) => {
       // Be very careful: this row lock is what serialises two attempts of the same run (a zombie
@@ -41,7 +45,11 @@ export function createStorePage(deps: ActivityDeps) {
       const prior = await tx.idempotencyRecord.findUnique({ where: { key } });
       if (prior) {
         if (prior.fingerprint !== requestHash) {
-          throw failure('IdempotencyConflict', 'IDEMPOTENCY_CONFLICT', `key ${key} was used with a different page`);
+          throw failure(
+            'IdempotencyConflict',
+            'IDEMPOTENCY_CONFLICT',
+            `key ${key} was used with a different page`,
+          );
         }
         return { ...(prior.result as Omit<StorePageResult, 'replayed'>), replayed: true };
       }

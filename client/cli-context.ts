@@ -51,11 +51,19 @@ export async function checkDatabase(prisma: PrismaClient, url: string, config: C
     await prisma.$disconnect().catch(() => undefined);
     const text = errorMessage(err);
     if (/does not exist/.test(text) && /database/.test(text)) {
-      throw new UserFacingError(`database at ${where} does not exist: run \`durable-fetch migrate\``, 'DB_MISSING');
+      throw new UserFacingError(
+        `database at ${where} does not exist: run \`durable-fetch migrate\``,
+        'DB_MISSING',
+      );
     }
     if (/relation .* does not exist|fetch_run/.test(text)) {
-      throw new UserFacingError(`database at ${where} is not migrated: run \`durable-fetch migrate\``, 'DB_NOT_MIGRATED');
+      throw new UserFacingError(
+        `database at ${where} is not migrated: run \`durable-fetch migrate\``,
+        'DB_NOT_MIGRATED',
+      );
     }
-    throw new UserFacingError(`cannot reach PostgreSQL at ${where} (${origin})`, 'DB_UNREACHABLE', { cause: err });
+    throw new UserFacingError(`cannot reach PostgreSQL at ${where} (${origin})`, 'DB_UNREACHABLE', {
+      cause: err,
+    });
   }
 }

@@ -8,9 +8,10 @@ export function table(rows: readonly Record<string, string>[], columns: readonly
       .map((cell, i) => cell.padEnd(widths[i] ?? 0))
       .join('  ')
       .trimEnd();
-  return [line(columns.map((c) => c.toUpperCase())), ...rows.map((r) => line(columns.map((c) => r[c] ?? '')))].join(
-    '\n',
-  );
+  return [
+    line(columns.map((c) => c.toUpperCase())),
+    ...rows.map((r) => line(columns.map((c) => r[c] ?? ''))),
+  ].join('\n');
 }
 
 /** `1.2s`, `3m 04s`, `2h 05m`. */

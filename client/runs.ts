@@ -13,7 +13,10 @@ const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
  * One run by its FetchRun id, its workflow id (`fetch/fetch-records/<source>/<date>`) or its
  * business key written `<source>/<date>`. Undefined when there is none. Read-only.
  */
-export async function getRun(ctx: Pick<DurableFetchContext, 'prisma'>, id: string): Promise<FetchRun | undefined> {
+export async function getRun(
+  ctx: Pick<DurableFetchContext, 'prisma'>,
+  id: string,
+): Promise<FetchRun | undefined> {
   if (UUID_RE.test(id)) return (await ctx.prisma.fetchRun.findUnique({ where: { id } })) ?? undefined;
   const key = parseWorkflowId(id) ?? parseWorkflowId(`fetch/fetch-records/${id}`);
   if (!key) return undefined;
@@ -37,7 +40,10 @@ export interface ListRunsFilter {
 }
 
 /** Runs, newest business date first. Read-only. */
-export async function listRuns(ctx: Pick<DurableFetchContext, 'prisma'>, filter: ListRunsFilter = {}): Promise<FetchRun[]> {
+export async function listRuns(
+  ctx: Pick<DurableFetchContext, 'prisma'>,
+  filter: ListRunsFilter = {},
+): Promise<FetchRun[]> {
   return ctx.prisma.fetchRun.findMany({
     where: { sourceId: filter.sourceId, status: filter.status },
     orderBy: [{ businessDate: 'desc' }, { createdAt: 'desc' }],

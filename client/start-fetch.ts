@@ -58,18 +58,29 @@ export interface StartedFetch {
  */
 export async function startFetch(ctx: DurableFetchContext, req: StartFetchRequest): Promise<StartedFetch> {
   if (!isSourceId(req.sourceId)) {
-    throw new UserFacingError(`invalid source id '${req.sourceId}': use a-z, 0-9, '-' and '_'`, 'INVALID_INPUT');
+    throw new UserFacingError(
+      `invalid source id '${req.sourceId}': use a-z, 0-9, '-' and '_'`,
+      'INVALID_INPUT',
+    );
   }
   const source = await ctx.prisma.source.findUnique({ where: { id: req.sourceId } });
   if (!source) {
-    const known = await ctx.prisma.source.findMany({ select: { id: true }, orderBy: { id: 'asc' }, take: 20 });
+    const known = await ctx.prisma.source.findMany({
+      select: { id: true },
+      orderBy: { id: 'asc' },
+      take: 20,
+    });
     const list = known.map((s) => s.id).join(', ') || 'none';
     throw new UserFacingError(`unknown source '${req.sourceId}' (known sources: ${list})`, 'UNKNOWN_SOURCE');
   }
   if (!source.enabled) throw new UserFacingError(`source '${source.id}' is disabled`, 'SOURCE_DISABLED');
   const now = (ctx.now ?? (() => new Date()))();
   const businessDate = req.date ?? dateInTimeZone(now, source.timezone);
-  const check = checkBusinessDate(businessDate, { now, timeZone: source.timezone, maxFutureDays: ctx.maxFutureDays ?? 0 });
+  const check = checkBusinessDate(businessDate, {
+    now,
+    timeZone: source.timezone,
+    maxFutureDays: ctx.maxFutureDays ?? 0,
+  });
   if (!check.ok) throw new UserFacingError(check.reason, 'INVALID_INPUT');
 
   const key = { jobType: FETCH_RECORDS, sourceId: source.id, businessDate };

@@ -95,7 +95,8 @@ describe('cli help', () => {
     const help = (...path: string[]) => {
       let command = program;
       for (const name of path) {
-        command = command.commands.find((c) => c.name() === name) ?? assert.fail(`no command ${path.join(' ')}`);
+        command =
+          command.commands.find((c) => c.name() === name) ?? assert.fail(`no command ${path.join(' ')}`);
       }
       return command.helpInformation();
     };
@@ -115,7 +116,7 @@ describe('cli help', () => {
 
 // Three at a time: the unreachable-Temporal case (first) spends its ~10 s connect deadline idle
 // while the others share the CPUs.
-describe('cli: bad input is refused with one line and leaves nothing half-written', { concurrency: 3 }, () => {
+describe('cli: bad input gets one line and leaves nothing half-written', { concurrency: 3 }, () => {
   let db: TestDatabase;
   let env: Record<string, string>;
 
@@ -137,7 +138,10 @@ describe('cli: bad input is refused with one line and leaves nothing half-writte
   }
 
   it('cli: an unreachable Temporal prints one line naming Temporal and its address and exits 1', async () => {
-    const result = await runCli(['run', 'alpha', '--date', DATE], { ...env, TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    const result = await runCli(['run', 'alpha', '--date', DATE], {
+      ...env,
+      TEMPORAL_ADDRESS: '127.0.0.1:1',
+    });
     assertOneLineError(result, /cannot reach Temporal at 127\.0\.0\.1:1 /);
     await assertNothingWritten(`fetch/fetch-records/alpha/${DATE}`);
   });
@@ -171,7 +175,10 @@ describe('cli: bad input is refused with one line and leaves nothing half-writte
     // passed midnight UTC since the test read its own.
     const today = dateInTimeZone(new Date(), 'UTC');
     const date = addDays(today, 3);
-    const result = await runCli(['run', 'alpha', '--date', date], { ...env, DURABLE_FETCH_MAX_FUTURE_DAYS: '1' });
+    const result = await runCli(['run', 'alpha', '--date', date], {
+      ...env,
+      DURABLE_FETCH_MAX_FUTURE_DAYS: '1',
+    });
     const line = assertOneLineError(result, new RegExp(`date ${date} is in the future`));
     const latest = /the latest allowed is (\d{4}-\d{2}-\d{2}) \(UTC, max 1 day\(s\) ahead\)/.exec(line)?.[1];
     assert.ok(latest === addDays(today, 1) || latest === addDays(today, 2), line);
@@ -180,9 +187,15 @@ describe('cli: bad input is refused with one line and leaves nothing half-writte
 
   it('cli: a DATABASE_URL naming a missing database says to run `durable-fetch migrate` and creates nothing', async () => {
     const name = `df_missing_${randomBytes(4).toString('hex')}`;
-    const url = withDatabaseName(process.env.DF_TEST_PG_ADMIN_URL ?? assert.fail('no DF_TEST_PG_ADMIN_URL'), name);
+    const url = withDatabaseName(
+      process.env.DF_TEST_PG_ADMIN_URL ?? assert.fail('no DF_TEST_PG_ADMIN_URL'),
+      name,
+    );
     const result = await runCli(['run', 'alpha', '--date', '2026-03-15'], { ...env, DATABASE_URL: url });
-    assertOneLineError(result, new RegExp(`database at \\S+/${name} does not exist: run \`durable-fetch migrate\``));
+    assertOneLineError(
+      result,
+      new RegExp(`database at \\S+/${name} does not exist: run \`durable-fetch migrate\``),
+    );
     assert.equal(await databaseExists(name), false);
     await assertNothingWritten('fetch/fetch-records/alpha/2026-03-15');
   });
@@ -226,7 +239,9 @@ describe('cli migrate', () => {
   }
 
   it('cli: migrate creates the tables in an empty database and a second migrate reports it up to date', async () => {
-    const folders = (await readdir(DEFAULT_MIGRATIONS_DIR, { withFileTypes: true })).filter((e) => e.isDirectory());
+    const folders = (await readdir(DEFAULT_MIGRATIONS_DIR, { withFileTypes: true })).filter((e) =>
+      e.isDirectory(),
+    );
     const first = await runCli(['migrate'], { DATABASE_URL: empty.url });
     assert.equal(first.code, 0, first.stderr);
     assert.match(first.stdout, new RegExp(`applied ${folders.length} migration\\(s\\) to `));
@@ -365,7 +380,13 @@ describe('cli run --wait against a real worker', () => {
     const env = { ...cliEnv(db.url), DURABLE_FETCH_TASK_QUEUE: worker.taskQueue };
     const args = ['run', 'delta', '--date', DATE, '--wait', '--json'];
     const workflowId = `fetch/fetch-records/delta/${DATE}`;
-    type Printed = { workflowId: string; runId: string; businessDate: string; joined: boolean; result: unknown };
+    type Printed = {
+      workflowId: string;
+      runId: string;
+      businessDate: string;
+      joined: boolean;
+      result: unknown;
+    };
 
     const { first, second, servedAfterFirst } = await worker.run(async () => {
       const a = await runCli(args, env);

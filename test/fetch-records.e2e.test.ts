@@ -24,7 +24,12 @@ before(async () => {
   partner = await startPartner({ port: 0, recordCount: () => RECORDS });
   client = await testClient();
   worker = await testWorker(testDeps(db.prisma));
-  ctx = { temporal: client, prisma: db.prisma, taskQueue: worker.taskQueue, now: () => new Date('2026-11-29T12:00:00Z') };
+  ctx = {
+    temporal: client,
+    prisma: db.prisma,
+    taskQueue: worker.taskQueue,
+    now: () => new Date('2026-11-29T12:00:00Z'),
+  };
 });
 
 after(async () => {
@@ -37,7 +42,9 @@ async function counts(sourceId: string) {
   const [runs, records, pageEvents, completedEvents] = await Promise.all([
     db.prisma.fetchRun.count({ where: { sourceId } }),
     db.prisma.fetchedRecord.count({ where: { sourceId } }),
-    db.prisma.outboxEvent.count({ where: { topic: 'fetch.page_stored', payload: { path: ['sourceId'], equals: sourceId } } }),
+    db.prisma.outboxEvent.count({
+      where: { topic: 'fetch.page_stored', payload: { path: ['sourceId'], equals: sourceId } },
+    }),
     db.prisma.outboxEvent.count({
       where: { topic: 'fetch.run_completed', payload: { path: ['sourceId'], equals: sourceId } },
     }),
@@ -54,7 +61,12 @@ describe('fetch-records end to end', () => {
       assert.equal(started.joined, false);
       return started.handle.result();
     });
-    assert.deepEqual(result, { status: 'succeeded', fetchRunId: result.fetchRunId, pages: 3, records: RECORDS });
+    assert.deepEqual(result, {
+      status: 'succeeded',
+      fetchRunId: result.fetchRunId,
+      pages: 3,
+      records: RECORDS,
+    });
     assert.deepEqual(await counts('alpha'), { runs: 1, records: RECORDS, pageEvents: 3, completedEvents: 1 });
 
     const run = await db.prisma.fetchRun.findFirstOrThrow({ where: { sourceId: 'alpha' } });
@@ -62,8 +74,12 @@ describe('fetch-records end to end', () => {
     assert.equal(run.pagesStored, 3);
     assert.equal(run.recordsStored, RECORDS);
     assert.equal(run.idempotencyKey, `fetch-records:alpha:${DATE}`);
-    const events = await db.prisma.outboxEvent.findMany({ where: { aggregateId: run.id, topic: 'fetch.page_stored' } });
-    const perPage = events.map((e) => (e.payload as { recordCount: number }).recordCount).sort((a, b) => b - a);
+    const events = await db.prisma.outboxEvent.findMany({
+      where: { aggregateId: run.id, topic: 'fetch.page_stored' },
+    });
+    const perPage = events
+      .map((e) => (e.payload as { recordCount: number }).recordCount)
+      .sort((a, b) => b - a);
     assert.deepEqual(perPage, [100, 100, 30]);
     // 50 records per partner request: 2 + 2 + 1 requests, each carrying the page's idempotency key.
     const served = partner.ledger.entries({ sourceId: 'alpha' });
@@ -134,13 +150,31 @@ describe('fetch-records end to end', () => {
       client.workflow.execute(fetchRecordsWorkflow, {
         workflowId,
         taskQueue: worker.taskQueue,
-        args: [{ sourceId: 'epsilon', businessDate: DATE, correlationId: 'c-3', requestedBy: 'test', pagesPerExecution: 2 }],
+        args: [
+          {
+            sourceId: 'epsilon',
+            businessDate: DATE,
+            correlationId: 'c-3',
+            requestedBy: 'test',
+            pagesPerExecution: 2,
+          },
+        ],
       }),
     );
-    assert.deepEqual(result, { status: 'succeeded', fetchRunId: result.fetchRunId, pages: 5, records: RECORDS });
+    assert.deepEqual(result, {
+      status: 'succeeded',
+      fetchRunId: result.fetchRunId,
+      pages: 5,
+      records: RECORDS,
+    });
     const executions = [];
     for await (const e of client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) executions.push(e);
     assert.equal(executions.length, 3, 'pages 0-1, 2-3 and 4 in three executions');
-    assert.deepEqual(await counts('epsilon'), { runs: 1, records: RECORDS, pageEvents: 5, completedEvents: 1 });
+    assert.deepEqual(await counts('epsilon'), {
+      runs: 1,
+      records: RECORDS,
+      pageEvents: 5,
+      completedEvents: 1,
+    });
   });
 });

@@ -25,7 +25,10 @@ const envSchema = z.object({
   DURABLE_FETCH_TASK_QUEUE: z.string().min(1).default('durable-fetch'),
   DURABLE_FETCH_DATA_DIR: z.string().min(1).default('.data'),
   DURABLE_FETCH_PG_PORT: port.default(5433),
-  DURABLE_FETCH_DB_NAME: z.string().regex(/^[a-z_][a-z0-9_]*$/).default('durable_fetch'),
+  DURABLE_FETCH_DB_NAME: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_]*$/)
+    .default('durable_fetch'),
   DURABLE_FETCH_MAX_FUTURE_DAYS: z.coerce.number().int().min(0).max(366).default(0),
   DURABLE_FETCH_LEASE_TTL_MS: ms.default(5 * 60_000),
   DURABLE_FETCH_IDEMPOTENCY_RETENTION_DAYS: z.coerce.number().int().positive().default(30),

@@ -7,5 +7,9 @@ export const DEMO_SOURCE_ID = 'demo';
  */
 export async function ensureDemoSource(prisma: PrismaClient, partnerUrl: string): Promise<void> {
   const data = { name: 'Demo partner', baseUrl: partnerUrl, timezone: 'UTC', pageSize: 200, enabled: true };
-  await prisma.source.upsert({ where: { id: DEMO_SOURCE_ID }, create: { id: DEMO_SOURCE_ID, ...data }, update: { baseUrl: partnerUrl } });
+  await prisma.source.upsert({
+    where: { id: DEMO_SOURCE_ID },
+    create: { id: DEMO_SOURCE_ID, ...data },
+    update: { baseUrl: partnerUrl },
+  });
 }

@@ -5,7 +5,8 @@ function summary(entry: LogEntry): Record<string, unknown> {
   const meta: Record<string, unknown> = { ...(entry.meta ?? {}) };
   const err: unknown = meta.error;
   // Keep the failure's type and message; stacks and task tokens are noise in an operator's log.
-  if (err instanceof Error) meta.error = { type: (err as { type?: unknown }).type ?? err.name, message: err.message };
+  if (err instanceof Error)
+    meta.error = { type: (err as { type?: unknown }).type ?? err.name, message: err.message };
   delete meta.taskToken;
   return meta;
 }

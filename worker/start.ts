@@ -140,7 +140,12 @@ async function main(): Promise<void> {
   const client = await connectClient(config);
   closers.push({ name: 'temporal client', close: () => client.connection.close() });
   const started = await startFetch(
-    { temporal: client, prisma, taskQueue: config.temporal.taskQueue, maxFutureDays: config.runs.maxFutureDays },
+    {
+      temporal: client,
+      prisma,
+      taskQueue: config.temporal.taskQueue,
+      maxFutureDays: config.runs.maxFutureDays,
+    },
     { sourceId: DEMO_SOURCE_ID, requestedBy: 'npm-start' },
   );
   const ui = config.temporal.uiUrl;
@@ -154,7 +159,9 @@ async function main(): Promise<void> {
     const what = started.joined ? 'run had already succeeded' : 'first run succeeded';
     say(`${what}: ${result.records} records in ${result.pages} pages — ${since()} after start`);
   } else {
-    say(`run is a duplicate of ${result.ownerWorkflowId} (${result.existingStatus}) — ${since()} after start`);
+    say(
+      `run is a duplicate of ${result.ownerWorkflowId} (${result.existingStatus}) — ${since()} after start`,
+    );
   }
   say('list runs:  npm run cli -- runs list      start one:  npm run cli -- run demo --date 2026-01-31');
   say('Ctrl-C stops everything; state is kept in .data/');

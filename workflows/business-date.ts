@@ -6,9 +6,12 @@ import { isBusinessDate } from './business-key.ts';
 /** Today's calendar date `YYYY-MM-DD` in `timeZone` at instant `now`. */
 export function dateInTimeZone(now: Date, timeZone: string): string {
   // en-CA formats as YYYY-MM-DD.
-  return new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(
-    now,
-  );
+  return new Intl.DateTimeFormat('en-CA', {
+    timeZone,
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+  }).format(now);
 }
 
 /** Adds `days` to a `YYYY-MM-DD` date. */

@@ -3,17 +3,14 @@
  * Workflow id `fetch/fetch-records/<sourceId>/<date>`. Never rename this function: it is the
  * workflow type name of every run already in history.
  */
-import {
-  continueAsNew,
-  proxyActivities,
-  upsertSearchAttributes,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { continueAsNew, proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { FetchActivities } from '../activities/index.ts';
 import { RETRY_PRESETS } from './retry-presets.ts';
 import type { FetchRecordsInput, FetchRecordsResult, ResumeState } from './types.ts';
 
-const db = proxyActivities<Pick<FetchActivities, 'claimRun' | 'storePage' | 'completeRun'>>(RETRY_PRESETS.database);
+const db = proxyActivities<Pick<FetchActivities, 'claimRun' | 'storePage' | 'completeRun'>>(
+  RETRY_PRESETS.database,
+);
 const partner = proxyActivities<Pick<FetchActivities, 'fetchPage'>>(RETRY_PRESETS.partnerHttp);
 
 /** Default number of pages per workflow execution before continue-as-new. */

@@ -38,9 +38,13 @@ export function registerRun(program: Command, ctx: () => CliContext): void {
       const result = await started.handle.result();
       if (opts.json) return printJson({ workflowId, runId, businessDate, joined, webUi: link, result });
       if (result.status === 'succeeded') {
-        console.log(`succeeded: ${result.records} records in ${result.pages} pages (${duration(Date.now() - t0)})`);
+        console.log(
+          `succeeded: ${result.records} records in ${result.pages} pages (${duration(Date.now() - t0)})`,
+        );
       } else {
-        console.log(`duplicate: run ${result.fetchRunId} is owned by ${result.ownerWorkflowId} (${result.existingStatus})`);
+        console.log(
+          `duplicate: run ${result.fetchRunId} is owned by ${result.ownerWorkflowId} (${result.existingStatus})`,
+        );
       }
     });
 }

@@ -5,7 +5,15 @@ import { table, workflowUrl } from '../format.ts';
 import { type FetchRun, formatDate, getRun, listRuns, type RunStatus } from '../runs.ts';
 import { printJson } from './output.ts';
 
-const STATUSES = ['queued', 'running', 'retry_wait', 'succeeded', 'dead_lettered', 'cancelled', 'compensated'];
+const STATUSES = [
+  'queued',
+  'running',
+  'retry_wait',
+  'succeeded',
+  'dead_lettered',
+  'cancelled',
+  'compensated',
+];
 
 function parseStatus(value: string): RunStatus {
   if (!STATUSES.includes(value)) throw new InvalidArgumentError(`expected one of ${STATUSES.join(', ')}`);
@@ -14,7 +22,8 @@ function parseStatus(value: string): RunStatus {
 
 function parseLimit(value: string): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > 1000) throw new InvalidArgumentError('expected an integer 1..1000');
+  if (!Number.isInteger(n) || n < 1 || n > 1000)
+    throw new InvalidArgumentError('expected an integer 1..1000');
   return n;
 }
 
@@ -43,10 +52,15 @@ export function registerRuns(program: Command, ctx: () => CliContext): void {
     .option('--json', 'print JSON')
     .action(async (opts: { source?: string; status?: RunStatus; limit?: number; json?: boolean }) => {
       const prisma = await ctx().prisma();
-      const list = await listRuns({ prisma }, { sourceId: opts.source, status: opts.status, limit: opts.limit });
+      const list = await listRuns(
+        { prisma },
+        { sourceId: opts.source, status: opts.status, limit: opts.limit },
+      );
       if (opts.json) return printJson(list);
       if (list.length === 0) return console.log('no runs');
-      console.log(table(list.map(row), ['id', 'source', 'date', 'status', 'attempt', 'pages', 'records', 'updated']));
+      console.log(
+        table(list.map(row), ['id', 'source', 'date', 'status', 'attempt', 'pages', 'records', 'updated']),
+      );
     });
   runs
     .command('show')

@@ -16,7 +16,7 @@ export interface CliResult {
 }
 
 /**
- * Runs `durable-fetch <args>` with cwd = project root and env = PATH, HOME plus `env`.
+ * Runs `durable-fetch <args>` with cwd = project root and env = PATH, HOME, LOG_LEVEL=warn plus `env`.
  * Never rejects on a non-zero exit: the caller asserts on `code`. A process still running after
  * `timeoutMs` is killed (code null), so a hanging command fails its test instead of the whole run.
  */
@@ -32,7 +32,10 @@ export function runCli(
       [BIN, ...args],
       { cwd: PROJECT_ROOT, env: { ...base, ...env }, timeout: timeoutMs, encoding: 'utf8' },
       (error, stdout, stderr) => {
-        if (error && typeof error.code === 'string') return reject(error); // could not spawn at all
+        // A string code (ENOENT, EACCES…) means the process could not be started at all.
+        if (error && typeof error.code === 'string') {
+          return reject(new Error(`cannot run ${BIN}: ${error.message}`, { cause: error }));
+        }
         const code = error ? (typeof error.code === 'number' ? error.code : null) : 0;
         resolve({ code, stdout, stderr });
       },

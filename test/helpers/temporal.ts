@@ -7,7 +7,10 @@ import { Client, Connection } from '@temporalio/client';
 import {
   bundleWorkflowCode,
   DefaultLogger,
-  NativeConnection, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+  NativeConnection,
+  Runtime,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
 import type { ActivityDeps } from '../../activities/index.ts';
 import { buildWorker, WORKFLOWS_PATH } from '../../worker/worker.ts';
 
@@ -17,7 +20,9 @@ let runtimeQuiet = false;
 export function temporalAddress(): string {
   const address = process.env.DF_TEST_TEMPORAL_ADDRESS;
   if (!address) {
-    throw new Error('DF_TEST_TEMPORAL_ADDRESS is not set: run the tests with `npm test` (test/run.ts starts Temporal).');
+    throw new Error(
+      'DF_TEST_TEMPORAL_ADDRESS is not set: run the tests with `npm test` (test/run.ts starts Temporal).',
+    );
   }
   return address;
 }
@@ -49,7 +54,13 @@ export async function testWorker(deps: ActivityDeps): Promise<TestWorker> {
     async run(fn) {
       const connection = await NativeConnection.connect({ address: temporalAddress() });
       try {
-        const worker = await buildWorker({ connection, namespace: 'default', taskQueue, deps, workflowBundle });
+        const worker = await buildWorker({
+          connection,
+          namespace: 'default',
+          taskQueue,
+          deps,
+          workflowBundle,
+        });
         return await worker.runUntil(fn);
       } finally {
         await connection.close();

@@ -1,0 +1,154 @@
+// The one module that reads the environment: defaults, validation and derived addresses.
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { databaseUrl, loadConfig, PROJECT_ROOT, partnerUrl, temporalAddress } from '../worker/config.ts';
+import { isUserFacingError } from '../worker/errors.ts';
+
+/** The UserFacingError loadConfig throws for `env`; fails the test when it does not throw one. */
+function configError(env: NodeJS.ProcessEnv): { code: string; message: string } {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    assert.ok(isUserFacingError(err), `expected a UserFacingError, got ${String(err)}`);
+    return { code: err.code, message: err.message };
+  }
+  return assert.fail(`loadConfig accepted ${JSON.stringify(env)}`);
+}
+
+describe('config', () => {
+  it('config: an empty environment gives the documented local defaults', () => {
+    const config = loadConfig({});
+    assert.deepEqual(config, {
+      projectRoot: PROJECT_ROOT,
+      dataDir: path.join(PROJECT_ROOT, '.data'),
+      database: { url: undefined, embeddedPort: 5433, name: 'durable_fetch' },
+      temporal: {
+        address: undefined,
+        connection: undefined,
+        namespace: 'default',
+        cliPath: undefined,
+        port: 7233,
+        uiPort: 8233,
+        uiUrl: 'http://localhost:8233',
+        taskQueue: 'durable-fetch',
+      },
+      partner: { host: '127.0.0.1', port: 4010, pageLimit: 50 },
+      http: { connectTimeoutMs: 5_000, responseTimeoutMs: 15_000 },
+      runs: { maxFutureDays: 0, leaseTtlMs: 300_000, idempotencyRetentionMs: 30 * 86_400_000 },
+      logLevel: 'info',
+    });
+  });
+
+  it('config: without DATABASE_URL the app uses the embedded PostgreSQL on its configured port and database', () => {
+    assert.equal(databaseUrl(loadConfig({})), 'postgres://postgres:postgres@127.0.0.1:5433/durable_fetch');
+    assert.equal(
+      databaseUrl(loadConfig({ DURABLE_FETCH_PG_PORT: '6543', DURABLE_FETCH_DB_NAME: 'df_dev' })),
+      'postgres://postgres:postgres@127.0.0.1:6543/df_dev',
+    );
+  });
+
+  it('config: DATABASE_URL is used as given and may be postgres:// or postgresql://', () => {
+    for (const url of [
+      'postgres://app:pw@db.internal:5432/df',
+      'postgresql://app@db.internal/df?sslmode=require',
+    ]) {
+      const config = loadConfig({ DATABASE_URL: url });
+      assert.equal(config.database.url, url);
+      assert.equal(databaseUrl(config), url);
+    }
+  });
+
+  it('config: a DATABASE_URL that is not PostgreSQL is refused naming the variable, never echoing the value', () => {
+    for (const url of [
+      'mysql://app:s3cret-pw@db.internal:3306/df',
+      'http://app:s3cret-pw@db.internal/df',
+      's3cret-pw',
+    ]) {
+      const { code, message } = configError({ DATABASE_URL: url });
+      assert.equal(code, 'INVALID_CONFIG');
+      assert.match(message, /^invalid configuration: DATABASE_URL: /);
+      assert.ok(!message.includes('s3cret-pw'), message);
+      assert.ok(!message.includes('db.internal'), message);
+    }
+  });
+
+  it('config: every invalid variable is named in one error, without its value', () => {
+    const { code, message } = configError({
+      DURABLE_FETCH_PG_PORT: '70000',
+      LOG_LEVEL: 'loudest',
+      DURABLE_FETCH_MAX_FUTURE_DAYS: '-4',
+      HTTP_CONNECT_TIMEOUT_MS: 'fastish',
+      TEMPORAL_UI_URL: 'ui-at-somewhere',
+      DURABLE_FETCH_DB_NAME: 'Bad-Name',
+    });
+    assert.equal(code, 'INVALID_CONFIG');
+    for (const name of [
+      'DURABLE_FETCH_PG_PORT',
+      'LOG_LEVEL',
+      'DURABLE_FETCH_MAX_FUTURE_DAYS',
+      'HTTP_CONNECT_TIMEOUT_MS',
+      'TEMPORAL_UI_URL',
+      'DURABLE_FETCH_DB_NAME',
+    ]) {
+      assert.match(message, new RegExp(`\\b${name}: `), `names ${name}: ${message}`);
+    }
+    for (const value of ['70000', 'loudest', '-4', 'fastish', 'ui-at-somewhere', 'Bad-Name']) {
+      assert.ok(!message.includes(value), `does not echo ${value}: ${message}`);
+    }
+  });
+
+  it('config: numeric variables are read from their string form', () => {
+    const config = loadConfig({
+      DURABLE_FETCH_MAX_FUTURE_DAYS: '2',
+      DURABLE_FETCH_LEASE_TTL_MS: '60000',
+      DURABLE_FETCH_IDEMPOTENCY_RETENTION_DAYS: '1',
+      PARTNER_PAGE_LIMIT: '500',
+    });
+    assert.deepEqual(config.runs, {
+      maxFutureDays: 2,
+      leaseTtlMs: 60_000,
+      idempotencyRetentionMs: 86_400_000,
+    });
+    assert.equal(config.partner.pageLimit, 500);
+    assert.match(configError({ PARTNER_PAGE_LIMIT: '501' }).message, /PARTNER_PAGE_LIMIT/);
+    assert.match(
+      configError({ DURABLE_FETCH_MAX_FUTURE_DAYS: '1.5' }).message,
+      /DURABLE_FETCH_MAX_FUTURE_DAYS/,
+    );
+  });
+
+  it('config: without TEMPORAL_ADDRESS the local dev server is used, with its Web UI for links', () => {
+    assert.equal(temporalAddress(loadConfig({})), '127.0.0.1:7233');
+    const custom = loadConfig({
+      TEMPORAL_PORT: '7300',
+      TEMPORAL_UI_PORT: '8300',
+      DURABLE_FETCH_TASK_QUEUE: 'q1',
+    });
+    assert.equal(temporalAddress(custom), '127.0.0.1:7300');
+    assert.equal(custom.temporal.uiUrl, 'http://localhost:8300');
+    assert.equal(custom.temporal.taskQueue, 'q1');
+  });
+
+  it('config: TEMPORAL_ADDRESS selects that cluster and drops the local Web UI link unless TEMPORAL_UI_URL is set', () => {
+    const external = loadConfig({ TEMPORAL_ADDRESS: 'temporal.internal:7233', TEMPORAL_NAMESPACE: 'prod' });
+    assert.equal(temporalAddress(external), 'temporal.internal:7233');
+    assert.equal(external.temporal.address, 'temporal.internal:7233');
+    assert.equal(external.temporal.connection?.address, 'temporal.internal:7233');
+    assert.equal(external.temporal.namespace, 'prod');
+    assert.equal(external.temporal.uiUrl, undefined);
+    const withUi = loadConfig({
+      TEMPORAL_ADDRESS: 'temporal.internal:7233',
+      TEMPORAL_UI_URL: 'https://ui.internal',
+    });
+    assert.equal(withUi.temporal.uiUrl, 'https://ui.internal');
+  });
+
+  it('config: partnerUrl joins the demo partner host and port', () => {
+    assert.equal(partnerUrl(loadConfig({})), 'http://127.0.0.1:4010');
+    assert.equal(
+      partnerUrl(loadConfig({ PARTNER_HOST: '0.0.0.0', PARTNER_PORT: '4999' })),
+      'http://0.0.0.0:4999',
+    );
+  });
+});

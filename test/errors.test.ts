@@ -1,0 +1,141 @@
+// Error classification of activities: status codes and `code` properties to DESIGN's error types.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ApplicationFailure } from '@temporalio/common';
+import { classify, failure, httpStatusFailure } from '../activities/errors.ts';
+
+/** The parts of a failure that retries and dashboards depend on. */
+function shape(value: unknown): {
+  type: string | undefined | null;
+  nonRetryable: boolean | undefined | null;
+  code: unknown;
+} {
+  assert.ok(value instanceof ApplicationFailure, `expected an ApplicationFailure, got ${String(value)}`);
+  const details = value.details as [{ code?: unknown }] | undefined;
+  return { type: value.type, nonRetryable: value.nonRetryable, code: details?.[0]?.code };
+}
+
+function withCode(message: string, code: string, extra: object = {}): Error {
+  return Object.assign(new Error(message), { code }, extra);
+}
+
+describe('errors', () => {
+  it("errors: failure marks exactly DESIGN's retryable types retryable and the others non-retryable", () => {
+    const retryable = [
+      'Timeout',
+      'NetworkError',
+      'UpstreamUnavailable',
+      'RateLimited',
+      'CircuitOpen',
+      'DatabaseUnavailable',
+    ] as const;
+    const nonRetryable = [
+      'InvalidInput',
+      'InvalidResponse',
+      'PermissionDenied',
+      'NotFound',
+      'IdempotencyConflict',
+      'DeadlineExceeded',
+      'OutcomeUnknown',
+      'LeaseLost',
+    ] as const;
+    for (const type of retryable) {
+      assert.deepEqual(shape(failure(type, 'C', 'm')), { type, nonRetryable: false, code: 'C' });
+    }
+    for (const type of nonRetryable) {
+      assert.deepEqual(shape(failure(type, 'C', 'm')), { type, nonRetryable: true, code: 'C' });
+    }
+  });
+
+  it('errors: httpStatusFailure maps partner statuses to DESIGN types with the right retryability', () => {
+    const expected: [number, string, boolean][] = [
+      [429, 'RateLimited', false],
+      [500, 'UpstreamUnavailable', false],
+      [502, 'UpstreamUnavailable', false],
+      [503, 'UpstreamUnavailable', false],
+      [504, 'UpstreamUnavailable', false],
+      [408, 'Timeout', false],
+      [401, 'PermissionDenied', true],
+      [403, 'PermissionDenied', true],
+      [404, 'NotFound', true],
+      [410, 'NotFound', true],
+      [400, 'InvalidInput', true],
+      [422, 'InvalidInput', true],
+    ];
+    for (const [status, type, nonRetryable] of expected) {
+      assert.deepEqual(
+        shape(httpStatusFailure(status, 'partner acme')),
+        { type, nonRetryable, code: `HTTP_${status}` },
+        `${status}`,
+      );
+    }
+  });
+
+  it('errors: httpStatusFailure messages say what failed and the status, nothing more', () => {
+    assert.equal(httpStatusFailure(429, 'fetch page 2').message, 'fetch page 2: rate limited (429)');
+    assert.equal(httpStatusFailure(503, 'fetch page 2').message, 'fetch page 2: upstream unavailable (503)');
+    assert.equal(httpStatusFailure(403, 'fetch page 2').message, 'fetch page 2: permission denied (403)');
+    assert.equal(httpStatusFailure(410, 'fetch page 2').message, 'fetch page 2: not found (410)');
+    assert.equal(httpStatusFailure(400, 'fetch page 2').message, 'fetch page 2: rejected with status 400');
+  });
+
+  it('errors: classify turns socket errors into retryable NetworkError and timeouts into Timeout', () => {
+    assert.deepEqual(shape(classify(withCode('read ECONNRESET', 'ECONNRESET'), 'fetch')), {
+      type: 'NetworkError',
+      nonRetryable: false,
+      code: 'ECONNRESET',
+    });
+    assert.deepEqual(shape(classify(withCode('Headers Timeout Error', 'UND_ERR_HEADERS_TIMEOUT'), 'fetch')), {
+      type: 'Timeout',
+      nonRetryable: false,
+      code: 'UND_ERR_HEADERS_TIMEOUT',
+    });
+    assert.equal(shape(classify(withCode('x', 'ECONNREFUSED'), 'fetch')).type, 'NetworkError');
+    assert.equal(shape(classify(withCode('x', 'UND_ERR_CONNECT_TIMEOUT'), 'fetch')).type, 'Timeout');
+    assert.equal(shape(classify(withCode('x', 'ETIMEDOUT'), 'fetch')).type, 'Timeout');
+  });
+
+  it('errors: classify finds the code on a nested cause, as undici wraps socket errors in "fetch failed"', () => {
+    const socket = withCode('connect ECONNREFUSED 10.0.0.7:443', 'ECONNREFUSED');
+    const wrapped = new TypeError('fetch failed', { cause: socket });
+    assert.deepEqual(shape(classify(wrapped, 'fetch page 0')), {
+      type: 'NetworkError',
+      nonRetryable: false,
+      code: 'ECONNREFUSED',
+    });
+    const twice = new Error('outer', {
+      cause: new Error('middle', { cause: withCode('t', 'UND_ERR_BODY_TIMEOUT') }),
+    });
+    assert.equal(shape(classify(twice, 'fetch')).type, 'Timeout');
+  });
+
+  it('errors: classify maps Prisma P1001 and PostgreSQL connection-class codes to DatabaseUnavailable without echoing hosts', () => {
+    const prisma = withCode("Can't reach database server at `db.internal:5432`", 'P1001');
+    const classified = classify(prisma, 'store page 3');
+    assert.deepEqual(shape(classified), { type: 'DatabaseUnavailable', nonRetryable: false, code: 'P1001' });
+    assert.equal((classified as ApplicationFailure).message, 'store page 3: database unavailable');
+    for (const code of ['08006', '08001', '57P01', 'P2034', 'P2024']) {
+      assert.deepEqual(shape(classify(withCode('db', code), 'store')), {
+        type: 'DatabaseUnavailable',
+        nonRetryable: false,
+        code,
+      });
+    }
+  });
+
+  it('errors: classify passes ApplicationFailures and errors it does not know through unchanged', () => {
+    const typed = failure('IdempotencyConflict', 'KEY_REUSED', 'same key, different request');
+    assert.equal(classify(typed, 'store'), typed);
+    const plain = new Error('bug: undefined is not a function');
+    assert.equal(classify(plain, 'store'), plain);
+    // A unique violation is a fact about the data, not an outage: not retried as DatabaseUnavailable.
+    const unique = withCode('Unique constraint failed', 'P2002');
+    assert.equal(classify(unique, 'store'), unique);
+    const unknownCode = withCode('weird', 'E_SOMETHING_ELSE');
+    assert.equal(classify(unknownCode, 'store'), unknownCode);
+    assert.equal(classify('a string', 'store'), 'a string');
+    assert.equal(classify(null, 'store'), null);
+    const numericCode = { code: 42 };
+    assert.equal(classify(numericCode, 'store'), numericCode);
+  });
+});

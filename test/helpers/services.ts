@@ -1,0 +1,99 @@
+/**
+ * The real services a test run (or a benchmark) needs, started once: a Temporal dev server (in
+ * memory, headless, free port) from the pinned CLI, and a migrated template database on the
+ * PostgreSQL of DATABASE_URL, else 127.0.0.1:5432, else an embedded one.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { withDatabaseName } from '../../prisma/migrator.ts';
+import { PROJECT_ROOT } from '../../worker/config.ts';
+import { startEmbeddedPostgres } from '../../worker/postgres.ts';
+import { resolveTemporalCli } from '../../worker/temporal-cli.ts';
+import { startDevServer } from '../../worker/temporal-dev-server.ts';
+import { createTemplateDatabase, dropDatabase } from './database.ts';
+
+export interface TestServices {
+  temporalAddress: string;
+  temporalCli: string;
+  temporalCliSource: string;
+  adminUrl: string;
+  template: string;
+  /** The variables test helpers read (DF_TEST_*). */
+  env: Record<string, string>;
+  stop(): Promise<void>;
+}
+
+async function reachable(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/** Starts both services; on failure stops whatever had started. */
+export async function startTestServices(log: (line: string) => void): Promise<TestServices> {
+  const stops: (() => Promise<unknown>)[] = [];
+  const stop = async () => {
+    for (const fn of stops.reverse())
+      await fn().catch((err: unknown) => log(`cleanup failed: ${String(err)}`));
+  };
+  try {
+    const postgresAdminUrl = async (): Promise<string> => {
+      if (process.env.DATABASE_URL) return withDatabaseName(process.env.DATABASE_URL, 'postgres');
+      const local = 'postgres://postgres@127.0.0.1:5432/postgres';
+      if (await reachable(local)) return local;
+      log('no PostgreSQL at 127.0.0.1:5432 and no DATABASE_URL: starting an embedded one');
+      const dir = await mkdtemp(path.join(os.tmpdir(), 'df-test-pg-'));
+      const server = await startEmbeddedPostgres({
+        dataDir: dir,
+        port: 0,
+        user: 'postgres',
+        password: 'postgres',
+      });
+      stops.push(async () => {
+        await server.stop();
+        await rm(dir, { recursive: true, force: true });
+      });
+      return server.adminUrl;
+    };
+    const [cli, adminUrl] = await Promise.all([
+      resolveTemporalCli({ projectRoot: PROJECT_ROOT, cliPath: process.env.TEMPORAL_CLI_PATH, log }),
+      postgresAdminUrl(),
+    ]);
+    const template = `df_template_${process.pid}`;
+    const [server] = await Promise.all([
+      startDevServer({ cliPath: cli.path, port: 0, headless: true }).then((s) => {
+        stops.push(() => s.stop());
+        return s;
+      }),
+      createTemplateDatabase(adminUrl, template).then(() =>
+        stops.push(() => dropDatabase(adminUrl, template)),
+      ),
+    ]);
+    return {
+      temporalAddress: server.address,
+      temporalCli: cli.path,
+      temporalCliSource: cli.source,
+      adminUrl,
+      template,
+      env: {
+        DF_TEST_TEMPORAL_ADDRESS: server.address,
+        DF_TEST_PG_ADMIN_URL: adminUrl,
+        DF_TEST_TEMPLATE_DB: template,
+        DF_TEST_TEMPORAL_CLI: cli.path,
+      },
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}

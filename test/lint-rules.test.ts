@@ -1,0 +1,50 @@
+// The ESLint rules that guard correctness, checked against code that breaks them: workflow code
+// must stay deterministic (no Node/Prisma/activity imports) and no promise may float.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ESLint } from 'eslint';
+import { PROJECT_ROOT } from '../worker/config.ts';
+
+const eslint = new ESLint({ cwd: PROJECT_ROOT });
+
+async function ruleIds(code: string, filePath: string): Promise<string[]> {
+  const [result] = await eslint.lintText(code, { filePath });
+  return (result?.messages ?? []).map((m) => m.ruleId ?? m.message);
+}
+
+const WORKFLOW_FILE = 'workflows/fetch-records.ts';
+
+void describe('lint rules', () => {
+  void it('a workflow file may not import Node, Prisma or activity code', async () => {
+    for (const spec of [
+      'node:fs',
+      '@prisma/client',
+      '../activities/store-page.ts',
+      '@temporalio/activity',
+      'pg',
+    ]) {
+      const ids = await ruleIds(`import * as m from '${spec}';\nexport const x = m;\n`, WORKFLOW_FILE);
+      assert.ok(
+        ids.includes('@typescript-eslint/no-restricted-imports'),
+        `${spec} must be refused, got ${ids.join()}`,
+      );
+    }
+  });
+
+  void it('a workflow file may import @temporalio/workflow, other workflow files and activity types', async () => {
+    const code = [
+      "import { sleep } from '@temporalio/workflow';",
+      "import { workflowIdFor } from './business-key.ts';",
+      "import type { FetchActivities } from '../activities/index.ts';",
+      'export type A = FetchActivities;',
+      'export const x = [sleep, workflowIdFor];',
+      '',
+    ].join('\n');
+    assert.deepEqual(await ruleIds(code, WORKFLOW_FILE), []);
+  });
+
+  void it('a floating promise is an error outside tests', async () => {
+    const code = 'export async function f(): Promise<void> {}\nexport function g(): void {\n  f();\n}\n';
+    assert.ok((await ruleIds(code, 'worker/config.ts')).includes('@typescript-eslint/no-floating-promises'));
+  });
+});
