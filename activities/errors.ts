@@ -46,13 +46,37 @@ const TIMEOUT_CODES = new Set([
   'UND_ERR_BODY_TIMEOUT',
 ]);
 // Prisma connection-level failures (P1xxx), pool timeout and write conflicts are worth a retry.
-const PRISMA_RETRYABLE = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024', 'P2034']);
+const PRISMA_RETRYABLE = new Set([
+  'P1001',
+  'P1002',
+  'P1008',
+  'P1017',
+  'P2024',
+  'P2034',
+  'DatabaseNotReachable',
+  'ConnectionClosed',
+  'TransactionWriteConflict',
+]);
 
-function codeOf(err: unknown): string | undefined {
+interface Coded {
+  code?: unknown;
+  cause?: unknown;
+  meta?: { driverAdapterError?: { cause?: { originalCode?: unknown; code?: unknown; kind?: unknown } } };
+}
+
+/**
+ * The most specific error code in `err`: PostgreSQL's SQLSTATE that Prisma 7's driver adapter
+ * keeps under `meta.driverAdapterError.cause` (e.g. 57P01 behind a generic P2010), else the
+ * adapter's error kind (e.g. DatabaseNotReachable), else the error's own `code`, else its cause's.
+ */
+export function codeOf(err: unknown): string | undefined {
   if (typeof err !== 'object' || err === null) return undefined;
-  const own = (err as { code?: unknown }).code;
-  if (typeof own === 'string') return own;
-  return codeOf((err as { cause?: unknown }).cause);
+  const e = err as Coded;
+  const driver = e.meta?.driverAdapterError?.cause;
+  for (const candidate of [driver?.originalCode, driver?.code, driver?.kind, e.code]) {
+    if (typeof candidate === 'string') return candidate;
+  }
+  return codeOf(e.cause);
 }
 
 /**

@@ -4,18 +4,36 @@
 import { createClaimRun } from './claim-run.ts';
 import { createCompleteRun } from './complete-run.ts';
 import type { ActivityDeps } from './deps.ts';
+import { classify } from './errors.ts';
 import { createFetchPage } from './fetch-page.ts';
 import { createStorePage } from './store-page.ts';
 
 export type { ActivityDeps } from './deps.ts';
 
+/**
+ * Every activity throws a typed ApplicationFailure for what it can classify (e.g. a dropped
+ * database connection becomes DatabaseUnavailable), never an error named after its JS class.
+ */
+function classified<A extends unknown[], R>(
+  name: string,
+  fn: (...args: A) => Promise<R>,
+): (...args: A) => Promise<R> {
+  return async (...args) => {
+    try {
+      return await fn(...args);
+    } catch (err) {
+      throw classify(err, name);
+    }
+  };
+}
+
 /** Builds every activity the worker registers; names are the activity type names in Temporal. */
 export function createActivities(deps: ActivityDeps) {
   return {
-    claimRun: createClaimRun(deps),
-    fetchPage: createFetchPage(deps),
-    storePage: createStorePage(deps),
-    completeRun: createCompleteRun(deps),
+    claimRun: classified('claimRun', createClaimRun(deps)),
+    fetchPage: classified('fetchPage', createFetchPage(deps)),
+    storePage: classified('storePage', createStorePage(deps)),
+    completeRun: classified('completeRun', createCompleteRun(deps)),
   };
 }
 

@@ -5,8 +5,9 @@
 import type { Client } from '@temporalio/client';
 import { type Config, databaseUrl, loadConfig } from '../worker/config.ts';
 import { createPrisma, type PrismaClient } from '../worker/db.ts';
-import { UserFacingError, errorMessage } from '../worker/errors.ts';
+import { UserFacingError } from '../worker/errors.ts';
 import { redactUrl } from '../worker/redact.ts';
+import { codeOf } from '../activities/errors.ts';
 import { connectClient } from '../worker/temporal.ts';
 
 export interface CliContext {
@@ -49,21 +50,26 @@ export async function checkDatabase(prisma: PrismaClient, url: string, config: C
     await prisma.$queryRaw`SELECT 1 FROM fetch_run LIMIT 1`;
   } catch (err) {
     await prisma.$disconnect().catch(() => undefined);
-    const text = errorMessage(err);
-    if (/does not exist/.test(text) && /database/.test(text)) {
+    // Decided by SQLSTATE / Prisma code, never by message text.
+    const code = codeOf(err);
+    if (code === '3D000' || code === 'P1003') {
       throw new UserFacingError(
         `database at ${where} does not exist: run \`durable-fetch migrate\``,
         'DB_MISSING',
       );
     }
-    if (/relation .* does not exist|fetch_run/.test(text)) {
+    if (code === '42P01' || code === 'P2021') {
       throw new UserFacingError(
         `database at ${where} is not migrated: run \`durable-fetch migrate\``,
         'DB_NOT_MIGRATED',
       );
     }
-    throw new UserFacingError(`cannot reach PostgreSQL at ${where} (${origin})`, 'DB_UNREACHABLE', {
-      cause: err,
-    });
+    throw new UserFacingError(
+      `cannot reach PostgreSQL at ${where} (${origin})${code ? `: ${code}` : ''}`,
+      'DB_UNREACHABLE',
+      {
+        cause: err,
+      },
+    );
   }
 }

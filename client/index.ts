@@ -2,8 +2,8 @@
  * The application client API of durable-fetch (DESIGN "Used by: workflows started from the
  * application's client").
  */
-export { startFetch, SEARCH_KEYS } from './start-fetch.ts';
-export type { DurableFetchContext, StartFetchRequest, StartedFetch } from './start-fetch.ts';
+export { startFetch, prepareFetch, launchFetch, SEARCH_KEYS } from './start-fetch.ts';
+export type { DurableFetchContext, PreparedFetch, StartFetchRequest, StartedFetch } from './start-fetch.ts';
 export { getRun, listRuns } from './runs.ts';
 export type { FetchRun, ListRunsFilter, RunStatus } from './runs.ts';
 export { workflowIdFor, idempotencyKeyFor, FETCH_RECORDS } from '../workflows/business-key.ts';

@@ -7,7 +7,7 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import { UserFacingError } from '../worker/errors.ts';
 import { checkBusinessDate, dateInTimeZone } from '../workflows/business-date.ts';
-import { FETCH_RECORDS, isSourceId, workflowIdFor } from '../workflows/business-key.ts';
+import { FETCH_RECORDS, isBusinessDate, isSourceId, workflowIdFor } from '../workflows/business-key.ts';
 import type { fetchRecordsWorkflow } from '../workflows/fetch-records.ts';
 import type { RequestedBy } from '../workflows/types.ts';
 
@@ -48,20 +48,32 @@ export interface StartedFetch {
   handle: WorkflowHandle<typeof fetchRecordsWorkflow>;
 }
 
+/** A validated request: the source exists and is enabled, the date is allowed. */
+export interface PreparedFetch {
+  sourceId: string;
+  businessDate: string;
+  workflowId: string;
+  request: StartFetchRequest;
+}
+
 /**
- * Starts the run of `(fetch-records, sourceId, date)`, or joins the existing one: at most one
- * workflow per business key runs at a time, and a key that already succeeded is joined, not
- * re-run. A key whose last run failed, was cancelled or terminated is started afresh (its stored
- * pages are not fetched again). Not a side effect on partners by itself.
+ * Validates a request against the database and the future-date policy, without starting anything.
+ * Read-only.
  * @throws UserFacingError INVALID_INPUT (malformed source id or date, date beyond the future
- *   policy), UNKNOWN_SOURCE, SOURCE_DISABLED; Temporal connection errors.
+ *   policy), UNKNOWN_SOURCE, SOURCE_DISABLED.
  */
-export async function startFetch(ctx: DurableFetchContext, req: StartFetchRequest): Promise<StartedFetch> {
+export async function prepareFetch(
+  ctx: Pick<DurableFetchContext, 'prisma' | 'maxFutureDays' | 'now'>,
+  req: StartFetchRequest,
+): Promise<PreparedFetch> {
   if (!isSourceId(req.sourceId)) {
     throw new UserFacingError(
       `invalid source id '${req.sourceId}': use a-z, 0-9, '-' and '_'`,
       'INVALID_INPUT',
     );
+  }
+  if (req.date !== undefined && !isBusinessDate(req.date)) {
+    throw new UserFacingError(`invalid date '${req.date}': expected YYYY-MM-DD`, 'INVALID_INPUT');
   }
   const source = await ctx.prisma.source.findUnique({ where: { id: req.sourceId } });
   if (!source) {
@@ -82,16 +94,34 @@ export async function startFetch(ctx: DurableFetchContext, req: StartFetchReques
     maxFutureDays: ctx.maxFutureDays ?? 0,
   });
   if (!check.ok) throw new UserFacingError(check.reason, 'INVALID_INPUT');
+  const workflowId = workflowIdFor({ jobType: FETCH_RECORDS, sourceId: source.id, businessDate });
+  return { sourceId: source.id, businessDate, workflowId, request: req };
+}
 
-  const key = { jobType: FETCH_RECORDS, sourceId: source.id, businessDate };
-  const workflowId = workflowIdFor(key);
+/**
+ * Starts the run of `(fetch-records, sourceId, date)`, or joins the existing one: at most one
+ * workflow per business key runs at a time, and a key that already succeeded is joined, not
+ * re-run. A key whose last run failed, was cancelled or terminated is started afresh (its stored
+ * pages are not fetched again). Not a side effect on partners by itself.
+ * @throws UserFacingError as {@link prepareFetch}; Temporal connection errors.
+ */
+export async function startFetch(ctx: DurableFetchContext, req: StartFetchRequest): Promise<StartedFetch> {
+  return launchFetch(ctx, await prepareFetch(ctx, req));
+}
+
+/** Starts or joins the workflow of a {@link prepareFetch}ed request. */
+export async function launchFetch(
+  ctx: Pick<DurableFetchContext, 'temporal' | 'taskQueue'>,
+  prepared: PreparedFetch,
+): Promise<StartedFetch> {
+  const { sourceId, businessDate, workflowId, request: req } = prepared;
   try {
     const handle = await ctx.temporal.workflow.start<typeof fetchRecordsWorkflow>('fetchRecordsWorkflow', {
       workflowId,
       taskQueue: ctx.taskQueue,
       args: [
         {
-          sourceId: source.id,
+          sourceId,
           businessDate,
           correlationId: req.correlationId ?? randomUUID(),
           requestedBy: req.requestedBy ?? 'app-client',
@@ -102,12 +132,12 @@ export async function startFetch(ctx: DurableFetchContext, req: StartFetchReques
       workflowIdConflictPolicy: 'FAIL',
       workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
       typedSearchAttributes: [
-        { key: SEARCH_KEYS.source, value: source.id },
+        { key: SEARCH_KEYS.source, value: sourceId },
         { key: SEARCH_KEYS.date, value: businessDate },
         { key: SEARCH_KEYS.jobType, value: FETCH_RECORDS },
         { key: SEARCH_KEYS.status, value: 'queued' },
       ],
-      staticSummary: `${FETCH_RECORDS} ${source.id} ${businessDate}`,
+      staticSummary: `${FETCH_RECORDS} ${sourceId} ${businessDate}`,
     });
     return { workflowId, runId: handle.firstExecutionRunId, businessDate, joined: false, handle };
   } catch (err) {

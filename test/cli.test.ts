@@ -366,7 +366,7 @@ describe('cli run --wait against a real worker', () => {
   before(async () => {
     db = await useTestDatabase();
     partner = await startPartner({ port: 0, recordCount: () => RECORDS });
-    await createSource(db.prisma, 'delta', partner.url);
+    await createSource(db.prisma, 'cli-delta', partner.url);
     worker = await testWorker(testDeps(db.prisma));
   });
 
@@ -378,8 +378,8 @@ describe('cli run --wait against a real worker', () => {
   it('cli: run --wait --json prints the succeeded result and a second identical run joins it', async () => {
     // The CLI reaches the in-process worker only through DURABLE_FETCH_TASK_QUEUE.
     const env = { ...cliEnv(db.url), DURABLE_FETCH_TASK_QUEUE: worker.taskQueue };
-    const args = ['run', 'delta', '--date', DATE, '--wait', '--json'];
-    const workflowId = `fetch/fetch-records/delta/${DATE}`;
+    const args = ['run', 'cli-delta', '--date', DATE, '--wait', '--json'];
+    const workflowId = `fetch/fetch-records/cli-delta/${DATE}`;
     type Printed = {
       workflowId: string;
       runId: string;
@@ -391,7 +391,7 @@ describe('cli run --wait against a real worker', () => {
     const { first, second, servedAfterFirst } = await worker.run(async () => {
       const a = await runCli(args, env);
       assert.equal(a.code, 0, a.stderr);
-      const servedAfterFirst = partner.ledger.count({ sourceId: 'delta' });
+      const servedAfterFirst = partner.ledger.count({ sourceId: 'cli-delta' });
       const b = await runCli(args, env);
       assert.equal(b.code, 0, b.stderr);
       return {
@@ -401,7 +401,7 @@ describe('cli run --wait against a real worker', () => {
       };
     });
 
-    const run = await db.prisma.fetchRun.findFirstOrThrow({ where: { sourceId: 'delta' } });
+    const run = await db.prisma.fetchRun.findFirstOrThrow({ where: { sourceId: 'cli-delta' } });
     assert.deepEqual(first, {
       workflowId,
       runId: first.runId,
@@ -415,10 +415,10 @@ describe('cli run --wait against a real worker', () => {
     assert.equal(run.status, 'succeeded');
     assert.equal(run.recordsStored, RECORDS);
     assert.equal((run.payload as { requestedBy?: string }).requestedBy, 'cli');
-    assert.equal(await db.prisma.fetchedRecord.count({ where: { sourceId: 'delta' } }), RECORDS);
+    assert.equal(await db.prisma.fetchedRecord.count({ where: { sourceId: 'cli-delta' } }), RECORDS);
     // Joining asked the partner for nothing more.
     assert.ok(servedAfterFirst > 0);
-    assert.equal(partner.ledger.count({ sourceId: 'delta' }), servedAfterFirst);
+    assert.equal(partner.ledger.count({ sourceId: 'cli-delta' }), servedAfterFirst);
     const described = await temporal.workflow.getHandle(workflowId).describe();
     assert.equal(described.runId, first.runId);
     assert.equal(described.taskQueue, worker.taskQueue);

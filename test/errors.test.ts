@@ -123,6 +123,29 @@ describe('errors', () => {
     }
   });
 
+  it('errors: classify reads the SQLSTATE and error kind Prisma 7 nests under meta.driverAdapterError', () => {
+    const terminated = withCode('Raw query failed', 'P2010', {
+      meta: { driverAdapterError: { cause: { originalCode: '57P01', kind: 'postgres' } } },
+    });
+    assert.deepEqual(shape(classify(terminated, 'storePage')), {
+      type: 'DatabaseUnavailable',
+      nonRetryable: false,
+      code: '57P01',
+    });
+    const refused = withCode('Raw query failed', 'P2010', {
+      meta: {
+        driverAdapterError: { cause: { kind: 'DatabaseNotReachable', host: '127.0.0.1', port: 5499 } },
+      },
+    });
+    const failed = classify(refused, 'claimRun');
+    assert.deepEqual(shape(failed), {
+      type: 'DatabaseUnavailable',
+      nonRetryable: false,
+      code: 'DatabaseNotReachable',
+    });
+    assert.ok(!(failed as Error).message.includes('5499'), 'no host or port in the message');
+  });
+
   it('errors: classify passes ApplicationFailures and errors it does not know through unchanged', () => {
     const typed = failure('IdempotencyConflict', 'KEY_REUSED', 'same key, different request');
     assert.equal(classify(typed, 'store'), typed);

@@ -54,10 +54,10 @@ async function counts(sourceId: string) {
 
 describe('fetch-records end to end', () => {
   it('a run stores every record and exactly one outbox event per page', async () => {
-    await createSource(db.prisma, 'alpha', partner.url);
+    await createSource(db.prisma, 'e2e-alpha', partner.url);
     const result = await worker.run(async () => {
-      const started = await startFetch(ctx, { sourceId: 'alpha', date: DATE, requestedBy: 'test' });
-      assert.equal(started.workflowId, `fetch/fetch-records/alpha/${DATE}`);
+      const started = await startFetch(ctx, { sourceId: 'e2e-alpha', date: DATE, requestedBy: 'test' });
+      assert.equal(started.workflowId, `fetch/fetch-records/e2e-alpha/${DATE}`);
       assert.equal(started.joined, false);
       return started.handle.result();
     });
@@ -67,13 +67,18 @@ describe('fetch-records end to end', () => {
       pages: 3,
       records: RECORDS,
     });
-    assert.deepEqual(await counts('alpha'), { runs: 1, records: RECORDS, pageEvents: 3, completedEvents: 1 });
+    assert.deepEqual(await counts('e2e-alpha'), {
+      runs: 1,
+      records: RECORDS,
+      pageEvents: 3,
+      completedEvents: 1,
+    });
 
-    const run = await db.prisma.fetchRun.findFirstOrThrow({ where: { sourceId: 'alpha' } });
+    const run = await db.prisma.fetchRun.findFirstOrThrow({ where: { sourceId: 'e2e-alpha' } });
     assert.equal(run.status, 'succeeded');
     assert.equal(run.pagesStored, 3);
     assert.equal(run.recordsStored, RECORDS);
-    assert.equal(run.idempotencyKey, `fetch-records:alpha:${DATE}`);
+    assert.equal(run.idempotencyKey, `fetch-records:e2e-alpha:${DATE}`);
     const events = await db.prisma.outboxEvent.findMany({
       where: { aggregateId: run.id, topic: 'fetch.page_stored' },
     });
@@ -82,77 +87,92 @@ describe('fetch-records end to end', () => {
       .sort((a, b) => b - a);
     assert.deepEqual(perPage, [100, 100, 30]);
     // 50 records per partner request: 2 + 2 + 1 requests, each carrying the page's idempotency key.
-    const served = partner.ledger.entries({ sourceId: 'alpha' });
+    const served = partner.ledger.entries({ sourceId: 'e2e-alpha' });
     assert.equal(served.length, 5);
     assert.deepEqual(
       [...new Set(served.map((e) => e.idempotencyKey))],
-      [0, 1, 2].map((n) => `fetch-records:alpha:${DATE}:page:${n}`),
+      [0, 1, 2].map((n) => `fetch-records:e2e-alpha:${DATE}:page:${n}`),
     );
   });
 
   it('starting the same business key twice gives one FetchRun and no duplicate rows or events', async () => {
-    await createSource(db.prisma, 'beta', partner.url);
+    await createSource(db.prisma, 'e2e-beta', partner.url);
     await worker.run(async () => {
       const [a, b] = await Promise.all([
-        startFetch(ctx, { sourceId: 'beta', date: DATE, requestedBy: 'test' }),
-        startFetch(ctx, { sourceId: 'beta', date: DATE, requestedBy: 'test' }),
+        startFetch(ctx, { sourceId: 'e2e-beta', date: DATE, requestedBy: 'test' }),
+        startFetch(ctx, { sourceId: 'e2e-beta', date: DATE, requestedBy: 'test' }),
       ]);
       assert.deepEqual([a.joined, b.joined].sort(), [false, true]);
       assert.equal(a.runId, b.runId);
       await a.handle.result();
       // Once succeeded, a third start joins the finished run instead of running again.
-      const c = await startFetch(ctx, { sourceId: 'beta', date: DATE, requestedBy: 'test' });
+      const c = await startFetch(ctx, { sourceId: 'e2e-beta', date: DATE, requestedBy: 'test' });
       assert.equal(c.joined, true);
       assert.equal((await c.handle.result()).status, 'succeeded');
     });
-    assert.deepEqual(await counts('beta'), { runs: 1, records: RECORDS, pageEvents: 3, completedEvents: 1 });
-    assert.equal(partner.ledger.count({ sourceId: 'beta' }), 5);
+    assert.deepEqual(await counts('e2e-beta'), {
+      runs: 1,
+      records: RECORDS,
+      pageEvents: 3,
+      completedEvents: 1,
+    });
+    assert.equal(partner.ledger.count({ sourceId: 'e2e-beta' }), 5);
   });
 
   it('a second workflow for a business key another workflow owns ends as a visible duplicate with no side effects', async () => {
-    await createSource(db.prisma, 'gamma', partner.url);
+    await createSource(db.prisma, 'e2e-gamma', partner.url);
     await worker.run(async () => {
-      const first = await startFetch(ctx, { sourceId: 'gamma', date: DATE, requestedBy: 'test' });
+      const first = await startFetch(ctx, { sourceId: 'e2e-gamma', date: DATE, requestedBy: 'test' });
       await first.handle.result();
       // E.g. a Schedule's action, whose workflow ids carry a timestamp suffix (issue #5).
       const other = await client.workflow.execute(fetchRecordsWorkflow, {
-        workflowId: `fetch/fetch-records/gamma/${DATE}-2026-11-29T02:00:00Z`,
+        workflowId: `fetch/fetch-records/e2e-gamma/${DATE}-2026-11-29T02:00:00Z`,
         taskQueue: worker.taskQueue,
-        args: [{ sourceId: 'gamma', businessDate: DATE, correlationId: 'c-2', requestedBy: 'schedule' }],
+        args: [{ sourceId: 'e2e-gamma', businessDate: DATE, correlationId: 'c-2', requestedBy: 'schedule' }],
       });
       assert.equal(other.status, 'duplicate');
       assert.equal(other.status === 'duplicate' && other.ownerWorkflowId, first.workflowId);
     });
-    assert.deepEqual(await counts('gamma'), { runs: 1, records: RECORDS, pageEvents: 3, completedEvents: 1 });
-    assert.equal(partner.ledger.count({ sourceId: 'gamma' }), 5);
+    assert.deepEqual(await counts('e2e-gamma'), {
+      runs: 1,
+      records: RECORDS,
+      pageEvents: 3,
+      completedEvents: 1,
+    });
+    assert.equal(partner.ledger.count({ sourceId: 'e2e-gamma' }), 5);
   });
 
   it('a retried fetchPage resumes from its heartbeat cursor instead of asking the partner again', async () => {
-    await createSource(db.prisma, 'delta', partner.url);
+    await createSource(db.prisma, 'e2e-delta', partner.url);
     // The second partner request of the run (page 0, records 50..99) loses its connection.
-    partner.faults.add({ sourceId: 'delta', afterRequests: 1, kind: 'reset' });
+    partner.faults.add({ sourceId: 'e2e-delta', afterRequests: 1, kind: 'reset' });
     await worker.run(async () => {
-      const started = await startFetch(ctx, { sourceId: 'delta', date: DATE, requestedBy: 'test' });
+      const started = await startFetch(ctx, { sourceId: 'e2e-delta', date: DATE, requestedBy: 'test' });
       assert.equal((await started.handle.result()).status, 'succeeded');
     });
-    const served = partner.ledger.entries({ sourceId: 'delta' });
+    const served = partner.ledger.entries({ sourceId: 'e2e-delta' });
     assert.equal(served.filter((e) => e.fault === 'reset').length, 1);
     // The first request (cursor null) was not repeated by the retry: 5 normal requests + 1 faulted.
     assert.equal(served.filter((e) => e.cursor === null).length, 1);
     assert.equal(served.length, 6);
-    assert.deepEqual(await counts('delta'), { runs: 1, records: RECORDS, pageEvents: 3, completedEvents: 1 });
+    assert.deepEqual(await counts('e2e-delta'), {
+      runs: 1,
+      records: RECORDS,
+      pageEvents: 3,
+      completedEvents: 1,
+    });
   });
 
   it('a long run continues as new after a bounded number of pages and still stores each page once', async () => {
-    await createSource(db.prisma, 'epsilon', partner.url, { pageSize: 50 });
-    const workflowId = `fetch/fetch-records/epsilon/${DATE}`;
+    await createSource(db.prisma, 'e2e-epsilon', partner.url, { pageSize: 50 });
+    const workflowId = `fetch/fetch-records/e2e-epsilon/${DATE}`;
     const result = await worker.run(() =>
       client.workflow.execute(fetchRecordsWorkflow, {
         workflowId,
         taskQueue: worker.taskQueue,
         args: [
           {
-            sourceId: 'epsilon',
+            sourceId: 'e2e-epsilon',
             businessDate: DATE,
             correlationId: 'c-3',
             requestedBy: 'test',
@@ -170,7 +190,7 @@ describe('fetch-records end to end', () => {
     const executions = [];
     for await (const e of client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) executions.push(e);
     assert.equal(executions.length, 3, 'pages 0-1, 2-3 and 4 in three executions');
-    assert.deepEqual(await counts('epsilon'), {
+    assert.deepEqual(await counts('e2e-epsilon'), {
       runs: 1,
       records: RECORDS,
       pageEvents: 5,

@@ -15,7 +15,9 @@ const port = z.coerce.number().int().min(0).max(65535);
 const ms = z.coerce.number().int().positive();
 
 const envSchema = z.object({
-  DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }).optional(),
+  DATABASE_URL: z
+    .url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// or postgresql:// URL' })
+    .optional(),
   TEMPORAL_ADDRESS: z.string().min(1).optional(),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_CLI_PATH: z.string().min(1).optional(),
@@ -75,7 +77,8 @@ export interface Config {
  * @throws UserFacingError naming every invalid variable (values are not echoed: they may be secret).
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = envSchema.safeParse(env);
+  // An empty variable means "unset" (a shell's `FOO=`), not zero or an empty address.
+  const parsed = envSchema.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')));
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
     throw new UserFacingError(`invalid configuration: ${problems}`, 'INVALID_CONFIG');

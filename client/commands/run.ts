@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { duration, workflowUrl } from '../format.ts';
 import type { CliContext } from '../cli-context.ts';
-import { startFetch } from '../start-fetch.ts';
+import { launchFetch, prepareFetch } from '../start-fetch.ts';
 import { printJson } from './output.ts';
 
 /** `durable-fetch run <sourceId> [--date] [--wait] [--json]` */
@@ -15,14 +15,14 @@ export function registerRun(program: Command, ctx: () => CliContext): void {
     .option('--json', 'print JSON instead of text')
     .action(async (sourceId: string, opts: { date?: string; wait?: boolean; json?: boolean }) => {
       const c = ctx();
-      const started = await startFetch(
-        {
-          temporal: await c.temporal(),
-          prisma: await c.prisma(),
-          taskQueue: c.config.temporal.taskQueue,
-          maxFutureDays: c.config.runs.maxFutureDays,
-        },
+      // Input and database first: a bad date is reported as such even when Temporal is down.
+      const prepared = await prepareFetch(
+        { prisma: await c.prisma(), maxFutureDays: c.config.runs.maxFutureDays },
         { sourceId, date: opts.date, requestedBy: 'cli' },
+      );
+      const started = await launchFetch(
+        { temporal: await c.temporal(), taskQueue: c.config.temporal.taskQueue },
+        prepared,
       );
       const { workflowId, runId, businessDate, joined } = started;
       const ui = c.config.temporal.uiUrl;

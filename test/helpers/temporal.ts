@@ -1,6 +1,10 @@
 /**
  * Real Temporal for tests: the run's shared dev server (DF_TEST_TEMPORAL_ADDRESS, started by
  * test/run.ts), one workflow bundle per test file, a unique task queue per worker.
+ *
+ * Be very careful: workflow ids derive from business keys and every test file shares one
+ * namespace, so two files using the same source id and date would join each other's runs. Prefix
+ * source ids with the file's name (e.g. `e2e-alpha`, `cli-delta`).
  */
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
