@@ -42,10 +42,11 @@ export function createClaimRun(deps: ActivityDeps) {
     const date = new Date(`${input.businessDate}T00:00:00Z`);
     const now = deps.now();
     const leaseUntil = new Date(now.getTime() + deps.leaseTtlMs);
+    const byKey = {
+      jobType_sourceId_businessDate: { jobType: key.jobType, sourceId: key.sourceId, businessDate: date },
+    };
     await prisma.fetchRun.upsert({
-      where: {
-        jobType_sourceId_businessDate: { jobType: key.jobType, sourceId: key.sourceId, businessDate: date },
-      },
+      where: byKey,
       create: {
         jobType: key.jobType,
         sourceId: key.sourceId,
@@ -90,9 +91,7 @@ export function createClaimRun(deps: ActivityDeps) {
       };
     }
     const current = await prisma.fetchRun.findUniqueOrThrow({
-      where: {
-        jobType_sourceId_businessDate: { jobType: key.jobType, sourceId: key.sourceId, businessDate: date },
-      },
+      where: byKey,
       select: { id: true, status: true, workflowId: true },
     });
     deps.log.info(

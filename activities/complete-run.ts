@@ -6,9 +6,7 @@ import { FETCH_RECORDS, idempotencyKeyFor } from '../workflows/business-key.ts';
 import type { CompleteRunInput, CompleteRunResult } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
 import { failure } from './errors.ts';
-import { stableUuid } from './ids.ts';
-
-export const RUN_COMPLETED_TOPIC = 'fetch.run_completed';
+import { eventIdFor, insertRunEvent, RUN_COMPLETED_TOPIC } from './outbox.ts';
 
 interface FinishedRow {
   pages_stored: number;
@@ -28,7 +26,8 @@ export function createCompleteRun(deps: ActivityDeps) {
       { jobType: FETCH_RECORDS, sourceId: input.sourceId, businessDate: input.businessDate },
       'complete',
     );
-    const eventId = stableUuid(`${key}:${RUN_COMPLETED_TOPIC}`);
+    // Known before the transaction, so that a repeat after success returns the same id.
+    const eventId = eventIdFor(key, RUN_COMPLETED_TOPIC);
     const now = deps.now();
     return deps.prisma.$transaction(async (tx) => {
       // The lease token stays on the row after success so that this check still recognises a
@@ -53,22 +52,18 @@ export function createCompleteRun(deps: ActivityDeps) {
           errorMessage: null,
         },
       });
-      await tx.outboxEvent.create({
-        data: {
-          id: eventId,
-          topic: RUN_COMPLETED_TOPIC,
-          aggregateType: 'fetch_run',
-          aggregateId: input.fetchRunId,
-          payload: {
-            fetchRunId: input.fetchRunId,
-            sourceId: input.sourceId,
-            businessDate: input.businessDate,
-            pages: result.pages,
-            records: result.records,
-          },
-          createdAt: now,
-          availableAt: now,
+      await insertRunEvent(tx, {
+        topic: RUN_COMPLETED_TOPIC,
+        stepKey: key,
+        fetchRunId: input.fetchRunId,
+        payload: {
+          fetchRunId: input.fetchRunId,
+          sourceId: input.sourceId,
+          businessDate: input.businessDate,
+          pages: result.pages,
+          records: result.records,
         },
+        now,
       });
       return result;
     });

@@ -6,9 +6,8 @@ import { FETCH_RECORDS, idempotencyKeyFor } from '../workflows/business-key.ts';
 import type { StorePageInput, StorePageResult } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
 import { failure } from './errors.ts';
-import { fingerprint, stableUuid } from './ids.ts';
-
-export const PAGE_STORED_TOPIC = 'fetch.page_stored';
+import { fingerprint } from './ids.ts';
+import { insertRunEvent, PAGE_STORED_TOPIC } from './outbox.ts';
 
 /**
  * Stores one page exactly once per idempotency key `fetch-records:<source>:<date>:page:<n>`:
@@ -65,26 +64,21 @@ export function createStorePage(deps: ActivityDeps) {
              SET data = EXCLUDED.data, business_date = EXCLUDED.business_date,
                  fetch_run_id = EXCLUDED.fetch_run_id, updated_at = EXCLUDED.updated_at`;
       }
-      const eventId = stableUuid(`${key}:${PAGE_STORED_TOPIC}`);
-      const result = { eventId, recordCount: input.records.length };
-      await tx.outboxEvent.create({
-        data: {
-          id: eventId,
-          topic: PAGE_STORED_TOPIC,
-          aggregateType: 'fetch_run',
-          aggregateId: input.fetchRunId,
-          payload: {
-            fetchRunId: input.fetchRunId,
-            sourceId: input.sourceId,
-            businessDate: input.businessDate,
-            pageNo: input.pageNo,
-            recordCount: input.records.length,
-            externalIds: input.records.map((r) => r.id),
-          },
-          createdAt: now,
-          availableAt: now,
+      const eventId = await insertRunEvent(tx, {
+        topic: PAGE_STORED_TOPIC,
+        stepKey: key,
+        fetchRunId: input.fetchRunId,
+        payload: {
+          fetchRunId: input.fetchRunId,
+          sourceId: input.sourceId,
+          businessDate: input.businessDate,
+          pageNo: input.pageNo,
+          recordCount: input.records.length,
+          externalIds: input.records.map((r) => r.id),
         },
+        now,
       });
+      const result = { eventId, recordCount: input.records.length };
       await tx.idempotencyRecord.create({
         data: {
           key,

@@ -10,6 +10,7 @@ import pg from 'pg';
 import { withDatabaseName } from '../../prisma/migrator.ts';
 import { PROJECT_ROOT } from '../../worker/config.ts';
 import { startEmbeddedPostgres } from '../../worker/postgres.ts';
+import { isPidAlive } from '../../worker/process-utils.ts';
 import { resolveTemporalCli } from '../../worker/temporal-cli.ts';
 import { startDevServer } from '../../worker/temporal-dev-server.ts';
 import { createTemplateDatabase, dropDatabase } from './database.ts';
@@ -36,6 +37,27 @@ async function reachable(url: string): Promise<boolean> {
   } finally {
     await client.end().catch(() => {});
   }
+}
+
+/**
+ * Drops test databases (`df_template_<pid>`, `df_test_<pid>_…`) whose process is gone: a killed
+ * test run cannot clean up after itself, and CI machines keep their PostgreSQL between runs.
+ */
+async function sweepStaleDatabases(adminUrl: string, log: (line: string) => void): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  let names: string[];
+  try {
+    const { rows } = await client.query<{ datname: string }>(
+      String.raw`SELECT datname FROM pg_database WHERE datname ~ '^df_(template|test)_[0-9]+(_|$)'`,
+    );
+    names = rows.map((r) => r.datname);
+  } finally {
+    await client.end();
+  }
+  const stale = names.filter((name) => !isPidAlive(Number(/^df_(?:template|test)_(\d+)/.exec(name)?.[1])));
+  for (const name of stale) await dropDatabase(adminUrl, name);
+  if (stale.length > 0) log(`dropped ${stale.length} database(s) left by earlier, killed test runs`);
 }
 
 /** Starts both services; on failure stops whatever had started. */
@@ -68,6 +90,7 @@ export async function startTestServices(log: (line: string) => void): Promise<Te
       resolveTemporalCli({ projectRoot: PROJECT_ROOT, cliPath: process.env.TEMPORAL_CLI_PATH, log }),
       postgresAdminUrl(),
     ]);
+    await sweepStaleDatabases(adminUrl, log);
     const template = `df_template_${process.pid}`;
     const [server] = await Promise.all([
       startDevServer({ cliPath: cli.path, port: 0, headless: true }).then((s) => {
