@@ -1,0 +1,63 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { PROJECT_ROOT } from '../../worker/config.ts';
+
+/** A real child process of the project's TypeScript entry points, with its output collected. */
+export interface Spawned {
+  child: ChildProcess;
+  output(): string;
+  /** Resolves with the first match of `pattern` in the output; rejects when the process exits first or after `timeoutMs`. */
+  waitFor(pattern: RegExp, timeoutMs: number): Promise<RegExpMatchArray>;
+  /** Sends `signal` and resolves with the exit code (SIGKILL after `timeoutMs`, then rejects). */
+  stop(signal: NodeJS.Signals, timeoutMs: number): Promise<number | null>;
+}
+
+/** Spawns `node --import tsx <args>` in the project root with only PATH/HOME plus `env`. */
+export function spawnTs(args: string[], env: Record<string, string>): Spawned {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+    cwd: PROJECT_ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let text = '';
+  const listeners = new Set<() => void>();
+  const onData = (chunk: Buffer) => {
+    text += chunk.toString();
+    for (const l of listeners) l();
+  };
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+  const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+  return {
+    child,
+    output: () => text,
+    waitFor(pattern, timeoutMs) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const m = pattern.exec(text);
+          if (m) finish(() => resolve(m));
+        };
+        const timer = setTimeout(
+          () => finish(() => reject(new Error(`timed out waiting for ${pattern}:\n${text}`))),
+          timeoutMs,
+        );
+        const finish = (fn: () => void) => {
+          clearTimeout(timer);
+          listeners.delete(check);
+          fn();
+        };
+        listeners.add(check);
+        void exited.then(() => finish(() => reject(new Error(`exited before ${pattern}:\n${text}`))));
+        check();
+      });
+    },
+    async stop(signal, timeoutMs) {
+      if (child.exitCode !== null) return child.exitCode;
+      child.kill(signal);
+      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+      const [code] = await exited;
+      clearTimeout(timer);
+      return code;
+    },
+  };
+}

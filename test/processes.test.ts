@@ -1,0 +1,98 @@
+// The real entry points as processes: `npm start`'s orchestrator (worker/start.ts) and
+// `durable-fetch worker`, against the shared Temporal server and a cloned database, stopped by a
+// signal as an operator (or Ctrl-C) would.
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { startFetch } from '../client/start-fetch.ts';
+import { startPartner, type PartnerServer } from '../partner/server.ts';
+import { freePort } from '../worker/process-utils.ts';
+import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
+import { createSource } from './helpers/deps.ts';
+import { spawnTs } from './helpers/process.ts';
+import { temporalAddress, testClient } from './helpers/temporal.ts';
+
+let db: TestDatabase;
+let client: Client;
+let dataDir: string;
+
+before(async () => {
+  db = await useTestDatabase();
+  client = await testClient();
+  dataDir = await mkdtemp(path.join(os.tmpdir(), 'df-start-'));
+});
+after(async () => {
+  await client?.connection.close();
+  await db?.drop();
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+describe('processes', () => {
+  it('start: brings up partner, worker and the demo run, reports its success, and stops cleanly on SIGINT', async () => {
+    const partnerPort = await freePort();
+    const start = spawnTs(['worker/start.ts'], {
+      DATABASE_URL: db.url,
+      TEMPORAL_ADDRESS: temporalAddress(),
+      DURABLE_FETCH_TASK_QUEUE: `test-start-${randomUUID()}`,
+      DURABLE_FETCH_DATA_DIR: dataDir,
+      PARTNER_PORT: String(partnerPort),
+    });
+    try {
+      const [, records, pages] = await start.waitFor(
+        /first run succeeded: (\d+) records in (\d+) pages/,
+        90_000,
+      );
+      const code = await start.stop('SIGINT', 30_000);
+      assert.equal(code, 0, start.output());
+      assert.match(start.output(), /stopped; state is kept/);
+
+      const run = await db.prisma.fetchRun.findFirstOrThrow({ where: { sourceId: 'demo' } });
+      assert.equal(run.status, 'succeeded');
+      assert.equal(run.recordsStored, Number(records));
+      assert.equal(run.pagesStored, Number(pages));
+      assert.equal((run.payload as { requestedBy: string }).requestedBy, 'npm-start');
+      assert.equal(await db.prisma.fetchedRecord.count({ where: { sourceId: 'demo' } }), Number(records));
+      assert.equal(await db.prisma.outboxEvent.count({ where: { aggregateId: run.id } }), Number(pages) + 1);
+      // The partner's ledger file (for operators) recorded every request, all for this run.
+      const ledger = (await readFile(path.join(dataDir, 'partner', 'ledger.jsonl'), 'utf8'))
+        .trim()
+        .split('\n');
+      const entries = ledger.map((l) => JSON.parse(l) as { sourceId?: string; status: number });
+      assert.ok(entries.length >= Number(pages));
+      assert.ok(entries.every((e) => e.sourceId === 'demo' && e.status === 200));
+    } finally {
+      await start.stop('SIGKILL', 5_000);
+    }
+  });
+
+  it('worker: `durable-fetch worker` runs a started fetch to success and exits 0 on SIGTERM', async () => {
+    let partner: PartnerServer | undefined;
+    const taskQueue = `test-worker-${randomUUID()}`;
+    const worker = spawnTs(['bin/durable-fetch.js', 'worker'], {
+      DATABASE_URL: db.url,
+      TEMPORAL_ADDRESS: temporalAddress(),
+      DURABLE_FETCH_TASK_QUEUE: taskQueue,
+      LOG_LEVEL: 'warn',
+    });
+    try {
+      partner = await startPartner({ port: 0, recordCount: () => 75 });
+      await createSource(db.prisma, 'proc-worker', partner.url);
+      await worker.waitFor(/worker polling task queue/, 60_000);
+      const started = await startFetch(
+        { temporal: client, prisma: db.prisma, taskQueue, now: () => new Date('2026-11-29T12:00:00Z') },
+        { sourceId: 'proc-worker', date: '2026-02-02', requestedBy: 'test' },
+      );
+      const result = await started.handle.result();
+      assert.deepEqual(result, { status: 'succeeded', fetchRunId: result.fetchRunId, pages: 1, records: 75 });
+      assert.equal(await worker.stop('SIGTERM', 30_000), 0, worker.output());
+      assert.match(worker.output(), /worker stopped/);
+    } finally {
+      await worker.stop('SIGKILL', 5_000);
+      await partner?.close();
+    }
+  });
+});
