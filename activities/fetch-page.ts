@@ -1,44 +1,41 @@
 /**
  * `fetchPage`: collects one stored page's worth of records from the partner, following the
- * partner's own cursors, heartbeating the progress so a retry resumes where the last attempt got.
+ * partner's own cursors, and stages them in PostgreSQL (`fetched_page`) as it goes. It heartbeats
+ * the cursor; a retried attempt resumes from what is staged instead of asking the partner again.
  */
 import { Context } from '@temporalio/activity';
 import { FETCH_RECORDS, idempotencyKeyFor } from '../workflows/business-key.ts';
-import type { FetchPageInput, FetchPageResult, PartnerRecord } from '../workflows/types.ts';
+import type { FetchPageInput, FetchPageResult } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
 import { failure } from './errors.ts';
 import { fetchPartnerPage } from './partner-client.ts';
+import { appendToStagedPage, dropStagedPage, loadStagedPage, type StagedPage } from './staging.ts';
 
-/** Heartbeat details: where this page's fetch got to. Bounded by the page size. */
-interface Progress {
+/** Heartbeat details: where this page's fetch got to (no records: they are staged). */
+export interface FetchProgress {
   pageNo: number;
-  startCursor: string | null;
   cursor: string | null;
-  records: PartnerRecord[];
-  done: boolean;
-}
-
-function priorProgress(input: FetchPageInput): Progress | undefined {
-  const details = Context.current().info.heartbeatDetails as Progress | undefined;
-  if (details?.pageNo === input.pageNo && details.startCursor === input.cursor) return details;
-  return undefined;
+  recordCount: number;
 }
 
 /**
- * Fetches up to `pageSize` records starting at `cursor`. A read: safe to repeat. Each partner call
- * carries `Idempotency-Key: fetch-records:<source>:<date>:page:<n>` and the activity's
- * cancellation signal; after each call the cursor and records so far are heartbeated, and a
- * retried attempt continues from them instead of asking the partner again (R9).
+ * Fetches up to `pageSize` records starting at `cursor` and stages them under the page's key
+ * `fetch-records:<source>:<date>:page:<n>` (the `Idempotency-Key` of every partner call too).
+ * Repeat-safe: a read at the partner, and conditional appends to the staged page, so that a retry
+ * continues from the staged cursor and two concurrent attempts never duplicate records (R1, R9).
+ * Returns only the count and the next cursor.
  * @throws ApplicationFailure NotFound/PermissionDenied (source gone, disabled or missing
- *   credentials), and the HTTP client's typed failures.
+ *   credentials), InvalidResponse, and the HTTP client's typed failures.
  */
 export function createFetchPage(deps: ActivityDeps) {
   return async function fetchPage(input: FetchPageInput): Promise<FetchPageResult> {
     const ctx = Context.current();
-    const source = await deps.prisma.source.findUnique({ where: { id: input.sourceId } });
+    const { prisma } = deps;
+    const source = await prisma.source.findUnique({ where: { id: input.sourceId } });
     if (!source) throw failure('NotFound', 'SOURCE_NOT_FOUND', `source '${input.sourceId}' does not exist`);
-    if (!source.enabled)
+    if (!source.enabled) {
       throw failure('PermissionDenied', 'SOURCE_DISABLED', `source '${input.sourceId}' is disabled`);
+    }
     let token: string | undefined;
     if (source.credentialsRef) {
       token = deps.secret(source.credentialsRef);
@@ -51,30 +48,36 @@ export function createFetchPage(deps: ActivityDeps) {
       }
     }
 
-    const progress: Progress = priorProgress(input) ?? {
-      pageNo: input.pageNo,
-      startCursor: input.cursor,
-      cursor: input.cursor,
-      records: [],
-      done: false,
-    };
-    if (progress.records.length > 0) {
-      ctx.log.info('resuming page from heartbeat', {
-        pageNo: input.pageNo,
-        records: progress.records.length,
-      });
+    const key = idempotencyKeyFor(
+      { jobType: FETCH_RECORDS, sourceId: input.sourceId, businessDate: input.businessDate },
+      'page',
+      input.pageNo,
+    );
+    let staged = await loadStagedPage(prisma, key);
+    if (staged && staged.startCursor !== input.cursor) {
+      // Staged by a run that started this page elsewhere (partner data changed since): start over.
+      await dropStagedPage(prisma, key);
+      staged = undefined;
     }
-    const key = { jobType: FETCH_RECORDS, sourceId: input.sourceId, businessDate: input.businessDate };
-    const idempotencyKey = idempotencyKeyFor(key, 'page', input.pageNo);
-    while (!progress.done && progress.records.length < input.pageSize) {
+    if (staged) {
+      const beat = ctx.info.heartbeatDetails as FetchProgress | undefined;
+      ctx.log.info('resuming staged page', { pageNo: input.pageNo, records: staged.recordCount, beat });
+    }
+    const state = (s: StagedPage | undefined) => ({
+      cursor: s ? s.cursor : input.cursor,
+      recordCount: s?.recordCount ?? 0,
+      complete: s?.complete ?? false,
+    });
+    let at = state(staged);
+    while (!at.complete && at.recordCount < input.pageSize) {
       const page = await fetchPartnerPage(deps.http, {
         baseUrl: source.baseUrl,
         sourceId: source.id,
         businessDate: input.businessDate,
-        cursor: progress.cursor,
-        limit: Math.min(deps.partnerPageLimit, input.pageSize - progress.records.length),
+        cursor: at.cursor,
+        limit: Math.min(deps.partnerPageLimit, input.pageSize - at.recordCount),
         token,
-        idempotencyKey,
+        idempotencyKey: key,
         signal: ctx.cancellationSignal,
       });
       if (page.records.length === 0 && page.nextCursor !== null) {
@@ -85,11 +88,29 @@ export function createFetchPage(deps: ActivityDeps) {
           `partner ${source.id}: empty page with a next cursor`,
         );
       }
-      progress.records.push(...page.records);
-      progress.cursor = page.nextCursor;
-      progress.done = page.nextCursor === null;
-      ctx.heartbeat(progress);
+      const now = deps.now();
+      const appended = await appendToStagedPage(prisma, {
+        key,
+        startCursor: input.cursor,
+        from: staged ? { cursor: at.cursor, recordCount: at.recordCount } : undefined,
+        records: page.records,
+        cursor: page.nextCursor,
+        complete: page.nextCursor === null,
+        now,
+        expiresAt: new Date(now.getTime() + deps.idempotencyRetentionMs),
+      });
+      // Lost the race to a concurrent attempt: continue from what it staged.
+      staged = await loadStagedPage(prisma, key);
+      if (!staged)
+        throw failure('DatabaseUnavailable', 'STAGED_PAGE_VANISHED', `staged page ${key} vanished`);
+      at = state(staged);
+      if (!appended) ctx.log.warn('another attempt staged this page first', { pageNo: input.pageNo });
+      ctx.heartbeat({
+        pageNo: input.pageNo,
+        cursor: at.cursor,
+        recordCount: at.recordCount,
+      } satisfies FetchProgress);
     }
-    return { records: progress.records, nextCursor: progress.cursor };
+    return { recordCount: at.recordCount, nextCursor: at.complete ? null : at.cursor };
   };
 }

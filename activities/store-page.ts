@@ -1,6 +1,6 @@
 /**
- * `storePage`: one Prisma transaction writes a page's business rows, its outbox event and its
- * idempotency record, fenced by the run's lease token (R1, R3, R4, R5).
+ * `storePage`: one Prisma transaction moves a staged page into the business rows, writes its
+ * outbox event and its idempotency record, fenced by the run's lease token (R1, R3, R4, R5).
  */
 import { FETCH_RECORDS, idempotencyKeyFor } from '../workflows/business-key.ts';
 import type { StorePageInput, StorePageResult } from '../workflows/types.ts';
@@ -8,15 +8,18 @@ import type { ActivityDeps } from './deps.ts';
 import { failure } from './errors.ts';
 import { fingerprint } from './ids.ts';
 import { insertRunEvent, PAGE_STORED_TOPIC } from './outbox.ts';
+import { dropStagedPage, loadStagedPage } from './staging.ts';
 
 /**
  * Stores one page exactly once per idempotency key `fetch-records:<source>:<date>:page:<n>`:
- * - first call: upserts the records (unique per source + partner id), inserts one outbox event,
- *   records the key with the request fingerprint and result, and advances the run's cursor;
- * - a repeat with the same records (a retried activity, a replay): writes nothing and returns the
- *   stored result with `replayed: true`.
+ * - first call: upserts the staged records (unique per source + partner id), inserts one outbox
+ *   event, records the key with the request fingerprint and result, advances the run's cursor and
+ *   deletes the staged page — all or nothing;
+ * - a repeat (a retried activity, a replay): writes nothing and returns the stored result with
+ *   `replayed: true`.
  * @throws ApplicationFailure LeaseLost (the token is not the run's current one: a newer owner
- *   exists), IdempotencyConflict (same key, different records).
+ *   exists), IdempotencyConflict (same key, different records), NotFound (nothing staged for the
+ *   key, e.g. expired), InvalidInput (the staged page is not what fetchPage reported).
  */
 export function createStorePage(deps: ActivityDeps) {
   return async function storePage(input: StorePageInput): Promise<StorePageResult> {
@@ -25,11 +28,6 @@ export function createStorePage(deps: ActivityDeps) {
       'page',
       input.pageNo,
     );
-    const requestHash = fingerprint({
-      pageNo: input.pageNo,
-      records: input.records,
-      nextCursor: input.nextCursor,
-    });
     const now = deps.now();
     return deps.prisma.$transaction(async (tx) => {
       // Be very careful: this row lock is what serialises two attempts of the same run (a zombie
@@ -41,20 +39,31 @@ export function createStorePage(deps: ActivityDeps) {
       if (owned.length === 0) {
         throw failure('LeaseLost', 'LEASE_LOST', `run ${input.fetchRunId} is no longer held by this lease`);
       }
+      const staged = await loadStagedPage(tx, key);
       const prior = await tx.idempotencyRecord.findUnique({ where: { key } });
       if (prior) {
-        if (prior.fingerprint !== requestHash) {
+        // A staged page under a stored key is a re-fetch: it must match what was stored.
+        if (staged && prior.fingerprint !== fingerprint(staged.records)) {
           throw failure(
             'IdempotencyConflict',
             'IDEMPOTENCY_CONFLICT',
             `key ${key} was used with a different page`,
           );
         }
+        if (staged) await dropStagedPage(tx, key);
         return { ...(prior.result as Omit<StorePageResult, 'replayed'>), replayed: true };
+      }
+      if (!staged) throw failure('NotFound', 'STAGED_PAGE_MISSING', `no staged page for ${key}`);
+      if (staged.recordCount !== input.recordCount || staged.cursor !== input.nextCursor) {
+        throw failure(
+          'InvalidInput',
+          'STAGED_PAGE_MISMATCH',
+          `staged page ${key} changed after it was fetched`,
+        );
       }
 
       const date = new Date(`${input.businessDate}T00:00:00Z`);
-      const rows = input.records.map((r) => ({ external_id: r.id, data: r }));
+      const rows = staged.records.map((r) => ({ external_id: r.id, data: r }));
       if (rows.length > 0) {
         await tx.$executeRaw`
           INSERT INTO fetched_record (source_id, external_id, business_date, fetch_run_id, data, created_at, updated_at)
@@ -73,16 +82,16 @@ export function createStorePage(deps: ActivityDeps) {
           sourceId: input.sourceId,
           businessDate: input.businessDate,
           pageNo: input.pageNo,
-          recordCount: input.records.length,
-          externalIds: input.records.map((r) => r.id),
+          recordCount: staged.recordCount,
+          externalIds: staged.records.map((r) => r.id),
         },
         now,
       });
-      const result = { eventId, recordCount: input.records.length };
+      const result = { eventId, recordCount: staged.recordCount };
       await tx.idempotencyRecord.create({
         data: {
           key,
-          fingerprint: requestHash,
+          fingerprint: fingerprint(staged.records),
           result,
           createdAt: now,
           expiresAt: new Date(now.getTime() + deps.idempotencyRetentionMs),
@@ -92,11 +101,12 @@ export function createStorePage(deps: ActivityDeps) {
         where: { id: input.fetchRunId },
         data: {
           pagesStored: input.pageNo + 1,
-          recordsStored: { increment: input.records.length },
+          recordsStored: { increment: staged.recordCount },
           cursor: input.nextCursor,
           leaseUntil: new Date(now.getTime() + deps.leaseTtlMs),
         },
       });
+      await dropStagedPage(tx, key);
       return { ...result, replayed: false };
     });
   };

@@ -38,6 +38,23 @@ after(async () => {
   await db?.drop();
 });
 
+/** Every payload of a workflow's history (inputs, results, heartbeat details), decoded to text. */
+async function historyText(workflowId: string): Promise<string> {
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  // Serialised, payload bytes become base64 strings under `data`, next to their `metadata`.
+  const texts: string[] = [];
+  const walk = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(walk);
+    if (typeof node !== 'object' || node === null) return;
+    const obj = node as Record<string, unknown>;
+    if (typeof obj.data === 'string' && 'metadata' in obj)
+      texts.push(Buffer.from(obj.data, 'base64').toString('utf8'));
+    Object.values(obj).forEach(walk);
+  };
+  walk(JSON.parse(JSON.stringify(history)));
+  return texts.join('\n');
+}
+
 async function counts(sourceId: string) {
   const [runs, records, pageEvents, completedEvents] = await Promise.all([
     db.prisma.fetchRun.count({ where: { sourceId } }),
@@ -86,6 +103,11 @@ describe('fetch-records end to end', () => {
       .map((e) => (e.payload as { recordCount: number }).recordCount)
       .sort((a, b) => b - a);
     assert.deepEqual(perPage, [100, 100, 30]);
+    // Records wait in fetched_page between fetch and store, never in Temporal's history (R2).
+    assert.equal(await db.prisma.fetchedPage.count(), 0);
+    const history = await historyText(`fetch/fetch-records/e2e-alpha/${DATE}`);
+    assert.match(history, /e2e-alpha/, 'payloads were decoded');
+    assert.doesNotMatch(history, new RegExp(`e2e-alpha-${DATE}-\\d{5}`), 'no record id in the history');
     // 50 records per partner request: 2 + 2 + 1 requests, each carrying the page's idempotency key.
     const served = partner.ledger.entries({ sourceId: 'e2e-alpha' });
     assert.equal(served.length, 5);

@@ -11,6 +11,7 @@ import { useEmptyDatabase } from './helpers/database.ts';
 const EXPECTED_TABLES = [
   '_prisma_migrations',
   'fetch_run',
+  'fetched_page',
   'fetched_record',
   'idempotency_record',
   'outbox_event',

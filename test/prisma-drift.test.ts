@@ -69,8 +69,8 @@ void describe('prisma drift', () => {
     );
     edited = replaceOnce(
       edited,
-      '  @@index([expiresAt])\n',
-      '  @@index([expiresAt])\n  @@index([fingerprint])\n',
+      '  @@index([expiresAt])\n  @@map("idempotency_record")\n',
+      '  @@index([expiresAt])\n  @@index([fingerprint])\n  @@map("idempotency_record")\n',
     );
     edited = replaceOnce(edited, '  dead\n', '  dead\n  archived\n');
     const schemaPath = path.join(tmp, 'schema.prisma');

@@ -4,6 +4,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
 import { createActivities } from '../activities/index.ts';
+import { appendToStagedPage, dropStagedPage } from '../activities/staging.ts';
+import { FETCH_RECORDS, idempotencyKeyFor } from '../workflows/business-key.ts';
 import type { ClaimInput, PartnerRecord } from '../workflows/types.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';
@@ -34,6 +36,34 @@ function records(sourceId: string, n: number, tag = 'v1'): PartnerRecord[] {
   return Array.from({ length: n }, (_, i) => ({ id: `${sourceId}-${i}`, tag }));
 }
 
+/** Stages a page as fetchPage would, and returns the storePage input that reports it. */
+async function stage(
+  base: { fetchRunId: string; leaseToken: string; sourceId: string; businessDate: string },
+  pageNo: number,
+  recs: PartnerRecord[],
+  nextCursor: string | null,
+) {
+  const key = idempotencyKeyFor(
+    { jobType: FETCH_RECORDS, sourceId: base.sourceId, businessDate: DATE },
+    'page',
+    pageNo,
+  );
+  await dropStagedPage(db.prisma, key);
+  const now = new Date();
+  const staged = await appendToStagedPage(db.prisma, {
+    key,
+    startCursor: pageNo === 0 ? null : `c${pageNo}`,
+    from: undefined,
+    records: recs,
+    cursor: nextCursor,
+    complete: nextCursor === null,
+    now,
+    expiresAt: new Date(now.getTime() + 60_000),
+  });
+  assert.ok(staged);
+  return { ...base, pageNo, recordCount: recs.length, nextCursor };
+}
+
 async function claimed(sourceId: string) {
   await createSource(db.prisma, sourceId, 'http://127.0.0.1:9');
   const claim = await acts.claimRun(claimInput(sourceId));
@@ -42,13 +72,14 @@ async function claimed(sourceId: string) {
 }
 
 async function effects(sourceId: string) {
-  const [rows, events, keys, run] = await Promise.all([
+  const [rows, events, keys, staged, run] = await Promise.all([
     db.prisma.fetchedRecord.count({ where: { sourceId } }),
     db.prisma.outboxEvent.count({ where: { payload: { path: ['sourceId'], equals: sourceId } } }),
     db.prisma.idempotencyRecord.count({ where: { key: { startsWith: `fetch-records:${sourceId}:` } } }),
+    db.prisma.fetchedPage.count({ where: { key: { startsWith: `fetch-records:${sourceId}:` } } }),
     db.prisma.fetchRun.findFirstOrThrow({ where: { sourceId } }),
   ]);
-  return { rows, events, keys, pagesStored: run.pagesStored, recordsStored: run.recordsStored };
+  return { rows, events, keys, staged, pagesStored: run.pagesStored, recordsStored: run.recordsStored };
 }
 
 async function failureType(p: Promise<unknown>): Promise<string | undefined> {
@@ -72,7 +103,7 @@ describe('store-page', () => {
       sourceId: 's1',
       businessDate: DATE,
     };
-    const page = { ...input, pageNo: 0, records: records('s1', 40), nextCursor: 'c1' };
+    const page = await stage(input, 0, records('s1', 40), 'c1');
     const first = await acts.storePage(page);
     const second = await acts.storePage(page);
     assert.equal(first.replayed, false);
@@ -82,6 +113,7 @@ describe('store-page', () => {
       rows: 40,
       events: 1,
       keys: 1,
+      staged: 0,
       pagesStored: 1,
       recordsStored: 40,
     });
@@ -90,15 +122,13 @@ describe('store-page', () => {
   it('two concurrent attempts of the same page produce exactly one effect', async () => {
     const claim = await claimed('s2');
     if (claim.outcome !== 'claimed') return;
-    const page = {
+    const base = {
       fetchRunId: claim.fetchRunId,
       leaseToken: claim.leaseToken,
       sourceId: 's2',
       businessDate: DATE,
-      pageNo: 0,
-      records: records('s2', 25),
-      nextCursor: null,
     };
+    const page = await stage(base, 0, records('s2', 25), null);
     const results = await Promise.all([acts.storePage(page), acts.storePage(page), acts.storePage(page)]);
     assert.deepEqual(results.map((r) => r.replayed).sort(), [false, true, true]);
     assert.equal(new Set(results.map((r) => r.eventId)).size, 1);
@@ -106,6 +136,7 @@ describe('store-page', () => {
       rows: 25,
       events: 1,
       keys: 1,
+      staged: 0,
       pagesStored: 1,
       recordsStored: 25,
     });
@@ -120,20 +151,43 @@ describe('store-page', () => {
       sourceId: 's3',
       businessDate: DATE,
     };
-    await acts.storePage({ ...base, pageNo: 0, records: records('s3', 10), nextCursor: 'c1' });
-    const type = await failureType(
-      acts.storePage({ ...base, pageNo: 0, records: records('s3', 10, 'v2'), nextCursor: 'c1' }),
-    );
+    await acts.storePage(await stage(base, 0, records('s3', 10), 'c1'));
+    // The same page key fetched again later, with different content.
+    const type = await failureType(acts.storePage(await stage(base, 0, records('s3', 10, 'v2'), 'c1')));
     assert.equal(type, 'IdempotencyConflict');
     assert.deepEqual(await effects('s3'), {
       rows: 10,
       events: 1,
       keys: 1,
+      staged: 1,
       pagesStored: 1,
       recordsStored: 10,
     });
     const stored = await db.prisma.fetchedRecord.findFirstOrThrow({ where: { externalId: 's3-0' } });
     assert.equal((stored.data as { tag: string }).tag, 'v1');
+  });
+
+  it('a staged page that is missing or differs from what fetchPage reported is refused and writes nothing', async () => {
+    const claim = await claimed('s5');
+    if (claim.outcome !== 'claimed') return;
+    const base = {
+      fetchRunId: claim.fetchRunId,
+      leaseToken: claim.leaseToken,
+      sourceId: 's5',
+      businessDate: DATE,
+    };
+    const missing = { ...base, pageNo: 3, recordCount: 5, nextCursor: null };
+    assert.equal(await failureType(acts.storePage(missing)), 'NotFound');
+    const page = await stage(base, 0, records('s5', 5), 'c1');
+    assert.equal(await failureType(acts.storePage({ ...page, recordCount: 6 })), 'InvalidInput');
+    assert.deepEqual(await effects('s5'), {
+      rows: 0,
+      events: 0,
+      keys: 0,
+      staged: 1,
+      pagesStored: 0,
+      recordsStored: 0,
+    });
   });
 
   it('a zombie attempt holding an old lease token cannot write (LeaseLost)', async () => {
@@ -143,18 +197,22 @@ describe('store-page', () => {
     const current = await acts.claimRun(claimInput('s4'));
     assert.equal(current.outcome, 'claimed');
     assert.notEqual(current.outcome === 'claimed' && current.leaseToken, old.leaseToken);
-    const page = {
+    const base = {
+      fetchRunId: old.fetchRunId,
+      leaseToken: old.leaseToken,
       sourceId: 's4',
       businessDate: DATE,
-      pageNo: 0,
-      records: records('s4', 5),
-      nextCursor: null,
     };
-    const type = await failureType(
-      acts.storePage({ ...page, fetchRunId: old.fetchRunId, leaseToken: old.leaseToken }),
-    );
+    const type = await failureType(acts.storePage(await stage(base, 0, records('s4', 5), null)));
     assert.equal(type, 'LeaseLost');
-    assert.deepEqual(await effects('s4'), { rows: 0, events: 0, keys: 0, pagesStored: 0, recordsStored: 0 });
+    assert.deepEqual(await effects('s4'), {
+      rows: 0,
+      events: 0,
+      keys: 0,
+      staged: 1,
+      pagesStored: 0,
+      recordsStored: 0,
+    });
     assert.equal(
       await failureType(
         acts.completeRun({
@@ -202,7 +260,7 @@ describe('claim-run and complete-run', () => {
       sourceId: 'c3',
       businessDate: DATE,
     };
-    await acts.storePage({ ...input, pageNo: 0, records: records('c3', 3), nextCursor: null });
+    await acts.storePage(await stage(input, 0, records('c3', 3), null));
     const a = await acts.completeRun(input);
     const b = await acts.completeRun(input);
     assert.deepEqual(b, a);

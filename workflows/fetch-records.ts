@@ -75,7 +75,7 @@ export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<Fe
       sourceId: input.sourceId,
       businessDate: input.businessDate,
       pageNo: state.pagesStored,
-      records: page.records,
+      recordCount: page.recordCount,
       nextCursor: page.nextCursor,
     });
     state = {

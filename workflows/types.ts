@@ -74,8 +74,9 @@ export interface FetchPageInput {
   pageSize: number;
 }
 
+/** Records stay staged in PostgreSQL; only their count and the next cursor enter the history. */
 export interface FetchPageResult {
-  records: PartnerRecord[];
+  recordCount: number;
   nextCursor: string | null;
 }
 
@@ -85,7 +86,8 @@ export interface StorePageInput {
   sourceId: string;
   businessDate: string;
   pageNo: number;
-  records: PartnerRecord[];
+  /** What fetchPage staged: storePage checks the staged page still says the same. */
+  recordCount: number;
   nextCursor: string | null;
 }
 
