@@ -2,79 +2,74 @@
  * `claimRun`: insert-or-reuse the FetchRun of a business key and take its lease (R1, R2, R6).
  */
 import { randomUUID } from 'node:crypto';
-import { FETCH_RECORDS, idempotencyKeyFor, type BusinessKey } from '../workflows/business-key.ts';
+import { dateColumn, FETCH_RECORDS, idempotencyKeyFor } from '../workflows/business-key.ts';
 import type { ClaimInput, ClaimResult } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
-import { failure } from './errors.ts';
+import { loadEnabledSource } from './sources.ts';
 
-interface ClaimedRow {
+interface RunRow {
   id: string;
-  lease_token: string;
+  status: string;
+  lease_token: string | null;
   attempt: number;
   cursor: string | null;
   pages_stored: number;
   records_stored: number;
+  workflow_id: string;
 }
 
 /**
- * Creates the FetchRun for the business key if missing, then claims it with a fresh lease token
- * when it is free: queued or waiting, already owned by this workflow id (a continue-as-new or a
- * retried claim), or running under a lease that expired (its owner is gone). Otherwise the caller
- * is a duplicate and gets the current owner, with no side effect.
+ * Creates the FetchRun for the business key if missing, then claims it when it is free: queued or
+ * waiting, already owned by this workflow id, or running under a lease that expired (its owner is
+ * gone). When this workflow id's run already succeeded, its outcome is reported; any other caller
+ * is a duplicate and gets the current owner. Neither of those has a side effect.
  *
- * Idempotent per workflow id: a repeat rotates the token, and only the newest token can write.
- * Re-checks at run time that the source exists and is enabled (R2).
+ * Idempotent per workflow execution: a repeat by the same run id (a retried activity) keeps the
+ * token it was given; another execution of the same workflow id (a restart after a failure, a
+ * reset) gets a fresh one, and only the newest token can write. Lease times use the database's
+ * clock, so workers' clocks cannot move the takeover point. Re-checks the source (R2).
  * @throws ApplicationFailure NotFound (unknown source), PermissionDenied (source disabled).
  */
 export function createClaimRun(deps: ActivityDeps) {
   return async function claimRun(input: ClaimInput): Promise<ClaimResult> {
     const { prisma } = deps;
-    const source = await prisma.source.findUnique({ where: { id: input.sourceId } });
-    if (!source) throw failure('NotFound', 'SOURCE_NOT_FOUND', `source '${input.sourceId}' does not exist`);
-    if (!source.enabled)
-      throw failure('PermissionDenied', 'SOURCE_DISABLED', `source '${input.sourceId}' is disabled`);
-
-    const key: BusinessKey = {
-      jobType: FETCH_RECORDS,
-      sourceId: input.sourceId,
-      businessDate: input.businessDate,
-    };
-    const date = new Date(`${input.businessDate}T00:00:00Z`);
-    const now = deps.now();
-    const leaseUntil = new Date(now.getTime() + deps.leaseTtlMs);
-    const byKey = {
-      jobType_sourceId_businessDate: { jobType: key.jobType, sourceId: key.sourceId, businessDate: date },
-    };
-    await prisma.fetchRun.upsert({
-      where: byKey,
-      create: {
-        jobType: key.jobType,
-        sourceId: key.sourceId,
-        businessDate: date,
-        payload: { sourceId: key.sourceId, businessDate: key.businessDate, requestedBy: input.requestedBy },
-        idempotencyKey: idempotencyKeyFor(key),
-        scheduledAt: new Date(input.scheduledAt),
-        correlationId: input.correlationId,
-        workflowId: input.workflowId,
-        workflowRunId: input.workflowRunId,
-      },
-      update: {},
+    const source = await loadEnabledSource(prisma, input.sourceId);
+    const key = { jobType: FETCH_RECORDS, sourceId: input.sourceId, businessDate: input.businessDate };
+    const date = dateColumn(input.businessDate);
+    const payload = JSON.stringify({
+      sourceId: key.sourceId,
+      businessDate: key.businessDate,
+      requestedBy: input.requestedBy,
     });
+    const ttlSeconds = deps.leaseTtlMs / 1000;
 
-    // Be very careful: the claim is one conditional UPDATE, never read-then-write, so that two
-    // starters racing for the same key cannot both win.
-    const claimed = await prisma.$queryRaw<ClaimedRow[]>`
+    // Be very careful: insert and claim are single statements (unique constraint, then one
+    // conditional UPDATE under the row lock), never read-then-write, so racing starters cannot
+    // both win and a slow retry cannot hand out a second token to the same execution.
+    await prisma.$executeRaw`
+      INSERT INTO fetch_run (id, job_type, source_id, business_date, payload, idempotency_key, scheduled_at,
+                             correlation_id, workflow_id, workflow_run_id, updated_at)
+      VALUES (${randomUUID()}::uuid, ${key.jobType}, ${key.sourceId}, ${date}::date, ${payload}::jsonb,
+              ${idempotencyKeyFor(key)}, ${new Date(input.scheduledAt)}, ${input.correlationId},
+              ${input.workflowId}, ${input.workflowRunId}, now())
+      ON CONFLICT DO NOTHING`; // either unique key (business key or idempotency key) means it exists
+    const claimed = await prisma.$queryRaw<RunRow[]>`
       UPDATE fetch_run
-         SET status = 'running', attempt = attempt + 1, lease_token = ${randomUUID()}::uuid,
-             lease_until = ${leaseUntil}, workflow_id = ${input.workflowId},
-             workflow_run_id = ${input.workflowRunId}, started_at = COALESCE(started_at, ${now}),
-             updated_at = ${now}
-       WHERE job_type = ${key.jobType} AND source_id = ${key.sourceId} AND business_date = ${date}
+         SET status = 'running',
+             attempt = CASE WHEN status = 'running' AND workflow_id = ${input.workflowId} AND workflow_run_id = ${input.workflowRunId}
+                            THEN attempt ELSE attempt + 1 END,
+             lease_token = CASE WHEN status = 'running' AND workflow_id = ${input.workflowId} AND workflow_run_id = ${input.workflowRunId}
+                                THEN lease_token ELSE ${randomUUID()}::uuid END,
+             lease_until = now() + make_interval(secs => ${ttlSeconds}),
+             workflow_id = ${input.workflowId}, workflow_run_id = ${input.workflowRunId},
+             started_at = COALESCE(started_at, now()), updated_at = now()
+       WHERE job_type = ${key.jobType} AND source_id = ${key.sourceId} AND business_date = ${date}::date
          AND (status IN ('queued', 'retry_wait')
-              OR (status = 'running' AND (workflow_id = ${input.workflowId} OR lease_until < ${now})))
-      RETURNING id, lease_token::text AS lease_token, attempt, cursor, pages_stored, records_stored`;
+              OR (status = 'running' AND (workflow_id = ${input.workflowId} OR lease_until < now())))
+      RETURNING id, status::text AS status, lease_token::text AS lease_token, attempt, cursor, pages_stored,
+                records_stored, workflow_id`;
     const row = claimed[0];
-    if (row) {
+    if (row?.lease_token) {
       deps.log.info(
         { fetchRunId: row.id, workflowId: input.workflowId, attempt: row.attempt },
         'run claimed',
@@ -90,19 +85,31 @@ export function createClaimRun(deps: ActivityDeps) {
         pageSize: source.pageSize,
       };
     }
-    const current = await prisma.fetchRun.findUniqueOrThrow({
-      where: byKey,
-      select: { id: true, status: true, workflowId: true },
-    });
+    const [current] = await prisma.$queryRaw<RunRow[]>`
+      SELECT id, status::text AS status, lease_token::text AS lease_token, attempt, cursor, pages_stored,
+             records_stored, workflow_id
+        FROM fetch_run
+       WHERE job_type = ${key.jobType} AND source_id = ${key.sourceId} AND business_date = ${date}::date`;
+    if (!current) throw new Error(`fetch_run of ${idempotencyKeyFor(key)} vanished`);
+    // The same workflow id restarted after its run committed (e.g. terminated just after
+    // completeRun): report the stored outcome. Any other starter is a visible duplicate.
+    if (current.status === 'succeeded' && current.workflow_id === input.workflowId) {
+      return {
+        outcome: 'succeeded',
+        fetchRunId: current.id,
+        pages: current.pages_stored,
+        records: current.records_stored,
+      };
+    }
     deps.log.info(
-      { fetchRunId: current.id, owner: current.workflowId, status: current.status },
+      { fetchRunId: current.id, owner: current.workflow_id, status: current.status },
       'duplicate start',
     );
     return {
       outcome: 'duplicate',
       fetchRunId: current.id,
       status: current.status,
-      ownerWorkflowId: current.workflowId,
+      ownerWorkflowId: current.workflow_id,
     };
   };
 }

@@ -5,7 +5,7 @@
 import { FETCH_RECORDS, idempotencyKeyFor } from '../workflows/business-key.ts';
 import type { CompleteRunInput, CompleteRunResult } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
-import { failure } from './errors.ts';
+import { leaseLost } from './lease.ts';
 import { eventIdFor, insertRunEvent, RUN_COMPLETED_TOPIC } from './outbox.ts';
 
 interface FinishedRow {
@@ -37,9 +37,7 @@ export function createCompleteRun(deps: ActivityDeps) {
          WHERE id = ${input.fetchRunId}::uuid AND lease_token = ${input.leaseToken}::uuid
            FOR UPDATE`;
       const run = rows[0];
-      if (!run || (run.status !== 'running' && run.status !== 'succeeded')) {
-        throw failure('LeaseLost', 'LEASE_LOST', `run ${input.fetchRunId} is no longer held by this lease`);
-      }
+      if (!run || (run.status !== 'running' && run.status !== 'succeeded')) throw leaseLost(input);
       const result = { eventId, pages: run.pages_stored, records: run.records_stored };
       if (run.status === 'succeeded') return result;
       await tx.fetchRun.update({

@@ -4,11 +4,13 @@
  * the cursor; a retried attempt resumes from what is staged instead of asking the partner again.
  */
 import { Context } from '@temporalio/activity';
-import { FETCH_RECORDS, idempotencyKeyFor } from '../workflows/business-key.ts';
+import { pageKeyFor } from '../workflows/business-key.ts';
 import type { FetchPageInput, FetchPageResult } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
 import { failure } from './errors.ts';
+import { renewLease } from './lease.ts';
 import { fetchPartnerPage } from './partner-client.ts';
+import { loadEnabledSource } from './sources.ts';
 import { appendToStagedPage, dropStagedPage, loadStagedPage, type StagedPage } from './staging.ts';
 
 /** Heartbeat details: where this page's fetch got to (no records: they are staged). */
@@ -31,11 +33,10 @@ export function createFetchPage(deps: ActivityDeps) {
   return async function fetchPage(input: FetchPageInput): Promise<FetchPageResult> {
     const ctx = Context.current();
     const { prisma } = deps;
-    const source = await prisma.source.findUnique({ where: { id: input.sourceId } });
-    if (!source) throw failure('NotFound', 'SOURCE_NOT_FOUND', `source '${input.sourceId}' does not exist`);
-    if (!source.enabled) {
-      throw failure('PermissionDenied', 'SOURCE_DISABLED', `source '${input.sourceId}' is disabled`);
-    }
+    const fence = { fetchRunId: input.fetchRunId, leaseToken: input.leaseToken, pageNo: input.pageNo };
+    // Every attempt renews the lease first: a partner outage retried for minutes keeps the run ours.
+    await renewLease(prisma, fence, deps.leaseTtlMs);
+    const source = await loadEnabledSource(prisma, input.sourceId);
     let token: string | undefined;
     if (source.credentialsRef) {
       token = deps.secret(source.credentialsRef);
@@ -48,11 +49,7 @@ export function createFetchPage(deps: ActivityDeps) {
       }
     }
 
-    const key = idempotencyKeyFor(
-      { jobType: FETCH_RECORDS, sourceId: input.sourceId, businessDate: input.businessDate },
-      'page',
-      input.pageNo,
-    );
+    const key = pageKeyFor(input.sourceId, input.businessDate, input.pageNo);
     let staged = await loadStagedPage(prisma, key);
     if (staged && staged.startCursor !== input.cursor) {
       // Staged by a run that started this page elsewhere (partner data changed since): start over.
@@ -91,6 +88,7 @@ export function createFetchPage(deps: ActivityDeps) {
       const now = deps.now();
       const appended = await appendToStagedPage(prisma, {
         key,
+        fence,
         startCursor: input.cursor,
         from: staged ? { cursor: at.cursor, recordCount: at.recordCount } : undefined,
         records: page.records,
@@ -99,12 +97,15 @@ export function createFetchPage(deps: ActivityDeps) {
         now,
         expiresAt: new Date(now.getTime() + deps.idempotencyRetentionMs),
       });
-      // Lost the race to a concurrent attempt: continue from what it staged.
+      // Not applied: either we lost the lease (renewLease throws LeaseLost) or a concurrent
+      // attempt staged first, and we continue from what it staged.
+      await renewLease(prisma, fence, deps.leaseTtlMs);
       staged = await loadStagedPage(prisma, key);
-      if (!staged)
-        throw failure('DatabaseUnavailable', 'STAGED_PAGE_VANISHED', `staged page ${key} vanished`);
-      at = state(staged);
+      if (!staged) {
+        throw failure('LeaseLost', 'PAGE_ALREADY_STORED', `page ${key} was stored by another attempt`);
+      }
       if (!appended) ctx.log.warn('another attempt staged this page first', { pageNo: input.pageNo });
+      at = state(staged);
       ctx.heartbeat({
         pageNo: input.pageNo,
         cursor: at.cursor,

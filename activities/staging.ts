@@ -4,6 +4,7 @@
  */
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { PartnerRecord } from '../workflows/types.ts';
+import type { Fence } from './lease.ts';
 
 export interface StagedPage {
   key: string;
@@ -13,8 +14,6 @@ export interface StagedPage {
   recordCount: number;
   records: PartnerRecord[];
 }
-
-type Db = Pick<PrismaClient, '$executeRaw' | 'fetchedPage'>;
 
 /** The staged page of `key`, or undefined. */
 export async function loadStagedPage(
@@ -28,6 +27,8 @@ export async function loadStagedPage(
 
 export interface Append {
   key: string;
+  /** Only the holder of the run's lease may stage, and only the page the run is at. */
+  fence: Fence & { pageNo: number };
   startCursor: string | null;
   /** The state this append continues from; undefined = the page is not staged yet. */
   from: { cursor: string | null; recordCount: number } | undefined;
@@ -39,18 +40,23 @@ export interface Append {
 }
 
 /**
- * Appends records fetched from `from.cursor` to a staged page. Conditional: it applies only if the
- * staged page is still exactly at `from` (nothing staged yet, when `from` is undefined), so two
- * attempts of the same fetch — a zombie and its retry — can never interleave records (R1).
- * Returns false when another attempt got there first; the caller reloads and continues.
+ * Appends records fetched from `from.cursor` to a staged page. Conditional twice over (R1):
+ * - fenced: the run must still be held by `fence.leaseToken` and be at page `fence.pageNo` (a page
+ *   already stored is never staged again by a late attempt);
+ * - optimistic: the staged page must still be exactly at `from` (absent, when `from` is undefined),
+ *   so two attempts of the same fetch — a zombie and its retry — never interleave records.
+ * Returns false when the append did not apply; the caller finds out which condition failed.
  */
-export async function appendToStagedPage(db: Db, a: Append): Promise<boolean> {
+export async function appendToStagedPage(db: Pick<PrismaClient, '$executeRaw'>, a: Append): Promise<boolean> {
   const records = JSON.stringify(a.records);
+  const { fetchRunId, leaseToken, pageNo } = a.fence;
   if (a.from === undefined) {
     const inserted = await db.$executeRaw`
       INSERT INTO fetched_page (key, start_cursor, cursor, complete, record_count, records, updated_at, expires_at)
-      VALUES (${a.key}, ${a.startCursor}, ${a.cursor}, ${a.complete}, ${a.records.length}, ${records}::jsonb,
-              ${a.now}, ${a.expiresAt})
+      SELECT ${a.key}, ${a.startCursor}, ${a.cursor}, ${a.complete}, ${a.records.length}, ${records}::jsonb,
+             ${a.now}, ${a.expiresAt}
+       WHERE EXISTS (SELECT 1 FROM fetch_run WHERE id = ${fetchRunId}::uuid AND lease_token = ${leaseToken}::uuid
+                                               AND status = 'running' AND pages_stored = ${pageNo})
       ON CONFLICT (key) DO NOTHING`;
     return inserted === 1;
   }
@@ -59,7 +65,9 @@ export async function appendToStagedPage(db: Db, a: Append): Promise<boolean> {
        SET records = records || ${records}::jsonb, record_count = record_count + ${a.records.length},
            cursor = ${a.cursor}, complete = ${a.complete}, updated_at = ${a.now}, expires_at = ${a.expiresAt}
      WHERE key = ${a.key} AND cursor IS NOT DISTINCT FROM ${a.from.cursor}
-       AND record_count = ${a.from.recordCount} AND NOT complete`;
+       AND record_count = ${a.from.recordCount} AND NOT complete
+       AND EXISTS (SELECT 1 FROM fetch_run WHERE id = ${fetchRunId}::uuid AND lease_token = ${leaseToken}::uuid
+                                             AND status = 'running' AND pages_stored = ${pageNo})`;
   return updated === 1;
 }
 

@@ -2,13 +2,17 @@
  * `storePage`: one Prisma transaction moves a staged page into the business rows, writes its
  * outbox event and its idempotency record, fenced by the run's lease token (R1, R3, R4, R5).
  */
-import { FETCH_RECORDS, idempotencyKeyFor } from '../workflows/business-key.ts';
+import { dateColumn, pageKeyFor } from '../workflows/business-key.ts';
 import type { StorePageInput, StorePageResult } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
 import { failure } from './errors.ts';
 import { fingerprint } from './ids.ts';
+import { leaseLost, renewLease } from './lease.ts';
 import { insertRunEvent, PAGE_STORED_TOPIC } from './outbox.ts';
 import { dropStagedPage, loadStagedPage } from './staging.ts';
+
+/** Bounded well inside the database preset's 30 s start-to-close timeout. */
+const TRANSACTION_OPTIONS = { maxWait: 5_000, timeout: 20_000 };
 
 /**
  * Stores one page exactly once per idempotency key `fetch-records:<source>:<date>:page:<n>`:
@@ -23,11 +27,7 @@ import { dropStagedPage, loadStagedPage } from './staging.ts';
  */
 export function createStorePage(deps: ActivityDeps) {
   return async function storePage(input: StorePageInput): Promise<StorePageResult> {
-    const key = idempotencyKeyFor(
-      { jobType: FETCH_RECORDS, sourceId: input.sourceId, businessDate: input.businessDate },
-      'page',
-      input.pageNo,
-    );
+    const key = pageKeyFor(input.sourceId, input.businessDate, input.pageNo);
     const now = deps.now();
     return deps.prisma.$transaction(async (tx) => {
       // Be very careful: this row lock is what serialises two attempts of the same run (a zombie
@@ -36,9 +36,7 @@ export function createStorePage(deps: ActivityDeps) {
         SELECT id FROM fetch_run
          WHERE id = ${input.fetchRunId}::uuid AND lease_token = ${input.leaseToken}::uuid AND status = 'running'
            FOR UPDATE`;
-      if (owned.length === 0) {
-        throw failure('LeaseLost', 'LEASE_LOST', `run ${input.fetchRunId} is no longer held by this lease`);
-      }
+      if (owned.length === 0) throw leaseLost(input);
       const staged = await loadStagedPage(tx, key);
       const prior = await tx.idempotencyRecord.findUnique({ where: { key } });
       if (prior) {
@@ -62,8 +60,11 @@ export function createStorePage(deps: ActivityDeps) {
         );
       }
 
-      const date = new Date(`${input.businessDate}T00:00:00Z`);
-      const rows = staged.records.map((r) => ({ external_id: r.id, data: r }));
+      const date = dateColumn(input.businessDate);
+      // A partner may repeat an id within a page (offset paging): the last occurrence wins, as
+      // one statement may not upsert the same row twice.
+      const byId = new Map(staged.records.map((r) => [r.id, r]));
+      const rows = [...byId.values()].map((r) => ({ external_id: r.id, data: r }));
       if (rows.length > 0) {
         await tx.$executeRaw`
           INSERT INTO fetched_record (source_id, external_id, business_date, fetch_run_id, data, created_at, updated_at)
@@ -82,12 +83,12 @@ export function createStorePage(deps: ActivityDeps) {
           sourceId: input.sourceId,
           businessDate: input.businessDate,
           pageNo: input.pageNo,
-          recordCount: staged.recordCount,
-          externalIds: staged.records.map((r) => r.id),
+          recordCount: rows.length,
+          externalIds: rows.map((r) => r.external_id),
         },
         now,
       });
-      const result = { eventId, recordCount: staged.recordCount };
+      const result = { eventId, recordCount: rows.length };
       await tx.idempotencyRecord.create({
         data: {
           key,
@@ -101,13 +102,13 @@ export function createStorePage(deps: ActivityDeps) {
         where: { id: input.fetchRunId },
         data: {
           pagesStored: input.pageNo + 1,
-          recordsStored: { increment: staged.recordCount },
+          recordsStored: { increment: rows.length },
           cursor: input.nextCursor,
-          leaseUntil: new Date(now.getTime() + deps.leaseTtlMs),
         },
       });
+      await renewLease(tx, input, deps.leaseTtlMs);
       await dropStagedPage(tx, key);
       return { ...result, replayed: false };
-    });
+    }, TRANSACTION_OPTIONS);
   };
 }

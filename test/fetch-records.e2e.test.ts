@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Client } from '@temporalio/client';
-import { startFetch, type DurableFetchContext } from '../client/start-fetch.ts';
+import { SEARCH_KEYS, startFetch, type DurableFetchContext } from '../client/start-fetch.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
 import { fetchRecordsWorkflow } from '../workflows/fetch-records.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
@@ -153,6 +153,11 @@ describe('fetch-records end to end', () => {
         args: [{ sourceId: 'e2e-gamma', businessDate: DATE, correlationId: 'c-2', requestedBy: 'schedule' }],
       });
       assert.equal(other.status, 'duplicate');
+      // Visible as such to operators: the FetchStatus search attribute says so.
+      const described = await client.workflow
+        .getHandle(`fetch/fetch-records/e2e-gamma/${DATE}-2026-11-29T02:00:00Z`)
+        .describe();
+      assert.equal(described.typedSearchAttributes.get(SEARCH_KEYS.status), 'duplicate');
       assert.equal(other.status === 'duplicate' && other.ownerWorkflowId, first.workflowId);
     });
     assert.deepEqual(await counts('e2e-gamma'), {
@@ -164,7 +169,7 @@ describe('fetch-records end to end', () => {
     assert.equal(partner.ledger.count({ sourceId: 'e2e-gamma' }), 5);
   });
 
-  it('a retried fetchPage resumes from its heartbeat cursor instead of asking the partner again', async () => {
+  it('a retried fetchPage resumes from its staged cursor instead of asking the partner again', async () => {
     await createSource(db.prisma, 'e2e-delta', partner.url);
     // The second partner request of the run (page 0, records 50..99) loses its connection.
     partner.faults.add({ sourceId: 'e2e-delta', afterRequests: 1, kind: 'reset' });

@@ -5,7 +5,8 @@ import { after, before, describe, it } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
 import { createActivities } from '../activities/index.ts';
 import { appendToStagedPage, dropStagedPage } from '../activities/staging.ts';
-import { FETCH_RECORDS, idempotencyKeyFor } from '../workflows/business-key.ts';
+import type { Prisma } from '../prisma/generated/client.ts';
+import { pageKeyFor } from '../workflows/business-key.ts';
 import type { ClaimInput, PartnerRecord } from '../workflows/types.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';
@@ -36,31 +37,50 @@ function records(sourceId: string, n: number, tag = 'v1'): PartnerRecord[] {
   return Array.from({ length: n }, (_, i) => ({ id: `${sourceId}-${i}`, tag }));
 }
 
-/** Stages a page as fetchPage would, and returns the storePage input that reports it. */
+type Base = { fetchRunId: string; leaseToken: string; sourceId: string; businessDate: string };
+
+/**
+ * Stages a page as fetchPage would (fenced by the run's lease) and returns the storePage input
+ * that reports it. `unfenced` writes the staged row directly, to stage what fencing would refuse.
+ */
 async function stage(
-  base: { fetchRunId: string; leaseToken: string; sourceId: string; businessDate: string },
+  base: Base,
   pageNo: number,
   recs: PartnerRecord[],
   nextCursor: string | null,
+  unfenced = false,
 ) {
-  const key = idempotencyKeyFor(
-    { jobType: FETCH_RECORDS, sourceId: base.sourceId, businessDate: DATE },
-    'page',
-    pageNo,
-  );
+  const key = pageKeyFor(base.sourceId, DATE, pageNo);
   await dropStagedPage(db.prisma, key);
   const now = new Date();
-  const staged = await appendToStagedPage(db.prisma, {
+  const row = {
     key,
     startCursor: pageNo === 0 ? null : `c${pageNo}`,
-    from: undefined,
-    records: recs,
     cursor: nextCursor,
     complete: nextCursor === null,
-    now,
-    expiresAt: new Date(now.getTime() + 60_000),
-  });
-  assert.ok(staged);
+  };
+  if (unfenced) {
+    const expiresAt = new Date(now.getTime() + 60_000);
+    await db.prisma.fetchedPage.create({
+      data: {
+        ...row,
+        recordCount: recs.length,
+        records: recs as Prisma.InputJsonArray,
+        updatedAt: now,
+        expiresAt,
+      },
+    });
+  } else {
+    const staged = await appendToStagedPage(db.prisma, {
+      ...row,
+      fence: { fetchRunId: base.fetchRunId, leaseToken: base.leaseToken, pageNo },
+      from: undefined,
+      records: recs,
+      now,
+      expiresAt: new Date(now.getTime() + 60_000),
+    });
+    assert.ok(staged, 'staged under the lease');
+  }
   return { ...base, pageNo, recordCount: recs.length, nextCursor };
 }
 
@@ -153,7 +173,7 @@ describe('store-page', () => {
     };
     await acts.storePage(await stage(base, 0, records('s3', 10), 'c1'));
     // The same page key fetched again later, with different content.
-    const type = await failureType(acts.storePage(await stage(base, 0, records('s3', 10, 'v2'), 'c1')));
+    const type = await failureType(acts.storePage(await stage(base, 0, records('s3', 10, 'v2'), 'c1', true)));
     assert.equal(type, 'IdempotencyConflict');
     assert.deepEqual(await effects('s3'), {
       rows: 10,
@@ -190,11 +210,101 @@ describe('store-page', () => {
     });
   });
 
+  it('two attempts staging the same page from the same point: exactly one append applies', async () => {
+    const claim = await claimed('s6');
+    if (claim.outcome !== 'claimed') return;
+    const base = {
+      fetchRunId: claim.fetchRunId,
+      leaseToken: claim.leaseToken,
+      sourceId: 's6',
+      businessDate: DATE,
+    };
+    await stage(base, 0, records('s6', 10), 'c1');
+    const key = pageKeyFor('s6', DATE, 0);
+    const now = new Date();
+    const append = (tag: string) =>
+      appendToStagedPage(db.prisma, {
+        key,
+        fence: { fetchRunId: claim.fetchRunId, leaseToken: claim.leaseToken, pageNo: 0 },
+        startCursor: null,
+        from: { cursor: 'c1', recordCount: 10 },
+        records: [{ id: `s6-next-${tag}` }],
+        cursor: 'c2',
+        complete: false,
+        now,
+        expiresAt: new Date(now.getTime() + 60_000),
+      });
+    const applied = await Promise.all([append('x'), append('y'), append('z')]);
+    assert.deepEqual(applied.sort(), [false, false, true]);
+    const row = await db.prisma.fetchedPage.findUniqueOrThrow({ where: { key } });
+    assert.equal(row.recordCount, 11);
+    assert.equal((row.records as unknown[]).length, 11);
+  });
+
+  it('a late fetch attempt cannot stage a page that is already stored, nor under a lost lease', async () => {
+    const claim = await claimed('s7');
+    if (claim.outcome !== 'claimed') return;
+    const base = {
+      fetchRunId: claim.fetchRunId,
+      leaseToken: claim.leaseToken,
+      sourceId: 's7',
+      businessDate: DATE,
+    };
+    await acts.storePage(await stage(base, 0, records('s7', 4), 'c1'));
+    const now = new Date();
+    const late = {
+      key: pageKeyFor('s7', DATE, 0),
+      startCursor: null,
+      from: undefined,
+      records: records('s7', 4),
+      cursor: 'c1',
+      complete: false,
+      now,
+      expiresAt: new Date(now.getTime() + 60_000),
+    };
+    const stored = { fetchRunId: claim.fetchRunId, leaseToken: claim.leaseToken, pageNo: 0 };
+    assert.equal(await appendToStagedPage(db.prisma, { ...late, fence: stored }), false);
+    const lost = {
+      fetchRunId: claim.fetchRunId,
+      leaseToken: '00000000-0000-4000-8000-000000000000',
+      pageNo: 1,
+    };
+    assert.equal(
+      await appendToStagedPage(db.prisma, { ...late, key: pageKeyFor('s7', DATE, 1), fence: lost }),
+      false,
+    );
+    assert.equal(
+      await db.prisma.fetchedPage.count({ where: { key: { startsWith: 'fetch-records:s7:' } } }),
+      0,
+    );
+  });
+
+  it('an id repeated within one page is stored once, the last occurrence winning', async () => {
+    const claim = await claimed('s8');
+    if (claim.outcome !== 'claimed') return;
+    const base = {
+      fetchRunId: claim.fetchRunId,
+      leaseToken: claim.leaseToken,
+      sourceId: 's8',
+      businessDate: DATE,
+    };
+    const recs = [
+      { id: 's8-1', v: 1 },
+      { id: 's8-2', v: 1 },
+      { id: 's8-1', v: 2 },
+    ];
+    const result = await acts.storePage(await stage(base, 0, recs, null));
+    assert.equal(result.recordCount, 2);
+    const row = await db.prisma.fetchedRecord.findFirstOrThrow({ where: { externalId: 's8-1' } });
+    assert.equal((row.data as { v: number }).v, 2);
+    assert.equal(await db.prisma.fetchedRecord.count({ where: { sourceId: 's8' } }), 2);
+  });
+
   it('a zombie attempt holding an old lease token cannot write (LeaseLost)', async () => {
     const old = await claimed('s4');
     if (old.outcome !== 'claimed') return;
-    // The same workflow claims again (a retried claim or a continue-as-new): the token rotates.
-    const current = await acts.claimRun(claimInput('s4'));
+    // A new execution of the same workflow id (a restart after a failure) claims: the token rotates.
+    const current = await acts.claimRun({ ...claimInput('s4'), workflowRunId: 'run-2' });
     assert.equal(current.outcome, 'claimed');
     assert.notEqual(current.outcome === 'claimed' && current.leaseToken, old.leaseToken);
     const base = {
@@ -203,7 +313,7 @@ describe('store-page', () => {
       sourceId: 's4',
       businessDate: DATE,
     };
-    const type = await failureType(acts.storePage(await stage(base, 0, records('s4', 5), null)));
+    const type = await failureType(acts.storePage(await stage(base, 0, records('s4', 5), null, true)));
     assert.equal(type, 'LeaseLost');
     assert.deepEqual(await effects('s4'), {
       rows: 0,
@@ -238,11 +348,37 @@ describe('claim-run and complete-run', () => {
       status: 'running',
       ownerWorkflowId: `fetch/fetch-records/c1/${DATE}`,
     });
-    const later = createActivities(testDeps(db.prisma, { now: () => new Date(Date.now() + 3_600_000) }));
-    const takeover = await later.claimRun(other);
+    // The owner stops renewing (its worker died): the lease runs out on the database's clock.
+    await db.prisma
+      .$executeRaw`UPDATE fetch_run SET lease_until = now() - interval '1 second' WHERE source_id = 'c1'`;
+    const takeover = await acts.claimRun(other);
     assert.equal(takeover.outcome, 'claimed');
     assert.equal(takeover.outcome === 'claimed' && takeover.attempt, 2);
     assert.equal(await db.prisma.fetchRun.count({ where: { sourceId: 'c1' } }), 1);
+  });
+
+  it('a retried claim by the same execution keeps its token and attempt: a slow retry cannot fence out the run', async () => {
+    const first = await claimed('c4');
+    const again = await acts.claimRun(claimInput('c4'));
+    assert.deepEqual(again, first);
+  });
+
+  it('two workflow ids racing to claim a new business key: exactly one claims, the other is a duplicate', async () => {
+    await createSource(db.prisma, 'c5', 'http://127.0.0.1:9');
+    const ids = ['a', 'b', 'c', 'd'].map((x) => `fetch/fetch-records/c5/${DATE}-${x}`);
+    const results = await Promise.all(
+      ids.map((id) => acts.claimRun({ ...claimInput('c5', id), workflowRunId: id })),
+    );
+    assert.deepEqual(results.map((r) => r.outcome).sort(), [
+      'claimed',
+      'duplicate',
+      'duplicate',
+      'duplicate',
+    ]);
+    const run = await db.prisma.fetchRun.findFirstOrThrow({ where: { sourceId: 'c5' } });
+    const winner = results.find((r) => r.outcome === 'claimed');
+    assert.equal(winner?.outcome === 'claimed' && winner.leaseToken, run.leaseToken);
+    assert.equal(await db.prisma.fetchRun.count({ where: { sourceId: 'c5' } }), 1);
   });
 
   it('a disabled source fails with PermissionDenied before any side effect', async () => {
@@ -271,7 +407,12 @@ describe('claim-run and complete-run', () => {
       await db.prisma.outboxEvent.count({ where: { topic: 'fetch.run_completed', aggregateId: run.id } }),
       1,
     );
-    // A finished run is not claimed again: a new starter is a duplicate.
-    assert.equal((await acts.claimRun(claimInput('c3'))).outcome, 'duplicate');
+    // A finished run is not claimed again: any starter gets its stored outcome, without effects.
+    assert.deepEqual(await acts.claimRun({ ...claimInput('c3'), workflowRunId: 'run-9' }), {
+      outcome: 'succeeded',
+      fetchRunId: claim.fetchRunId,
+      pages: 1,
+      records: 3,
+    });
   });
 });

@@ -58,3 +58,13 @@ export function idempotencyKeyFor(key: BusinessKey, step?: string, n?: number): 
   if (step === undefined) return base;
   return n === undefined ? `${base}:${step}` : `${base}:${step}:${n}`;
 }
+
+/** Idempotency key of page `n` of a fetch-records run: `fetch-records:<source>:<date>:page:<n>`. */
+export function pageKeyFor(sourceId: string, businessDate: string, pageNo: number): string {
+  return idempotencyKeyFor({ jobType: FETCH_RECORDS, sourceId, businessDate }, 'page', pageNo);
+}
+
+/** A `YYYY-MM-DD` business date as the UTC midnight Date that PostgreSQL DATE columns map to. */
+export function dateColumn(businessDate: string): Date {
+  return new Date(`${businessDate}T00:00:00Z`);
+}

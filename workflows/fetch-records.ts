@@ -35,6 +35,11 @@ export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<Fe
       requestedBy: input.requestedBy,
       scheduledAt: input.scheduledAt ?? info.runStartTime.toISOString(),
     });
+    if (claim.outcome === 'succeeded') {
+      // E.g. a restart after the run committed but before the workflow saw it: report, do nothing.
+      setStatus('succeeded');
+      return { status: 'succeeded', fetchRunId: claim.fetchRunId, pages: claim.pages, records: claim.records };
+    }
     if (claim.outcome === 'duplicate') {
       setStatus('duplicate');
       return {
@@ -55,7 +60,7 @@ export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<Fe
     setStatus('running');
   }
 
-  const pagesPerExecution = input.pagesPerExecution ?? DEFAULT_PAGES_PER_EXECUTION;
+  const pagesPerExecution = Math.max(1, input.pagesPerExecution ?? DEFAULT_PAGES_PER_EXECUTION);
   let pagesThisExecution = 0;
   // Finished once at least one page is stored and the partner has no next cursor.
   while (state.pagesStored === 0 || state.cursor !== null) {
@@ -63,6 +68,8 @@ export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<Fe
       return continueAsNew<typeof fetchRecordsWorkflow>({ ...input, resume: state });
     }
     const page = await partner.fetchPage({
+      fetchRunId: state.fetchRunId,
+      leaseToken: state.leaseToken,
       sourceId: input.sourceId,
       businessDate: input.businessDate,
       pageNo: state.pagesStored,

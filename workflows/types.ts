@@ -56,6 +56,8 @@ export type ClaimResult =
       recordsStored: number;
       pageSize: number;
     }
+  /** The business key's run already succeeded: nothing to do, its outcome is reported. */
+  | { outcome: 'succeeded'; fetchRunId: string; pages: number; records: number }
   | { outcome: 'duplicate'; fetchRunId: string; status: string; ownerWorkflowId: string };
 
 /** A partner record: its own id plus whatever fields the partner sends. */
@@ -65,6 +67,9 @@ export interface PartnerRecord {
 }
 
 export interface FetchPageInput {
+  /** The run and its lease: staging writes are fenced by it (R1). */
+  fetchRunId: string;
+  leaseToken: string;
   sourceId: string;
   businessDate: string;
   /** Index of the page being fetched (0-based); part of its idempotency key. */
