@@ -44,7 +44,7 @@ export function createFetchPage(deps: ActivityDeps) {
         throw failure(
           'PermissionDenied',
           'CREDENTIALS_MISSING',
-          `credentials reference ${source.credentialsRef} of source '${source.id}' is not set`,
+          `credentials reference ${source.credentialsRef} of source '${source.id}' is not set (or not a DF_SECRET_* variable)`,
         );
       }
     }

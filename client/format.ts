@@ -27,3 +27,15 @@ export function workflowUrl(uiBase: string, namespace: string, workflowId: strin
   const base = `${uiBase.replace(/\/$/, '')}/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(workflowId)}`;
   return runId ? `${base}/${encodeURIComponent(runId)}/history` : base;
 }
+
+/**
+ * One line for a failed run: the innermost cause's type and message (Temporal wraps an activity's
+ * ApplicationFailure in ActivityFailure in WorkflowFailedError). Messages are already redacted.
+ */
+export function failureSummary(err: unknown): string {
+  let e: unknown = err;
+  while (e instanceof Error && e.cause instanceof Error) e = e.cause;
+  if (!(e instanceof Error)) return String(e);
+  const type = (e as { type?: unknown }).type;
+  return typeof type === 'string' && type ? `${type}: ${e.message}` : e.message;
+}

@@ -28,13 +28,16 @@ export interface DurableFetchContext {
   now?: () => Date;
 }
 
+/** Largest page (records per storePage transaction and staged row) a start may ask for. */
+export const MAX_PAGE_SIZE = 1000;
+
 export interface StartFetchRequest {
   sourceId: string;
   /** `YYYY-MM-DD`; default: today in the source's timezone. */
   date?: string;
   correlationId?: string;
   requestedBy?: RequestedBy;
-  /** Records per stored page; default: the source's page size. */
+  /** Records per stored page, 1..{@link MAX_PAGE_SIZE}; default: the source's page size. */
   pageSize?: number;
 }
 
@@ -69,6 +72,15 @@ export async function prepareFetch(
   if (!isSourceId(req.sourceId)) {
     throw new UserFacingError(
       `invalid source id '${req.sourceId}': use a-z, 0-9, '-' and '_'`,
+      'INVALID_INPUT',
+    );
+  }
+  if (
+    req.pageSize !== undefined &&
+    !(Number.isInteger(req.pageSize) && req.pageSize >= 1 && req.pageSize <= MAX_PAGE_SIZE)
+  ) {
+    throw new UserFacingError(
+      `invalid page size ${req.pageSize}: expected an integer 1..${MAX_PAGE_SIZE}`,
       'INVALID_INPUT',
     );
   }

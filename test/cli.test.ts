@@ -424,4 +424,17 @@ describe('cli run --wait against a real worker', () => {
     assert.equal(described.taskQueue, worker.taskQueue);
     assert.equal(described.status.name, 'COMPLETED');
   });
+
+  it('cli: run --wait on a run that fails prints one line naming the error type and exits 1', async () => {
+    // Its credentials reference is not set: the fetch fails with a non-retryable PermissionDenied.
+    await createSource(db.prisma, 'cli-nocred', partner.url, { credentialsRef: 'DF_SECRET_CLI_NOT_SET' });
+    const env = { ...cliEnv(db.url), DURABLE_FETCH_TASK_QUEUE: worker.taskQueue };
+    const result = await worker.run(() => runCli(['run', 'cli-nocred', '--date', DATE, '--wait'], env));
+    assert.equal(result.code, 1, result.stderr);
+    const errLines = lines(result.stderr);
+    assert.equal(errLines.length, 1, result.stderr);
+    assert.match(errLines[0] ?? '', /failed: PermissionDenied: .*DF_SECRET_CLI_NOT_SET/);
+    assert.doesNotMatch(result.stderr, /^\s+at /m);
+    assert.equal(partner.ledger.count({ sourceId: 'cli-nocred' }), 0, 'no partner call without credentials');
+  });
 });

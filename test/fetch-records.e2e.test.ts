@@ -12,6 +12,7 @@ import { testClient, testWorker, type TestWorker } from './helpers/temporal.ts';
 
 const DATE = '2026-03-14';
 const RECORDS = 230; // pages of 100 → 100 + 100 + 30
+const SECRET = 'tok-e2e-5b1f0c';
 
 let db: TestDatabase;
 let partner: PartnerServer;
@@ -23,7 +24,9 @@ before(async () => {
   db = await useTestDatabase();
   partner = await startPartner({ port: 0, recordCount: () => RECORDS });
   client = await testClient();
-  worker = await testWorker(testDeps(db.prisma));
+  worker = await testWorker(
+    testDeps(db.prisma, { secret: (ref) => (ref === 'DF_SECRET_E2E' ? SECRET : undefined) }),
+  );
   ctx = {
     temporal: client,
     prisma: db.prisma,
@@ -188,6 +191,23 @@ describe('fetch-records end to end', () => {
       pageEvents: 3,
       completedEvents: 1,
     });
+  });
+
+  it('a source credential is resolved by reference at run time and appears in no history or row', async () => {
+    await createSource(db.prisma, 'e2e-zeta', partner.url, { credentialsRef: 'DF_SECRET_E2E' });
+    await worker.run(async () => {
+      const started = await startFetch(ctx, { sourceId: 'e2e-zeta', date: DATE, requestedBy: 'test' });
+      assert.equal((await started.handle.result()).status, 'succeeded');
+    });
+    const served = partner.ledger.entries({ sourceId: 'e2e-zeta' });
+    assert.equal(served.length, 5);
+    assert.ok(
+      served.every((e) => e.auth),
+      'every partner call carried the bearer token',
+    );
+    assert.doesNotMatch(await historyText(`fetch/fetch-records/e2e-zeta/${DATE}`), new RegExp(SECRET));
+    const run = await db.prisma.fetchRun.findFirstOrThrow({ where: { sourceId: 'e2e-zeta' } });
+    assert.doesNotMatch(JSON.stringify(run), new RegExp(SECRET));
   });
 
   it('a long run continues as new after a bounded number of pages and still stores each page once', async () => {

@@ -5,6 +5,16 @@ import type { PrismaClient } from './db.ts';
 import type { Logger } from './logger.ts';
 
 /**
+ * Credentials references must name a variable of the secrets namespace: a source row can then
+ * never send, say, DATABASE_URL or TEMPORAL_API_KEY to its partner as a bearer token.
+ */
+export const SECRET_REF_PREFIX = 'DF_SECRET_';
+
+export function isSecretRef(ref: string): boolean {
+  return /^DF_SECRET_[A-Z0-9_]+$/.test(ref);
+}
+
+/**
  * The production wiring of activity dependencies from configuration. Secrets are looked up in
  * the environment by reference at call time, never stored (R2).
  */
@@ -14,7 +24,7 @@ export function createActivityDeps(config: Config, prisma: PrismaClient, log: Lo
     http: createHttpClient(config.http),
     log,
     now: () => new Date(),
-    secret: (ref) => process.env[ref],
+    secret: (ref) => (isSecretRef(ref) ? process.env[ref] : undefined),
     leaseTtlMs: config.runs.leaseTtlMs,
     idempotencyRetentionMs: config.runs.idempotencyRetentionMs,
     partnerPageLimit: config.partner.pageLimit,

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { startPartner } from '../partner/server.ts';
 import { startFetch } from '../client/start-fetch.ts';
-import { duration, workflowUrl } from '../client/format.ts';
+import { duration, failureSummary, workflowUrl } from '../client/format.ts';
 import { createActivityDeps } from './activity-deps.ts';
 import { type Config, EMBEDDED_PG, databaseUrl, loadConfig, partnerUrl } from './config.ts';
 import { createPrisma } from './db.ts';
@@ -127,7 +127,12 @@ async function main(): Promise<void> {
     taskQueue: config.temporal.taskQueue,
     deps,
   });
-  const running = worker.run();
+  // A worker that dies takes the stack down cleanly instead of leaving it half-alive.
+  const running = worker.run().catch(async (err: unknown) => {
+    console.error('[durable-fetch] worker stopped with an error:', err);
+    await stopAll('worker error');
+    process.exit(1);
+  });
   closers.push({
     name: 'worker',
     close: async () => {
@@ -154,11 +159,15 @@ async function main(): Promise<void> {
     say(`Temporal Web UI: ${ui}`);
     say(`this run:        ${workflowUrl(ui, config.temporal.namespace, started.workflowId)}`);
   }
-  const result = await started.handle.result();
-  if (result.status === 'succeeded') {
+  const result = await started.handle.result().catch((err: unknown) => {
+    // The stack stays up: the run's failure is there to inspect in the Web UI and with the CLI.
+    say(`the demo run failed: ${failureSummary(err)}`);
+    return undefined;
+  });
+  if (result?.status === 'succeeded') {
     const what = started.joined ? 'run had already succeeded' : 'first run succeeded';
     say(`${what}: ${result.records} records in ${result.pages} pages — ${since()} after start`);
-  } else {
+  } else if (result) {
     say(
       `run is a duplicate of ${result.ownerWorkflowId} (${result.existingStatus}) — ${since()} after start`,
     );

@@ -38,7 +38,12 @@ export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<Fe
     if (claim.outcome === 'succeeded') {
       // E.g. a restart after the run committed but before the workflow saw it: report, do nothing.
       setStatus('succeeded');
-      return { status: 'succeeded', fetchRunId: claim.fetchRunId, pages: claim.pages, records: claim.records };
+      return {
+        status: 'succeeded',
+        fetchRunId: claim.fetchRunId,
+        pages: claim.pages,
+        records: claim.records,
+      };
     }
     if (claim.outcome === 'duplicate') {
       setStatus('duplicate');

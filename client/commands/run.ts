@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { duration, workflowUrl } from '../format.ts';
+import { UserFacingError } from '../../worker/errors.ts';
+import { duration, failureSummary, workflowUrl } from '../format.ts';
 import type { CliContext } from '../cli-context.ts';
 import { launchFetch, prepareFetch } from '../start-fetch.ts';
 import { printJson } from './output.ts';
@@ -35,7 +36,15 @@ export function registerRun(program: Command, ctx: () => CliContext): void {
       }
       if (!opts.json) console.log(`${joined ? 'joined' : 'started'} ${workflowId}; waiting…`);
       const t0 = Date.now();
-      const result = await started.handle.result();
+      let result;
+      try {
+        result = await started.handle.result();
+      } catch (err) {
+        // The run failed: one line (or JSON) and exit 1, never a stack trace.
+        if (opts.json)
+          printJson({ workflowId, runId, businessDate, joined, webUi: link, failure: failureSummary(err) });
+        throw new UserFacingError(`run ${workflowId} failed: ${failureSummary(err)}`, 'RUN_FAILED');
+      }
       if (opts.json) return printJson({ workflowId, runId, businessDate, joined, webUi: link, result });
       if (result.status === 'succeeded') {
         console.log(
