@@ -2,18 +2,11 @@ import { type Command, InvalidArgumentError } from 'commander';
 import { UserFacingError } from '../../worker/errors.ts';
 import type { CliContext } from '../cli-context.ts';
 import { table, workflowUrl } from '../format.ts';
-import { type FetchRun, formatDate, getRun, listRuns, type RunStatus } from '../runs.ts';
+import { RunStatus } from '../../prisma/generated/enums.ts';
+import { type FetchRun, formatDate, getRun, listRuns } from '../runs.ts';
 import { printJson } from './output.ts';
 
-const STATUSES = [
-  'queued',
-  'running',
-  'retry_wait',
-  'succeeded',
-  'dead_lettered',
-  'cancelled',
-  'compensated',
-];
+const STATUSES: string[] = Object.values(RunStatus);
 
 function parseStatus(value: string): RunStatus {
   if (!STATUSES.includes(value)) throw new InvalidArgumentError(`expected one of ${STATUSES.join(', ')}`);
