@@ -85,6 +85,14 @@ export function createFetchPage(deps: ActivityDeps) {
           `partner ${source.id}: empty page with a next cursor`,
         );
       }
+      if (page.nextCursor !== null && page.nextCursor === at.cursor) {
+        // Nor would a cursor that does not move.
+        throw failure(
+          'InvalidResponse',
+          'CURSOR_NOT_ADVANCING',
+          `partner ${source.id}: next cursor equals the current one`,
+        );
+      }
       const now = deps.now();
       const appended = await appendToStagedPage(prisma, {
         key,
