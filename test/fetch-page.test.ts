@@ -1,0 +1,92 @@
+// fetchPage against partners that misbehave, on real PostgreSQL with a real activity context
+// (MockActivityEnvironment) and a stub HTTP client returning the malformed pages.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { ApplicationFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import type { HttpClient } from '../activities/http.ts';
+import { createActivities } from '../activities/index.ts';
+import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
+import { createSource, testDeps } from './helpers/deps.ts';
+
+const DATE = '2026-06-01';
+let db: TestDatabase;
+
+before(async () => {
+  db = await useTestDatabase();
+});
+after(async () => db?.drop());
+
+/** An HTTP client that answers every partner call with `page` and counts the calls. */
+function stubHttp(page: unknown): HttpClient & { calls: number } {
+  const http = {
+    calls: 0,
+    getJson: () => {
+      http.calls++;
+      return Promise.resolve(page);
+    },
+    close: () => Promise.resolve(),
+  };
+  return http;
+}
+
+async function fetchWith(sourceId: string, http: HttpClient, leaseToken?: string): Promise<unknown> {
+  await createSource(db.prisma, sourceId, 'http://127.0.0.1:9');
+  const acts = createActivities(testDeps(db.prisma, { http }));
+  const claim = await acts.claimRun({
+    sourceId,
+    businessDate: DATE,
+    workflowId: `fetch/fetch-records/${sourceId}/${DATE}`,
+    workflowRunId: 'r1',
+    correlationId: 'c',
+    requestedBy: 'test',
+    scheduledAt: `${DATE}T00:00:00Z`,
+  });
+  assert.equal(claim.outcome, 'claimed');
+  if (claim.outcome !== 'claimed') return;
+  const input = {
+    fetchRunId: claim.fetchRunId,
+    leaseToken: leaseToken ?? claim.leaseToken,
+    sourceId,
+    businessDate: DATE,
+    pageNo: 0,
+    cursor: 'c-1',
+    pageSize: 100,
+  };
+  try {
+    return await new MockActivityEnvironment().run(acts.fetchPage, input);
+  } catch (err) {
+    return err;
+  }
+}
+
+function failureCode(err: unknown): string {
+  assert.ok(err instanceof ApplicationFailure, `expected an ApplicationFailure, got ${String(err)}`);
+  return `${err.type}/${(err.details?.[0] as { code: string }).code}`;
+}
+
+void describe('fetch-page', () => {
+  void it('a partner cursor that does not advance fails the page as InvalidResponse instead of looping', async () => {
+    const http = stubHttp({ records: [{ id: 'x1' }], nextCursor: 'c-1' });
+    assert.equal(failureCode(await fetchWith('fp-stuck', http)), 'InvalidResponse/CURSOR_NOT_ADVANCING');
+    assert.equal(http.calls, 1);
+  });
+
+  void it('an empty page that still has a next cursor fails as InvalidResponse', async () => {
+    const http = stubHttp({ records: [], nextCursor: 'c-2' });
+    assert.equal(failureCode(await fetchWith('fp-empty', http)), 'InvalidResponse/EMPTY_PAGE_WITH_CURSOR');
+  });
+
+  void it('a page that does not match the partner contract fails as InvalidResponse', async () => {
+    const http = stubHttp({ items: [] });
+    assert.equal(failureCode(await fetchWith('fp-shape', http)), 'InvalidResponse/PAGE_SHAPE');
+  });
+
+  void it('an attempt without the current lease fails as LeaseLost before calling the partner', async () => {
+    const http = stubHttp({ records: [{ id: 'x1' }], nextCursor: null });
+    const stale = '00000000-0000-4000-8000-000000000001';
+    assert.equal(failureCode(await fetchWith('fp-lease', http, stale)), 'LeaseLost/LEASE_LOST');
+    assert.equal(http.calls, 0);
+    assert.equal(await db.prisma.fetchedPage.count(), 0);
+  });
+});
