@@ -2,10 +2,16 @@
  * `claimRun`: insert-or-reuse the FetchRun of a business key and take its lease (R1, R2, R6).
  */
 import { randomUUID } from 'node:crypto';
+import { Prisma } from '../prisma/generated/client.ts';
 import { dateColumn, FETCH_RECORDS, idempotencyKeyFor } from '../workflows/business-key.ts';
 import type { ClaimInput, ClaimResult } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
 import { loadEnabledSource } from './sources.ts';
+
+/** The columns of {@link RunRow}, as one SQL fragment for RETURNING and SELECT alike. */
+const RUN_COLUMNS = Prisma.raw(
+  'id, status::text AS status, lease_token::text AS lease_token, attempt, cursor, pages_stored, records_stored, workflow_id',
+);
 
 interface RunRow {
   id: string;
@@ -66,8 +72,7 @@ export function createClaimRun(deps: ActivityDeps) {
        WHERE job_type = ${key.jobType} AND source_id = ${key.sourceId} AND business_date = ${date}::date
          AND (status IN ('queued', 'retry_wait')
               OR (status = 'running' AND (workflow_id = ${input.workflowId} OR lease_until < now())))
-      RETURNING id, status::text AS status, lease_token::text AS lease_token, attempt, cursor, pages_stored,
-                records_stored, workflow_id`;
+      RETURNING ${RUN_COLUMNS}`;
     const row = claimed[0];
     if (row?.lease_token) {
       deps.log.info(
@@ -86,9 +91,7 @@ export function createClaimRun(deps: ActivityDeps) {
       };
     }
     const [current] = await prisma.$queryRaw<RunRow[]>`
-      SELECT id, status::text AS status, lease_token::text AS lease_token, attempt, cursor, pages_stored,
-             records_stored, workflow_id
-        FROM fetch_run
+      SELECT ${RUN_COLUMNS} FROM fetch_run
        WHERE job_type = ${key.jobType} AND source_id = ${key.sourceId} AND business_date = ${date}::date`;
     if (!current) throw new Error(`fetch_run of ${idempotencyKeyFor(key)} vanished`);
     // The same workflow id restarted after its run committed (e.g. terminated just after

@@ -7,7 +7,7 @@ import { createActivities } from '../activities/index.ts';
 import { appendToStagedPage, dropStagedPage } from '../activities/staging.ts';
 import type { Prisma } from '../prisma/generated/client.ts';
 import { pageKeyFor } from '../workflows/business-key.ts';
-import type { ClaimInput, PartnerRecord } from '../workflows/types.ts';
+import type { ClaimInput, ClaimResult, PartnerRecord } from '../workflows/types.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';
 
@@ -84,11 +84,15 @@ async function stage(
   return { ...base, pageNo, recordCount: recs.length, nextCursor };
 }
 
-async function claimed(sourceId: string) {
+type Claimed = Extract<ClaimResult, { outcome: 'claimed' }>;
+
+/** A source and a claimed run of it; `base` is what every storePage/completeRun input starts with. */
+async function claimed(sourceId: string): Promise<Claimed & { base: Base }> {
   await createSource(db.prisma, sourceId, 'http://127.0.0.1:9');
   const claim = await acts.claimRun(claimInput(sourceId));
-  assert.equal(claim.outcome, 'claimed');
-  return claim;
+  if (claim.outcome !== 'claimed') assert.fail(`expected a claim, got ${claim.outcome}`);
+  const base = { fetchRunId: claim.fetchRunId, leaseToken: claim.leaseToken, sourceId, businessDate: DATE };
+  return { ...claim, base };
 }
 
 async function effects(sourceId: string) {
@@ -115,14 +119,7 @@ async function failureType(p: Promise<unknown>): Promise<string | undefined> {
 
 describe('store-page', () => {
   it('a retried page (same key, same records) writes no duplicate rows, events or idempotency records', async () => {
-    const claim = await claimed('s1');
-    if (claim.outcome !== 'claimed') return;
-    const input = {
-      fetchRunId: claim.fetchRunId,
-      leaseToken: claim.leaseToken,
-      sourceId: 's1',
-      businessDate: DATE,
-    };
+    const { base: input } = await claimed('s1');
     const page = await stage(input, 0, records('s1', 40), 'c1');
     const first = await acts.storePage(page);
     const second = await acts.storePage(page);
@@ -140,14 +137,7 @@ describe('store-page', () => {
   });
 
   it('two concurrent attempts of the same page produce exactly one effect', async () => {
-    const claim = await claimed('s2');
-    if (claim.outcome !== 'claimed') return;
-    const base = {
-      fetchRunId: claim.fetchRunId,
-      leaseToken: claim.leaseToken,
-      sourceId: 's2',
-      businessDate: DATE,
-    };
+    const { base } = await claimed('s2');
     const page = await stage(base, 0, records('s2', 25), null);
     const results = await Promise.all([acts.storePage(page), acts.storePage(page), acts.storePage(page)]);
     assert.deepEqual(results.map((r) => r.replayed).sort(), [false, true, true]);
@@ -163,14 +153,7 @@ describe('store-page', () => {
   });
 
   it('the same key with different records is an IdempotencyConflict and writes nothing', async () => {
-    const claim = await claimed('s3');
-    if (claim.outcome !== 'claimed') return;
-    const base = {
-      fetchRunId: claim.fetchRunId,
-      leaseToken: claim.leaseToken,
-      sourceId: 's3',
-      businessDate: DATE,
-    };
+    const { base } = await claimed('s3');
     await acts.storePage(await stage(base, 0, records('s3', 10), 'c1'));
     // The same page key fetched again later, with different content.
     const type = await failureType(acts.storePage(await stage(base, 0, records('s3', 10, 'v2'), 'c1', true)));
@@ -188,14 +171,7 @@ describe('store-page', () => {
   });
 
   it('a staged page that is missing or differs from what fetchPage reported is refused and writes nothing', async () => {
-    const claim = await claimed('s5');
-    if (claim.outcome !== 'claimed') return;
-    const base = {
-      fetchRunId: claim.fetchRunId,
-      leaseToken: claim.leaseToken,
-      sourceId: 's5',
-      businessDate: DATE,
-    };
+    const { base } = await claimed('s5');
     const missing = { ...base, pageNo: 3, recordCount: 5, nextCursor: null };
     assert.equal(await failureType(acts.storePage(missing)), 'NotFound');
     const page = await stage(base, 0, records('s5', 5), 'c1');
@@ -211,14 +187,7 @@ describe('store-page', () => {
   });
 
   it('two attempts staging the same page from the same point: exactly one append applies', async () => {
-    const claim = await claimed('s6');
-    if (claim.outcome !== 'claimed') return;
-    const base = {
-      fetchRunId: claim.fetchRunId,
-      leaseToken: claim.leaseToken,
-      sourceId: 's6',
-      businessDate: DATE,
-    };
+    const { base, ...claim } = await claimed('s6');
     await stage(base, 0, records('s6', 10), 'c1');
     const key = pageKeyFor('s6', DATE, 0);
     const now = new Date();
@@ -242,14 +211,7 @@ describe('store-page', () => {
   });
 
   it('a late fetch attempt cannot stage a page that is already stored, nor under a lost lease', async () => {
-    const claim = await claimed('s7');
-    if (claim.outcome !== 'claimed') return;
-    const base = {
-      fetchRunId: claim.fetchRunId,
-      leaseToken: claim.leaseToken,
-      sourceId: 's7',
-      businessDate: DATE,
-    };
+    const { base, ...claim } = await claimed('s7');
     await acts.storePage(await stage(base, 0, records('s7', 4), 'c1'));
     const now = new Date();
     const late = {
@@ -280,14 +242,7 @@ describe('store-page', () => {
   });
 
   it('an id repeated within one page is stored once, the last occurrence winning', async () => {
-    const claim = await claimed('s8');
-    if (claim.outcome !== 'claimed') return;
-    const base = {
-      fetchRunId: claim.fetchRunId,
-      leaseToken: claim.leaseToken,
-      sourceId: 's8',
-      businessDate: DATE,
-    };
+    const { base } = await claimed('s8');
     const recs = [
       { id: 's8-1', v: 1 },
       { id: 's8-2', v: 1 },
@@ -302,7 +257,6 @@ describe('store-page', () => {
 
   it('a zombie attempt holding an old lease token cannot write (LeaseLost)', async () => {
     const old = await claimed('s4');
-    if (old.outcome !== 'claimed') return;
     // A new execution of the same workflow id (a restart after a failure) claims: the token rotates.
     const current = await acts.claimRun({ ...claimInput('s4'), workflowRunId: 'run-2' });
     assert.equal(current.outcome, 'claimed');
@@ -358,7 +312,7 @@ describe('claim-run and complete-run', () => {
   });
 
   it('a retried claim by the same execution keeps its token and attempt: a slow retry cannot fence out the run', async () => {
-    const first = await claimed('c4');
+    const { base: _base, ...first } = await claimed('c4');
     const again = await acts.claimRun(claimInput('c4'));
     assert.deepEqual(again, first);
   });
@@ -388,14 +342,7 @@ describe('claim-run and complete-run', () => {
   });
 
   it('completeRun repeated after success returns the same event and writes nothing more', async () => {
-    const claim = await claimed('c3');
-    if (claim.outcome !== 'claimed') return;
-    const input = {
-      fetchRunId: claim.fetchRunId,
-      leaseToken: claim.leaseToken,
-      sourceId: 'c3',
-      businessDate: DATE,
-    };
+    const { base: input, ...claim } = await claimed('c3');
     await acts.storePage(await stage(input, 0, records('c3', 3), null));
     const a = await acts.completeRun(input);
     const b = await acts.completeRun(input);
