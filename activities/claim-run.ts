@@ -6,6 +6,8 @@ import { Prisma } from '../prisma/generated/client.ts';
 import { dateColumn, FETCH_RECORDS, idempotencyKeyFor } from '../workflows/business-key.ts';
 import type { ClaimInput, ClaimResult } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
+import { isPartnerPreset } from '../workflows/retry-presets.ts';
+import { failure } from './errors.ts';
 import { loadEnabledSource } from './sources.ts';
 
 /** The columns of {@link RunRow}, as one SQL fragment for RETURNING and SELECT alike. */
@@ -40,6 +42,14 @@ export function createClaimRun(deps: ActivityDeps) {
   return async function claimRun(input: ClaimInput): Promise<ClaimResult> {
     const { prisma } = deps;
     const source = await loadEnabledSource(prisma, input.sourceId);
+    if (!isPartnerPreset(source.retryPolicy)) {
+      throw failure(
+        'InvalidInput',
+        'UNKNOWN_RETRY_POLICY',
+        `source '${source.id}' names unknown retry policy '${source.retryPolicy}'`,
+      );
+    }
+    const retryPolicy = source.retryPolicy;
     const key = { jobType: FETCH_RECORDS, sourceId: input.sourceId, businessDate: input.businessDate };
     const date = dateColumn(input.businessDate);
     const payload = JSON.stringify({
@@ -88,6 +98,7 @@ export function createClaimRun(deps: ActivityDeps) {
         pagesStored: row.pages_stored,
         recordsStored: row.records_stored,
         pageSize: source.pageSize,
+        retryPolicy,
       };
     }
     const [current] = await prisma.$queryRaw<RunRow[]>`

@@ -5,21 +5,51 @@
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import { type ErrorType, isRetryableErrorType } from '../workflows/error-types.ts';
+import { parseRetryAfter } from './retry-delay.ts';
+
+/** Details every failure carries: a safe code, and the partner's Retry-After when it sent one. */
+export interface FailureDetails {
+  code: string;
+  retryAfterMs?: number;
+}
 
 /** Builds the failure every activity throws: typed, safely coded, retryable per its type. */
-export function failure(type: ErrorType, code: string, message: string): ApplicationFailure {
+export function failure(
+  type: ErrorType,
+  code: string,
+  message: string,
+  extra: Omit<FailureDetails, 'code'> = {},
+): ApplicationFailure {
   return ApplicationFailure.create({
     type,
     message,
     nonRetryable: !isRetryableErrorType(type),
-    details: [{ code }],
+    details: [{ code, ...extra } satisfies FailureDetails],
   });
 }
 
-/** The failure for a non-2xx HTTP status from a partner. */
-export function httpStatusFailure(status: number, what: string): ApplicationFailure {
+/** The details of a failure made by {@link failure}. */
+export function detailsOf(f: ApplicationFailure): FailureDetails | undefined {
+  const d = f.details?.[0] as Partial<FailureDetails> | undefined;
+  return typeof d?.code === 'string' ? (d as FailureDetails) : undefined;
+}
+
+/**
+ * The failure for a non-2xx HTTP status from a partner. 429, and 503 with a Retry-After, are
+ * `RateLimited` and carry the requested wait (seconds or HTTP-date, see parseRetryAfter).
+ */
+export function httpStatusFailure(
+  status: number,
+  what: string,
+  retryAfter?: string,
+  now: Date = new Date(),
+): ApplicationFailure {
   const code = `HTTP_${status}`;
-  if (status === 429) return failure('RateLimited', code, `${what}: rate limited (429)`);
+  const retryAfterMs = parseRetryAfter(retryAfter, now);
+  if (status === 429 || (status === 503 && retryAfterMs !== undefined)) {
+    const wait = retryAfterMs === undefined ? '' : `, retry after ${Math.round(retryAfterMs / 1000)} s`;
+    return failure('RateLimited', code, `${what}: rate limited (${status}${wait})`, { retryAfterMs });
+  }
   if (status === 401 || status === 403)
     return failure('PermissionDenied', code, `${what}: permission denied (${status})`);
   if (status === 404 || status === 410) return failure('NotFound', code, `${what}: not found (${status})`);

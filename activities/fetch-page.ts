@@ -66,59 +66,71 @@ export function createFetchPage(deps: ActivityDeps) {
       complete: s?.complete ?? false,
     });
     let at = state(staged);
-    while (!at.complete && at.recordCount < input.pageSize) {
-      const page = await fetchPartnerPage(deps.http, {
-        baseUrl: source.baseUrl,
-        sourceId: source.id,
-        businessDate: input.businessDate,
-        cursor: at.cursor,
-        limit: Math.min(deps.partnerPageLimit, input.pageSize - at.recordCount),
-        token,
-        idempotencyKey: key,
-        signal: ctx.cancellationSignal,
-      });
-      if (page.records.length === 0 && page.nextCursor !== null) {
-        // A partner that pages forever without data would keep this loop alive.
-        throw failure(
-          'InvalidResponse',
-          'EMPTY_PAGE_WITH_CURSOR',
-          `partner ${source.id}: empty page with a next cursor`,
-        );
+    const progress = (): FetchProgress => ({
+      pageNo: input.pageNo,
+      cursor: at.cursor,
+      recordCount: at.recordCount,
+    });
+    // Heartbeat on a timer too, not only between partner pages: a request that hangs must still
+    // keep the activity alive and, above all, let a cancellation reach it (Temporal delivers it in
+    // the reply to a heartbeat), which then aborts the request through cancellationSignal (R9).
+    const ticker = setInterval(
+      () => ctx.heartbeat(progress()),
+      Math.max(500, (ctx.info.heartbeatTimeoutMs ?? 30_000) / 3),
+    );
+    try {
+      while (!at.complete && at.recordCount < input.pageSize) {
+        const page = await fetchPartnerPage(deps.http, {
+          baseUrl: source.baseUrl,
+          sourceId: source.id,
+          businessDate: input.businessDate,
+          cursor: at.cursor,
+          limit: Math.min(deps.partnerPageLimit, input.pageSize - at.recordCount),
+          token,
+          idempotencyKey: key,
+          signal: ctx.cancellationSignal,
+        });
+        if (page.records.length === 0 && page.nextCursor !== null) {
+          // A partner that pages forever without data would keep this loop alive.
+          throw failure(
+            'InvalidResponse',
+            'EMPTY_PAGE_WITH_CURSOR',
+            `partner ${source.id}: empty page with a next cursor`,
+          );
+        }
+        if (page.nextCursor !== null && page.nextCursor === at.cursor) {
+          // Nor would a cursor that does not move.
+          throw failure(
+            'InvalidResponse',
+            'CURSOR_NOT_ADVANCING',
+            `partner ${source.id}: next cursor equals the current one`,
+          );
+        }
+        const now = deps.now();
+        const appended = await appendToStagedPage(prisma, {
+          key,
+          fence,
+          startCursor: input.cursor,
+          from: staged ? { cursor: at.cursor, recordCount: at.recordCount } : undefined,
+          records: page.records,
+          cursor: page.nextCursor,
+          complete: page.nextCursor === null,
+          now,
+          expiresAt: new Date(now.getTime() + deps.idempotencyRetentionMs),
+        });
+        // Not applied: either we lost the lease (renewLease throws LeaseLost) or a concurrent
+        // attempt staged first, and we continue from what it staged.
+        await renewLease(prisma, fence, deps.leaseTtlMs);
+        staged = await loadStagedPage(prisma, key);
+        if (!staged) {
+          throw failure('LeaseLost', 'PAGE_ALREADY_STORED', `page ${key} was stored by another attempt`);
+        }
+        if (!appended) ctx.log.warn('another attempt staged this page first', { pageNo: input.pageNo });
+        at = state(staged);
+        ctx.heartbeat(progress());
       }
-      if (page.nextCursor !== null && page.nextCursor === at.cursor) {
-        // Nor would a cursor that does not move.
-        throw failure(
-          'InvalidResponse',
-          'CURSOR_NOT_ADVANCING',
-          `partner ${source.id}: next cursor equals the current one`,
-        );
-      }
-      const now = deps.now();
-      const appended = await appendToStagedPage(prisma, {
-        key,
-        fence,
-        startCursor: input.cursor,
-        from: staged ? { cursor: at.cursor, recordCount: at.recordCount } : undefined,
-        records: page.records,
-        cursor: page.nextCursor,
-        complete: page.nextCursor === null,
-        now,
-        expiresAt: new Date(now.getTime() + deps.idempotencyRetentionMs),
-      });
-      // Not applied: either we lost the lease (renewLease throws LeaseLost) or a concurrent
-      // attempt staged first, and we continue from what it staged.
-      await renewLease(prisma, fence, deps.leaseTtlMs);
-      staged = await loadStagedPage(prisma, key);
-      if (!staged) {
-        throw failure('LeaseLost', 'PAGE_ALREADY_STORED', `page ${key} was stored by another attempt`);
-      }
-      if (!appended) ctx.log.warn('another attempt staged this page first', { pageNo: input.pageNo });
-      at = state(staged);
-      ctx.heartbeat({
-        pageNo: input.pageNo,
-        cursor: at.cursor,
-        recordCount: at.recordCount,
-      } satisfies FetchProgress);
+    } finally {
+      clearInterval(ticker);
     }
     return { recordCount: at.recordCount, nextCursor: at.complete ? null : at.cursor };
   };

@@ -41,7 +41,12 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
         const res = await request(url, { method: 'GET', headers, signal, dispatcher: agent });
         if (res.statusCode < 200 || res.statusCode >= 300) {
           await res.body.dump();
-          throw httpStatusFailure(res.statusCode, what);
+          const retryAfter = res.headers['retry-after'];
+          throw httpStatusFailure(
+            res.statusCode,
+            what,
+            Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
+          );
         }
         text = await res.body.text();
       } catch (err) {

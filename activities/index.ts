@@ -5,14 +5,17 @@ import { createClaimRun } from './claim-run.ts';
 import { createCompleteRun } from './complete-run.ts';
 import type { ActivityDeps } from './deps.ts';
 import { classify } from './errors.ts';
+import { withRetryTiming } from './retry-timing.ts';
 import { createFetchPage } from './fetch-page.ts';
+import { createFinishRun } from './finish-run.ts';
 import { createStorePage } from './store-page.ts';
 
 export type { ActivityDeps } from './deps.ts';
 
 /**
  * Every activity throws a typed ApplicationFailure for what it can classify (e.g. a dropped
- * database connection becomes DatabaseUnavailable), never an error named after its JS class.
+ * database connection becomes DatabaseUnavailable), never an error named after its JS class, and
+ * a retryable one carries its jittered (or Retry-After) delay, or becomes DeadlineExceeded.
  */
 function classified<A extends unknown[], R>(
   name: string,
@@ -22,7 +25,7 @@ function classified<A extends unknown[], R>(
     try {
       return await fn(...args);
     } catch (err) {
-      throw classify(err, name);
+      throw withRetryTiming(classify(err, name));
     }
   };
 }
@@ -34,6 +37,7 @@ export function createActivities(deps: ActivityDeps) {
     fetchPage: classified('fetchPage', createFetchPage(deps)),
     storePage: classified('storePage', createStorePage(deps)),
     completeRun: classified('completeRun', createCompleteRun(deps)),
+    finishRun: classified('finishRun', createFinishRun(deps)),
   };
 }
 

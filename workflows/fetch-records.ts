@@ -3,15 +3,31 @@
  * Workflow id `fetch/fetch-records/<sourceId>/<date>`. Never rename this function: it is the
  * workflow type name of every run already in history.
  */
-import { continueAsNew, proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  continueAsNew,
+  ContinueAsNew,
+  isCancellation,
+  proxyActivities,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { FetchActivities } from '../activities/index.ts';
-import { RETRY_PRESETS } from './retry-presets.ts';
+import { type PartnerPresetName, RETRY_PRESETS } from './retry-presets.ts';
 import type { FetchRecordsInput, FetchRecordsResult, ResumeState } from './types.ts';
 
-const db = proxyActivities<Pick<FetchActivities, 'claimRun' | 'storePage' | 'completeRun'>>(
+const db = proxyActivities<Pick<FetchActivities, 'claimRun' | 'storePage' | 'completeRun' | 'finishRun'>>(
   RETRY_PRESETS.database,
 );
-const partner = proxyActivities<Pick<FetchActivities, 'fetchPage'>>(RETRY_PRESETS.partnerHttp);
+/** One proxy per partner preset: a source picks its preset by name (`Source.retryPolicy`). */
+const partnerProxy = (name: PartnerPresetName) =>
+  proxyActivities<Pick<FetchActivities, 'fetchPage'>>(RETRY_PRESETS[name]);
+const partners: Record<PartnerPresetName, ReturnType<typeof partnerProxy>> = {
+  partnerHttp: partnerProxy('partnerHttp'),
+  partnerHttpQuick: partnerProxy('partnerHttpQuick'),
+};
 
 /** Default number of pages per workflow execution before continue-as-new. */
 export const DEFAULT_PAGES_PER_EXECUTION = 50;
@@ -61,9 +77,47 @@ export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<Fe
       pagesStored: claim.pagesStored,
       recordsStored: claim.recordsStored,
       pageSize: input.pageSize ?? claim.pageSize,
+      retryPolicy: claim.retryPolicy,
     };
     setStatus('running');
   }
+  try {
+    return await fetchAndStore(input, state);
+  } catch (err) {
+    // continueAsNew() ends this execution by throwing: the run goes on, nothing to record.
+    if (!(err instanceof ContinueAsNew)) await finish(state, err);
+    throw err;
+  }
+}
+
+/**
+ * Records how the run ended when it did not succeed: `cancelled` (a cancel from the CLI, the
+ * app or the Web UI), or `dead_lettered` with the error type. Runs even when the workflow is being
+ * cancelled, so that the row never stays `running`.
+ */
+async function finish(state: ResumeState, err: unknown): Promise<void> {
+  const cancelled = isCancellation(err);
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  setStatus(cancelled ? 'cancelled' : 'failed');
+  await CancellationScope.nonCancellable(() =>
+    db.finishRun({
+      fetchRunId: state.fetchRunId,
+      leaseToken: state.leaseToken,
+      status: cancelled ? 'cancelled' : 'dead_lettered',
+      ...(cancelled
+        ? {}
+        : {
+            errorType: cause instanceof ApplicationFailure ? (cause.type ?? 'Error') : 'Error',
+            errorMessage: cause instanceof Error ? cause.message : String(cause),
+          }),
+    }),
+  );
+}
+
+/** The page loop of one execution: fetch → store until done, then complete (or continue as new). */
+async function fetchAndStore(input: FetchRecordsInput, start: ResumeState): Promise<FetchRecordsResult> {
+  let state = start;
+  const partner = partners[state.retryPolicy];
 
   const pagesPerExecution = Math.max(1, input.pagesPerExecution ?? DEFAULT_PAGES_PER_EXECUTION);
   let pagesThisExecution = 0;

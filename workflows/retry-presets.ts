@@ -1,6 +1,10 @@
 /**
  * Named retry presets (STYLE 4). Each sets its timeouts, bounds and non-retryable types; sources
- * pick one by name. Issue #3 adds full jitter (via nextRetryDelay), Retry-After and deadlines.
+ * pick a partner preset by name (`Source.retryPolicy`). Temporal's RetryPolicy has no jitter: the
+ * activity computes each delay itself (full jitter under this exponential ceiling, or the
+ * partner's Retry-After clamped to `maximumInterval`) and hands it over as `nextRetryDelay`; a
+ * retry that would land past `scheduleToCloseTimeout` (the overall deadline) fails at once with
+ * DeadlineExceeded (activities/retry-timing.ts).
  */
 import type { ActivityOptions } from '@temporalio/workflow';
 import { NON_RETRYABLE_ERROR_TYPES } from './error-types.ts';
@@ -21,6 +25,19 @@ export const RETRY_PRESETS = {
       nonRetryableErrorTypes,
     },
   },
+  /** Partners behind a user waiting for the answer: fail within two minutes rather than half an hour. */
+  partnerHttpQuick: {
+    startToCloseTimeout: '30 seconds',
+    scheduleToCloseTimeout: '2 minutes',
+    heartbeatTimeout: '10 seconds',
+    retry: {
+      initialInterval: '500 milliseconds',
+      backoffCoefficient: 2,
+      maximumInterval: '10 seconds',
+      maximumAttempts: 6,
+      nonRetryableErrorTypes,
+    },
+  },
   /** Transactions against our own PostgreSQL. */
   database: {
     startToCloseTimeout: '30 seconds',
@@ -36,3 +53,14 @@ export const RETRY_PRESETS = {
 } as const satisfies Record<string, ActivityOptions>;
 
 export type RetryPresetName = keyof typeof RETRY_PRESETS;
+
+/** The presets a source may name for its partner calls. */
+export const PARTNER_PRESETS = [
+  'partnerHttp',
+  'partnerHttpQuick',
+] as const satisfies readonly RetryPresetName[];
+export type PartnerPresetName = (typeof PARTNER_PRESETS)[number];
+
+export function isPartnerPreset(name: string): name is PartnerPresetName {
+  return (PARTNER_PRESETS as readonly string[]).includes(name);
+}

@@ -1,3 +1,5 @@
+import type { PartnerPresetName } from './retry-presets.ts';
+
 /**
  * Inputs and results of the fetch-records workflow and its activities. Plain data only: these
  * travel through Temporal's history, so they carry ids and cursors, never secrets (R2).
@@ -29,6 +31,8 @@ export interface ResumeState {
   pagesStored: number;
   recordsStored: number;
   pageSize: number;
+  /** The source's partner retry preset, fixed for the run. */
+  retryPolicy: PartnerPresetName;
 }
 
 export type FetchRecordsResult =
@@ -55,6 +59,7 @@ export type ClaimResult =
       pagesStored: number;
       recordsStored: number;
       pageSize: number;
+      retryPolicy: PartnerPresetName;
     }
   /** The business key's run already succeeded: nothing to do, its outcome is reported. */
   | { outcome: 'succeeded'; fetchRunId: string; pages: number; records: number }
@@ -114,4 +119,14 @@ export interface CompleteRunResult {
   eventId: string;
   pages: number;
   records: number;
+}
+
+export interface FinishRunInput {
+  fetchRunId: string;
+  leaseToken: string;
+  status: 'cancelled' | 'dead_lettered';
+  /** DESIGN error type of the failure (absent for a cancellation). */
+  errorType?: string;
+  /** Already redacted by the activity that failed. */
+  errorMessage?: string;
 }

@@ -1,0 +1,58 @@
+/**
+ * Applies R7's retry timing to a retryable failure thrown inside an activity: the delay Temporal
+ * waits before the next attempt is computed here (full jitter, or Retry-After clamped), and a
+ * retry that could only happen after the activity's schedule-to-close deadline becomes a
+ * non-retryable DeadlineExceeded at once.
+ */
+import { Context, type Info } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { msOptionalToNumber } from '@temporalio/common/lib/time.js';
+import { detailsOf, failure } from './errors.ts';
+import { nextRetry } from './retry-delay.ts';
+
+function currentInfo(): Info | undefined {
+  try {
+    return Context.current().info;
+  } catch {
+    return undefined; // called outside an activity (e.g. a direct call in a test)
+  }
+}
+
+/** Returns `err` with `nextRetryDelay` set, DeadlineExceeded in its place, or `err` unchanged. */
+export function withRetryTiming(err: unknown, now = Date.now(), random: () => number = Math.random): unknown {
+  if (!(err instanceof ApplicationFailure) || err.nonRetryable || err.nextRetryDelay !== undefined)
+    return err;
+  const info = currentInfo();
+  const policy = info?.retryPolicy;
+  if (!info || !policy) return err;
+  const backoff = {
+    initialMs: msOptionalToNumber(policy.initialInterval) ?? 1000,
+    coefficient: policy.backoffCoefficient ?? 2,
+    maximumMs: msOptionalToNumber(policy.maximumInterval) ?? 100_000,
+  };
+  // No retry after the last attempt: Temporal fails the activity itself.
+  if (policy.maximumAttempts && info.attempt >= policy.maximumAttempts) return err;
+  const deadlineMs =
+    info.scheduleToCloseTimeoutMs > 0 ? info.scheduledTimestampMs + info.scheduleToCloseTimeoutMs : undefined;
+  const decision = nextRetry({
+    attempt: info.attempt,
+    backoff,
+    retryAfterMs: detailsOf(err)?.retryAfterMs,
+    nowMs: now,
+    deadlineMs,
+    random,
+  });
+  if ('deadlineExceeded' in decision) {
+    return failure(
+      'DeadlineExceeded',
+      'DEADLINE_EXCEEDED',
+      `${err.message}; the next attempt (in ${Math.ceil(decision.neededMs / 1000)} s) would be past the deadline`,
+    );
+  }
+  return ApplicationFailure.create({
+    type: err.type ?? undefined,
+    message: err.message,
+    details: err.details as unknown[],
+    nextRetryDelay: decision.retryInMs,
+  });
+}
