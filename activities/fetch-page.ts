@@ -76,7 +76,7 @@ export function createFetchPage(deps: ActivityDeps) {
     // the reply to a heartbeat), which then aborts the request through cancellationSignal (R9).
     const ticker = setInterval(
       () => ctx.heartbeat(progress()),
-      Math.max(500, (ctx.info.heartbeatTimeoutMs ?? 30_000) / 3),
+      Math.min(1000, (ctx.info.heartbeatTimeoutMs ?? 30_000) / 3),
     );
     try {
       while (!at.complete && at.recordCount < input.pageSize) {

@@ -15,6 +15,8 @@ export interface RecordsContext {
   maxPageSize: number;
   /** Resolves true after `ms`, or false as soon as the server closes (timers must not outlive it). */
   delay: (ms: number) => Promise<boolean>;
+  /** True once the partner itself is shutting down (its sockets closing are not clients leaving). */
+  isClosing: () => boolean;
 }
 
 function firstPage(query: URLSearchParams, sourceId: string, ctx: RecordsContext): RecordsPage {
@@ -112,10 +114,20 @@ export async function handleRecords(
     case undefined:
     case 'truncate':
       return respond(res, query, sourceId, entry, ctx, fault);
-    case 'delay':
+    case 'delay': {
+      // A client that gives up while we hang (a timeout, a cancelled run) is recorded when it
+      // leaves: tests see the abort reach the partner. The work still completes afterwards.
+      const onClientGone = () => {
+        if (!ctx.isClosing() && !res.writableEnded)
+          ctx.ledger.record({ ...entry, status: 499, fault: 'client_closed' });
+      };
+      res.once('close', onClientGone);
+      const fired = await ctx.delay(fault?.delayMs ?? 0);
+      res.off('close', onClientGone);
       // Cancelled by close(): the request was never served, so it leaves no ledger entry.
-      if (await ctx.delay(fault?.delayMs ?? 0)) respond(res, query, sourceId, entry, ctx, fault);
+      if (fired) respond(res, query, sourceId, entry, ctx, fault);
       return;
+    }
     case 'reset':
       ctx.ledger.record({ ...entry, status: 0, fault: kind });
       req.socket.resetAndDestroy();

@@ -101,7 +101,9 @@ export async function startPartner(options: PartnerOptions = {}): Promise<Partne
   const host = options.host ?? '127.0.0.1';
   // Pending delays, so close() can cancel them: each settles to false instead of firing.
   const delays = new Map<NodeJS.Timeout, (fired: boolean) => void>();
+  let closing = false;
   const ctx: RecordsContext = {
+    isClosing: () => closing,
     ledger: new Ledger(options.ledgerFile),
     faults: new FaultInjector(),
     recordCount: options.recordCount ?? defaultRecordCount,
@@ -136,6 +138,7 @@ export async function startPartner(options: PartnerOptions = {}): Promise<Partne
     close: () => {
       // Order matters: cancel delayed responses first so none fires into a closing server, then
       // stop accepting, then drop every socket (idle keep-alive ones would otherwise hold close()).
+      closing = true;
       for (const [timer, settle] of delays) {
         clearTimeout(timer);
         settle(false);

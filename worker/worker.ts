@@ -37,5 +37,9 @@ export async function buildWorker(options: BuildWorkerOptions): Promise<Worker> 
     activities,
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivityTaskExecutions ?? 20,
     shutdownGraceTime: options.shutdownGraceTimeMs ?? 20_000,
+    // Heartbeats carry cancellations back to activities: send them at least every 2 s (instead of
+    // 80 % of the heartbeat timeout), so a cancelled run stops its partner call promptly (R9).
+    maxHeartbeatThrottleInterval: 2_000,
+    defaultHeartbeatThrottleInterval: 2_000,
   });
 }

@@ -6,7 +6,7 @@
  * retry that would land past `scheduleToCloseTimeout` (the overall deadline) fails at once with
  * DeadlineExceeded (activities/retry-timing.ts).
  */
-import type { ActivityOptions } from '@temporalio/workflow';
+import { ActivityCancellationType, type ActivityOptions } from '@temporalio/workflow';
 import { NON_RETRYABLE_ERROR_TYPES } from './error-types.ts';
 
 const nonRetryableErrorTypes = [...NON_RETRYABLE_ERROR_TYPES];
@@ -17,6 +17,8 @@ export const RETRY_PRESETS = {
     startToCloseTimeout: '2 minutes',
     scheduleToCloseTimeout: '30 minutes',
     heartbeatTimeout: '30 seconds',
+    // A cancelled run ends only once its partner call has really stopped.
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry: {
       initialInterval: '1 second',
       backoffCoefficient: 2,
@@ -30,6 +32,8 @@ export const RETRY_PRESETS = {
     startToCloseTimeout: '30 seconds',
     scheduleToCloseTimeout: '2 minutes',
     heartbeatTimeout: '10 seconds',
+    // A cancelled run ends only once its partner call has really stopped.
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry: {
       initialInterval: '500 milliseconds',
       backoffCoefficient: 2,

@@ -1,0 +1,127 @@
+// Failure semantics end to end (issue #3, R7, R9) on the shared Temporal server, a cloned database
+// and the demo partner over real sockets: non-retryable errors, Retry-After, cancellation.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type Client, WorkflowFailedError } from '@temporalio/client';
+import { ActivityFailure, ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { createHttpClient } from '../activities/http.ts';
+import { startFetch, type DurableFetchContext } from '../client/start-fetch.ts';
+import { startPartner, type PartnerServer } from '../partner/server.ts';
+import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
+import { createSource, testDeps } from './helpers/deps.ts';
+import { testClient, testWorker, type TestWorker } from './helpers/temporal.ts';
+
+const DATE = '2026-04-01';
+let db: TestDatabase;
+let partner: PartnerServer;
+let client: Client;
+let worker: TestWorker;
+let ctx: DurableFetchContext;
+
+before(async () => {
+  db = await useTestDatabase();
+  partner = await startPartner({ port: 0, recordCount: () => 60 });
+  client = await testClient();
+  // A response timeout far beyond the test: only the cancellation can abort the hanging request.
+  const http = createHttpClient({ connectTimeoutMs: 2_000, responseTimeoutMs: 120_000 });
+  worker = await testWorker(testDeps(db.prisma, { http }));
+  ctx = {
+    temporal: client,
+    prisma: db.prisma,
+    taskQueue: worker.taskQueue,
+    now: () => new Date('2026-11-29T12:00:00Z'),
+  };
+});
+after(async () => {
+  await client?.connection.close();
+  await partner?.close();
+  await db?.drop();
+});
+
+async function run(sourceId: string): Promise<unknown> {
+  const started = await startFetch(ctx, { sourceId, date: DATE, requestedBy: 'test' });
+  return started.handle.result().catch((err: unknown) => err);
+}
+
+function innermost(err: unknown): unknown {
+  let e = err;
+  while (e instanceof Error && e.cause) e = e.cause;
+  return e;
+}
+
+const at = (iso: string) => new Date(iso).getTime();
+
+describe('failure semantics', () => {
+  it('a non-retryable partner answer (401) fails on the first attempt and the run records PermissionDenied', async () => {
+    await createSource(db.prisma, 'fs-denied', partner.url);
+    partner.faults.add({ sourceId: 'fs-denied', kind: 'status', status: 401, times: 5 });
+    const err = await worker.run(() => run('fs-denied'));
+    assert.ok(err instanceof WorkflowFailedError, String(err));
+    assert.ok(err.cause instanceof ActivityFailure);
+    const cause = innermost(err);
+    assert.ok(cause instanceof ApplicationFailure);
+    assert.equal(cause.type, 'PermissionDenied');
+    assert.equal(partner.ledger.count({ sourceId: 'fs-denied' }), 1, 'no retry of a permanent error');
+    const row = await db.prisma.fetchRun.findFirstOrThrow({ where: { sourceId: 'fs-denied' } });
+    assert.equal(row.status, 'dead_lettered');
+    assert.equal(row.errorClass, 'PermissionDenied');
+    assert.match(row.errorMessage ?? '', /permission denied \(401\)/);
+    assert.equal(row.leaseUntil, null);
+  });
+
+  it('a 429 with Retry-After in seconds is honoured: the retry does not come earlier', async () => {
+    await createSource(db.prisma, 'fs-429', partner.url);
+    partner.faults.add({ sourceId: 'fs-429', kind: 'status', status: 429, retryAfter: '2' });
+    const result = await worker.run(() => run('fs-429'));
+    assert.equal((result as { status: string }).status, 'succeeded');
+    const [limited, retried] = partner.ledger.entries({ sourceId: 'fs-429' });
+    assert.equal(limited?.status, 429);
+    assert.equal(retried?.status, 200);
+    assert.ok(at(retried.at) - at(limited.at) >= 1950, `retried after ${at(retried.at) - at(limited.at)} ms`);
+  });
+
+  it('a 503 with Retry-After as an HTTP-date is honoured: the retry comes at or after that date', async () => {
+    await createSource(db.prisma, 'fs-503', partner.url);
+    const retryAt = new Date(Math.ceil(Date.now() / 1000) * 1000 + 3000);
+    partner.faults.add({
+      sourceId: 'fs-503',
+      kind: 'status',
+      status: 503,
+      retryAfter: retryAt.toUTCString(),
+    });
+    const result = await worker.run(() => run('fs-503'));
+    assert.equal((result as { status: string }).status, 'succeeded');
+    const [limited, retried] = partner.ledger.entries({ sourceId: 'fs-503' });
+    assert.equal(limited?.status, 503);
+    assert.ok(
+      retried && at(retried.at) >= retryAt.getTime() - 50,
+      `retried at ${retried?.at}, asked ${retryAt.toISOString()}`,
+    );
+  });
+
+  it('cancelling a run while a page request hangs aborts the request and the run ends cancelled', async () => {
+    await createSource(db.prisma, 'fs-cancel', partner.url);
+    partner.faults.add({ sourceId: 'fs-cancel', kind: 'delay', delayMs: 90_000 });
+    await worker.run(async () => {
+      const started = await startFetch(ctx, { sourceId: 'fs-cancel', date: DATE, requestedBy: 'test' });
+      // Wait (bounded) until the partner holds the request.
+      // The fault is used up (and dropped from the list) once the partner has taken the request.
+      const held = () => !partner.faults.list().some((f) => f.sourceId === 'fs-cancel' && f.remaining > 0);
+      for (let i = 0; i < 100 && !held(); i++) await sleep(100);
+      assert.ok(held(), 'the partner is holding the request');
+      await started.handle.cancel();
+      const err = await started.handle.result().catch((e: unknown) => e);
+      assert.ok(err instanceof WorkflowFailedError, String(err));
+      assert.ok(err.cause instanceof CancelledFailure, String(err.cause));
+    });
+    assert.equal(
+      partner.ledger.count({ sourceId: 'fs-cancel', fault: 'client_closed' }),
+      1,
+      'the partner saw the abort',
+    );
+    const row = await db.prisma.fetchRun.findFirstOrThrow({ where: { sourceId: 'fs-cancel' } });
+    assert.equal(row.status, 'cancelled');
+    assert.equal(await db.prisma.fetchedRecord.count({ where: { sourceId: 'fs-cancel' } }), 0);
+  });
+});
