@@ -5,6 +5,7 @@
 import { FETCH_RECORDS, idempotencyKeyFor } from '../workflows/business-key.ts';
 import type { CompleteRunInput, CompleteRunResult } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
+import { crashPoint } from './crash-points.ts';
 import { leaseLost } from './lease.ts';
 import { eventIdFor, insertRunEvent, RUN_COMPLETED_TOPIC } from './outbox.ts';
 
@@ -29,7 +30,7 @@ export function createCompleteRun(deps: ActivityDeps) {
     // Known before the transaction, so that a repeat after success returns the same id.
     const eventId = eventIdFor(key, RUN_COMPLETED_TOPIC);
     const now = deps.now();
-    return deps.prisma.$transaction(async (tx) => {
+    const completed = await deps.prisma.$transaction(async (tx) => {
       // The lease token stays on the row after success so that this check still recognises a
       // repeat by the same owner.
       const rows = await tx.$queryRaw<FinishedRow[]>`
@@ -65,5 +66,7 @@ export function createCompleteRun(deps: ActivityDeps) {
       });
       return result;
     });
+    crashPoint(deps.crashPoint, 'after-complete');
+    return completed;
   };
 }

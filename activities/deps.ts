@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { PrismaClient } from '../prisma/generated/client.ts';
+import type { CrashPoint } from './crash-points.ts';
 import type { HttpClient } from './http.ts';
 
 /** What activities need from the outside world, injected so tests can pass real or fake parts. */
@@ -17,4 +18,6 @@ export interface ActivityDeps {
   idempotencyRetentionMs: number;
   /** Largest partner page requested at once. */
   partnerPageLimit: number;
+  /** Test-only (R12a): the crash point armed in this process, if any. */
+  crashPoint?: CrashPoint;
 }

@@ -8,6 +8,7 @@ import { pageKeyFor } from '../workflows/business-key.ts';
 import type { FetchPageInput, FetchPageResult } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
 import { failure } from './errors.ts';
+import { crashPoint } from './crash-points.ts';
 import { renewLease } from './lease.ts';
 import { fetchPartnerPage } from './partner-client.ts';
 import { loadEnabledSource } from './sources.ts';
@@ -90,6 +91,7 @@ export function createFetchPage(deps: ActivityDeps) {
           idempotencyKey: key,
           signal: ctx.cancellationSignal,
         });
+        crashPoint(deps.crashPoint, 'after-fetch');
         if (page.records.length === 0 && page.nextCursor !== null) {
           // A partner that pages forever without data would keep this loop alive.
           throw failure(

@@ -6,13 +6,14 @@ import { dateColumn, pageKeyFor } from '../workflows/business-key.ts';
 import type { StorePageInput, StorePageResult } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
 import { failure } from './errors.ts';
+import { crashPoint } from './crash-points.ts';
 import { fingerprint } from './ids.ts';
 import { leaseLost, renewLease } from './lease.ts';
 import { insertRunEvent, PAGE_STORED_TOPIC } from './outbox.ts';
 import { dropStagedPage, loadStagedPage } from './staging.ts';
 
-/** Bounded well inside the database preset's 30 s start-to-close timeout. */
-const TRANSACTION_OPTIONS = { maxWait: 5_000, timeout: 20_000 };
+/** Bounded inside the database preset's 10 s start-to-close timeout. */
+const TRANSACTION_OPTIONS = { maxWait: 2_000, timeout: 8_000 };
 
 /**
  * Stores one page exactly once per idempotency key `fetch-records:<source>:<date>:page:<n>`:
@@ -29,7 +30,7 @@ export function createStorePage(deps: ActivityDeps) {
   return async function storePage(input: StorePageInput): Promise<StorePageResult> {
     const key = pageKeyFor(input.sourceId, input.businessDate, input.pageNo);
     const now = deps.now();
-    return deps.prisma.$transaction(async (tx) => {
+    const stored = await deps.prisma.$transaction(async (tx) => {
       // Be very careful: this row lock is what serialises two attempts of the same run (a zombie
       // and its retry). Taking it first makes the idempotency check below race-free.
       const owned = await tx.$queryRaw<{ id: string }[]>`
@@ -108,7 +109,10 @@ export function createStorePage(deps: ActivityDeps) {
       });
       await renewLease(tx, input, deps.leaseTtlMs);
       await dropStagedPage(tx, key);
+      crashPoint(deps.crashPoint, 'before-commit');
       return { ...result, replayed: false };
     }, TRANSACTION_OPTIONS);
+    if (!stored.replayed) crashPoint(deps.crashPoint, 'after-commit');
+    return stored;
   };
 }

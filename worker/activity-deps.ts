@@ -28,5 +28,6 @@ export function createActivityDeps(config: Config, prisma: PrismaClient, log: Lo
     leaseTtlMs: config.runs.leaseTtlMs,
     idempotencyRetentionMs: config.runs.idempotencyRetentionMs,
     partnerPageLimit: config.partner.pageLimit,
+    ...(config.crashPoint ? { crashPoint: config.crashPoint } : {}),
   };
 }

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadClientConnectConfig, type ClientConnectConfig } from '@temporalio/envconfig';
 import { z } from 'zod';
+import { CRASH_POINTS, type CrashPoint } from '../activities/crash-points.ts';
 import { UserFacingError } from './errors.ts';
 
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -39,6 +40,8 @@ const envSchema = z.object({
   PARTNER_PAGE_LIMIT: z.coerce.number().int().min(1).max(500).default(50),
   HTTP_CONNECT_TIMEOUT_MS: ms.default(5_000),
   HTTP_RESPONSE_TIMEOUT_MS: ms.default(15_000),
+  /** Test-only (R12a): arm a crash point in this process; see activities/crash-points.ts. */
+  DURABLE_FETCH_CRASH_POINT: z.enum(CRASH_POINTS).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -70,6 +73,8 @@ export interface Config {
   http: { connectTimeoutMs: number; responseTimeoutMs: number };
   runs: { maxFutureDays: number; leaseTtlMs: number; idempotencyRetentionMs: number };
   logLevel: Env['LOG_LEVEL'];
+  /** Test-only: the armed crash point, if any. */
+  crashPoint: CrashPoint | undefined;
 }
 
 /**
@@ -110,6 +115,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       idempotencyRetentionMs: e.DURABLE_FETCH_IDEMPOTENCY_RETENTION_DAYS * 86_400_000,
     },
     logLevel: e.LOG_LEVEL,
+    crashPoint: e.DURABLE_FETCH_CRASH_POINT,
   };
 }
 

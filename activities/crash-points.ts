@@ -1,0 +1,29 @@
+/**
+ * Crash points (R12a): named places where a worker kills itself with SIGKILL, so tests can prove
+ * that a process dying at each step of a run loses nothing and duplicates nothing. Test-only and
+ * off by default: armed by DURABLE_FETCH_CRASH_POINT on the worker process (worker/config.ts).
+ */
+
+export const CRASH_POINTS = [
+  /** fetchPage: the partner answered, nothing of it is staged yet. */
+  'after-fetch',
+  /** storePage: everything is written inside the transaction, which is not committed. */
+  'before-commit',
+  /** storePage: committed, the activity has not reported completion to Temporal. */
+  'after-commit',
+  /** completeRun: the run is marked succeeded and committed, not yet reported. */
+  'after-complete',
+] as const;
+
+export type CrashPoint = (typeof CRASH_POINTS)[number];
+
+export function isCrashPoint(value: string): value is CrashPoint {
+  return (CRASH_POINTS as readonly string[]).includes(value);
+}
+
+/** Kills this process at once, like a power cut, when `point` is the armed one. */
+export function crashPoint(armed: CrashPoint | undefined, point: CrashPoint): void {
+  if (armed !== point) return;
+  process.stderr.write(`[durable-fetch] crash point ${point}: SIGKILL\n`);
+  process.kill(process.pid, 'SIGKILL');
+}
