@@ -3,7 +3,8 @@
  * code and a message free of URLs, headers and bodies (R7, R11). Decisions use status codes and
  * error `code` properties, never class names. Issue #3 extends this (Retry-After, jitter, deadlines).
  */
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/activity';
+import { redactUrlsIn } from '../worker/redact.ts';
 import { type ErrorType, isRetryableErrorType } from '../workflows/error-types.ts';
 import { parseRetryAfter } from './retry-delay.ts';
 
@@ -109,19 +110,70 @@ export function codeOf(err: unknown): string | undefined {
   return codeOf(e.cause);
 }
 
+/** What a thrown value is, before it becomes a failure. Exhaustive: every value lands in one. */
+type Kind =
+  | { kind: 'typed'; failure: ApplicationFailure }
+  | { kind: 'cancelled' }
+  | { kind: 'timeout'; code: string }
+  | { kind: 'network'; code: string }
+  | { kind: 'database'; code: string }
+  | { kind: 'response-shape' }
+  | { kind: 'internal'; code: string };
+
+function kindOf(err: unknown): Kind {
+  if (err instanceof ApplicationFailure) return { kind: 'typed', failure: err };
+  // The activity's own cancellation (its signal's reason) must reach the SDK unchanged.
+  if (err instanceof CancelledFailure) return { kind: 'cancelled' };
+  const code = codeOf(err);
+  if (code !== undefined) {
+    if (TIMEOUT_CODES.has(code)) return { kind: 'timeout', code };
+    if (NETWORK_CODES.has(code)) return { kind: 'network', code };
+    if (PRISMA_RETRYABLE.has(code) || code.startsWith('08') || code === '57P01')
+      return { kind: 'database', code };
+  }
+  const name = typeof err === 'object' && err !== null ? (err as { name?: unknown }).name : undefined;
+  // AbortSignal.timeout() and friends: a DOMException named TimeoutError (a web standard name).
+  if (name === 'TimeoutError') return { kind: 'timeout', code: 'TIMEOUT' };
+  // zod's errors carry an `issues` array: a response that does not match its contract.
+  if (typeof err === 'object' && err !== null && Array.isArray((err as { issues?: unknown }).issues)) {
+    return { kind: 'response-shape' };
+  }
+  return { kind: 'internal', code: code ?? 'UNCLASSIFIED' };
+}
+
+function assertNever(value: never): never {
+  throw new Error(`unhandled error kind: ${JSON.stringify(value)}`);
+}
+
 /**
- * Classifies a thrown value. ApplicationFailures pass through unchanged; connection problems
- * become retryable types; anything unknown is rethrown as it is, so Temporal retries it within
- * the preset's bounded attempts.
+ * Classifies anything thrown into a DESIGN error type (exhaustively: unknown errors become a
+ * non-retryable `Internal`). ApplicationFailures and cancellations pass through unchanged.
+ * Messages name `what` failed and the safe code; the original message is kept only for
+ * `Internal`, with URL credentials redacted, and cut short.
  */
 export function classify(err: unknown, what: string): unknown {
-  if (err instanceof ApplicationFailure) return err;
-  const code = codeOf(err);
-  if (code === undefined) return err;
-  if (TIMEOUT_CODES.has(code)) return failure('Timeout', code, `${what}: timed out`);
-  if (NETWORK_CODES.has(code)) return failure('NetworkError', code, `${what}: network error`);
-  if (PRISMA_RETRYABLE.has(code) || code.startsWith('08') || code === '57P01') {
-    return failure('DatabaseUnavailable', code, `${what}: database unavailable`);
+  const k = kindOf(err);
+  switch (k.kind) {
+    case 'typed':
+      return k.failure;
+    case 'cancelled':
+      return err;
+    case 'timeout':
+      return failure('Timeout', k.code, `${what}: timed out`);
+    case 'network':
+      return failure('NetworkError', k.code, `${what}: network error`);
+    case 'database':
+      return failure('DatabaseUnavailable', k.code, `${what}: database unavailable`);
+    case 'response-shape':
+      return failure('InvalidResponse', 'SCHEMA', `${what}: response does not match the expected shape`);
+    case 'internal': {
+      const text = redactUrlsIn(err instanceof Error ? `${err.name}: ${err.message}` : String(err)).slice(
+        0,
+        300,
+      );
+      return failure('Internal', k.code, `${what}: unexpected error (${text})`);
+    }
+    default:
+      return assertNever(k);
   }
-  return err;
 }

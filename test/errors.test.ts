@@ -1,7 +1,8 @@
 // Error classification of activities: status codes and `code` properties to DESIGN's error types.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { z } from 'zod';
 import { classify, failure, httpStatusFailure } from '../activities/errors.ts';
 
 /** The parts of a failure that retries and dashboards depend on. */
@@ -146,19 +147,45 @@ describe('errors', () => {
     assert.ok(!(failed as Error).message.includes('5499'), 'no host or port in the message');
   });
 
-  it('errors: classify passes ApplicationFailures and errors it does not know through unchanged', () => {
+  it('errors: classify passes ApplicationFailures and cancellations through unchanged', () => {
     const typed = failure('IdempotencyConflict', 'KEY_REUSED', 'same key, different request');
     assert.equal(classify(typed, 'store'), typed);
-    const plain = new Error('bug: undefined is not a function');
-    assert.equal(classify(plain, 'store'), plain);
+    const cancelled = new CancelledFailure('cancelled by the workflow');
+    assert.equal(classify(cancelled, 'fetchPage'), cancelled);
+  });
+
+  it('errors: classify is exhaustive: anything it does not recognise is a non-retryable Internal failure', () => {
+    const bug = classify(new TypeError('undefined is not a function'), 'store');
+    assert.deepEqual(shape(bug), { type: 'Internal', nonRetryable: true, code: 'UNCLASSIFIED' });
+    assert.match(
+      (bug as Error).message,
+      /store: unexpected error \(TypeError: undefined is not a function\)/,
+    );
     // A unique violation is a fact about the data, not an outage: not retried as DatabaseUnavailable.
-    const unique = withCode('Unique constraint failed', 'P2002');
-    assert.equal(classify(unique, 'store'), unique);
-    const unknownCode = withCode('weird', 'E_SOMETHING_ELSE');
-    assert.equal(classify(unknownCode, 'store'), unknownCode);
-    assert.equal(classify('a string', 'store'), 'a string');
-    assert.equal(classify(null, 'store'), null);
-    const numericCode = { code: 42 };
-    assert.equal(classify(numericCode, 'store'), numericCode);
+    assert.deepEqual(shape(classify(withCode('Unique constraint failed', 'P2002'), 'store')), {
+      type: 'Internal',
+      nonRetryable: true,
+      code: 'P2002',
+    });
+    for (const odd of ['a string', null, { code: 42 }])
+      assert.equal(shape(classify(odd, 'store')).type, 'Internal');
+    const leaky = classify(new Error('connect to postgres://app:s3cret@db:5432/x failed'), 'claimRun');
+    assert.doesNotMatch((leaky as Error).message, /s3cret/);
+  });
+
+  it('errors: classify maps zod validation errors to InvalidResponse and a TimeoutError to Timeout', () => {
+    const parsed = z.object({ records: z.array(z.string()) }).safeParse({ records: 'nope' });
+    assert.equal(parsed.success, false);
+    assert.deepEqual(shape(classify(parsed.error, 'fetchPage')), {
+      type: 'InvalidResponse',
+      nonRetryable: true,
+      code: 'SCHEMA',
+    });
+    const timedOut = new DOMException('The operation was aborted due to timeout', 'TimeoutError');
+    assert.deepEqual(shape(classify(timedOut, 'fetchPage')), {
+      type: 'Timeout',
+      nonRetryable: false,
+      code: 'TIMEOUT',
+    });
   });
 });

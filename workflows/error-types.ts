@@ -23,6 +23,9 @@ export const NON_RETRYABLE_ERROR_TYPES = [
   // Not in DESIGN's first list: a write whose fencing token is no longer the run's current one
   // (R1, R9). Retrying cannot help: another owner holds the run.
   'LeaseLost',
+  // Not in DESIGN's first list: anything the classifier does not recognise — in practice a bug.
+  // Failing at once, visibly, beats retrying a bug until the attempts run out.
+  'Internal',
 ] as const;
 
 export type RetryableErrorType = (typeof RETRYABLE_ERROR_TYPES)[number];

@@ -1,0 +1,93 @@
+// Retry timing applied inside a real activity context (MockActivityEnvironment with the Info that
+// Temporal would give): jitter bounds per attempt, Retry-After clamping, the deadline, last attempts.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Info } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { failure } from '../activities/errors.ts';
+import { withRetryTiming } from '../activities/retry-timing.ts';
+
+const policy = { initialInterval: 1000, backoffCoefficient: 2, maximumInterval: 60_000, maximumAttempts: 10 };
+
+/** What an activity in attempt `attempt` would throw for `err`. */
+async function thrown(err: ApplicationFailure, info: Partial<Info>): Promise<ApplicationFailure> {
+  const env = new MockActivityEnvironment({
+    retryPolicy: policy,
+    scheduledTimestampMs: Date.now(),
+    scheduleToCloseTimeoutMs: 30 * 60_000,
+    ...info,
+  });
+  try {
+    await env.run(() => {
+      throw withRetryTiming(err);
+    });
+  } catch (e) {
+    assert.ok(e instanceof ApplicationFailure);
+    return e;
+  }
+  assert.fail('the activity did not throw');
+}
+
+void describe('retry timing in an activity', () => {
+  void it('each retryable failure gets a jittered delay under a ceiling that doubles per attempt', async () => {
+    for (const [attempt, ceiling] of [
+      [1, 1000],
+      [2, 2000],
+      [4, 8000],
+      [9, 60_000],
+    ] as const) {
+      const delays = await Promise.all(
+        Array.from({ length: 40 }, () =>
+          thrown(failure('UpstreamUnavailable', 'HTTP_502', 'x'), { attempt }),
+        ),
+      );
+      for (const f of delays) {
+        assert.equal(f.type, 'UpstreamUnavailable');
+        assert.ok(
+          typeof f.nextRetryDelay === 'number' && f.nextRetryDelay >= 0 && f.nextRetryDelay < ceiling,
+        );
+      }
+      assert.ok(
+        new Set(delays.map((f) => Number(f.nextRetryDelay))).size > 5,
+        `attempt ${attempt}: delays are jittered`,
+      );
+    }
+  });
+
+  void it("Retry-After sets the delay, clamped to the preset's maximum interval", async () => {
+    const asked = await thrown(failure('RateLimited', 'HTTP_429', 'x', { retryAfterMs: 5000 }), {
+      attempt: 1,
+    });
+    assert.equal(asked.nextRetryDelay, 5000);
+    const tooLong = await thrown(failure('RateLimited', 'HTTP_429', 'x', { retryAfterMs: 3_600_000 }), {
+      attempt: 1,
+    });
+    assert.equal(tooLong.nextRetryDelay, 60_000);
+  });
+
+  void it('a retry that would land past the schedule-to-close deadline fails now as DeadlineExceeded', async () => {
+    const f = await thrown(
+      failure('RateLimited', 'HTTP_429', 'partner x: rate limited', { retryAfterMs: 5000 }),
+      {
+        attempt: 2,
+        scheduledTimestampMs: Date.now() - 118_000,
+        scheduleToCloseTimeoutMs: 120_000,
+      },
+    );
+    assert.equal(f.type, 'DeadlineExceeded');
+    assert.equal(f.nonRetryable, true);
+    assert.match(
+      f.message,
+      /partner x: rate limited; the next attempt \(in 5 s\) would be past the deadline/,
+    );
+  });
+
+  void it('non-retryable failures and last attempts are left alone', async () => {
+    const denied = await thrown(failure('PermissionDenied', 'HTTP_401', 'x'), { attempt: 1 });
+    assert.equal(denied.nextRetryDelay, undefined);
+    const last = await thrown(failure('UpstreamUnavailable', 'HTTP_502', 'x'), { attempt: 10 });
+    assert.equal(last.nextRetryDelay, undefined);
+    assert.equal(last.nonRetryable, false);
+  });
+});
