@@ -7,7 +7,8 @@ import { z } from 'zod';
  * - `delay`: wait `delayMs`, then respond normally (lets clients hit their response timeout);
  * - `truncate`: send headers and half the body, then destroy the socket.
  */
-export type FaultKind = 'status' | 'reset' | 'delay' | 'truncate';
+/** `malformed`: 200 with a body that is not JSON; `schema`: 200 with JSON of the wrong shape. */
+export type FaultKind = 'status' | 'reset' | 'delay' | 'truncate' | 'malformed' | 'schema';
 
 const faultSpecSchema = z
   .strictObject({
@@ -16,7 +17,7 @@ const faultSpecSchema = z
     cursor: z.string().min(1).nullable().optional(),
     afterRequests: z.int().min(0).optional(),
     times: z.int().min(1).optional(),
-    kind: z.enum(['status', 'reset', 'delay', 'truncate']),
+    kind: z.enum(['status', 'reset', 'delay', 'truncate', 'malformed', 'schema']),
     status: z.int().min(400).max(599).optional(),
     retryAfter: z.string().min(1).max(200).optional(),
     delayMs: z.int().min(0).max(600_000).optional(),

@@ -139,6 +139,15 @@ export async function handleRecords(
       sendJson(res, status, { error: 'injected_fault', message: `injected status ${status}` }, headers);
       return;
     }
+    case 'malformed':
+      ctx.ledger.record({ ...entry, status: 200, fault: kind });
+      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
+      res.end('{"records": [{"id": "x"}, ');
+      return;
+    case 'schema':
+      ctx.ledger.record({ ...entry, status: 200, fault: kind });
+      sendJson(res, 200, { items: [{ identifier: 1 }], next: 42 });
+      return;
     default: {
       const unknownKind: never = kind;
       throw new Error(`unhandled fault kind ${String(unknownKind)}`);

@@ -70,6 +70,21 @@ describe('failure semantics', () => {
     assert.equal(row.leaseUntil, null);
   });
 
+  it('a malformed or wrongly shaped partner page is InvalidResponse: not retried, recorded on the run', async () => {
+    for (const kind of ['malformed', 'schema'] as const) {
+      const sourceId = `fs-${kind}`;
+      await createSource(db.prisma, sourceId, partner.url);
+      partner.faults.add({ sourceId, kind, times: 5 });
+      const err = await worker.run(() => run(sourceId));
+      const cause = innermost(err);
+      assert.ok(cause instanceof ApplicationFailure, String(err));
+      assert.equal(cause.type, 'InvalidResponse');
+      assert.equal(partner.ledger.count({ sourceId }), 1, `${kind}: no retry`);
+      const row = await db.prisma.fetchRun.findFirstOrThrow({ where: { sourceId } });
+      assert.deepEqual([row.status, row.errorClass], ['dead_lettered', 'InvalidResponse']);
+    }
+  });
+
   it('a 429 with Retry-After in seconds is honoured: the retry does not come earlier', async () => {
     await createSource(db.prisma, 'fs-429', partner.url);
     partner.faults.add({ sourceId: 'fs-429', kind: 'status', status: 429, retryAfter: '2' });
