@@ -5,6 +5,7 @@
 import { Command, CommanderError } from 'commander';
 import { isUserFacingError } from '../worker/errors.ts';
 import { type CliContext, createCliContext } from './cli-context.ts';
+import { registerCleanup } from './commands/cleanup.ts';
 import { registerMigrate } from './commands/migrate.ts';
 import { registerRun } from './commands/run.ts';
 import { registerRuns } from './commands/runs.ts';
@@ -20,6 +21,7 @@ export function buildProgram(ctx: () => CliContext): Command {
   registerRuns(program, ctx);
   registerWorker(program, ctx);
   registerMigrate(program, ctx);
+  registerCleanup(program, ctx);
   return program;
 }
 

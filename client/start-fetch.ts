@@ -9,7 +9,7 @@ import { UserFacingError } from '../worker/errors.ts';
 import { checkBusinessDate, dateInTimeZone } from '../workflows/business-date.ts';
 import { FETCH_RECORDS, isBusinessDate, isSourceId, workflowIdFor } from '../workflows/business-key.ts';
 import type { fetchRecordsWorkflow } from '../workflows/fetch-records.ts';
-import type { RequestedBy } from '../workflows/types.ts';
+import type { FetchRecordsInput, RequestedBy } from '../workflows/types.ts';
 
 export const SEARCH_KEYS = {
   source: defineSearchAttributeKey('FetchSource', SearchAttributeType.KEYWORD),
@@ -25,11 +25,19 @@ export interface DurableFetchContext {
   taskQueue: string;
   /** Future-date policy: days after today (source timezone) a run may be started for. Default 0. */
   maxFutureDays?: number;
+  /** Largest workflow input accepted, in bytes of JSON (R12d). Default {@link DEFAULT_MAX_INPUT_BYTES}. */
+  maxInputBytes?: number;
   now?: () => Date;
 }
 
 /** Largest page (records per storePage transaction and staged row) a start may ask for. */
 export const MAX_PAGE_SIZE = 1000;
+
+/** Default bound on a run's workflow input (R12d): ids and cursors only, so a few KiB at most. */
+export const DEFAULT_MAX_INPUT_BYTES = 16 * 1024;
+
+/** Correlation ids join logs and traces: short, printable, no secrets by construction. */
+const CORRELATION_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export interface StartFetchRequest {
   sourceId: string;
@@ -56,7 +64,18 @@ export interface PreparedFetch {
   sourceId: string;
   businessDate: string;
   workflowId: string;
-  request: StartFetchRequest;
+  /** The workflow's input, exactly as it will be started (ids only, size-checked). */
+  input: FetchRecordsInput;
+}
+
+function workflowInput(sourceId: string, businessDate: string, req: StartFetchRequest): FetchRecordsInput {
+  return {
+    sourceId,
+    businessDate,
+    correlationId: req.correlationId ?? randomUUID(),
+    requestedBy: req.requestedBy ?? 'app-client',
+    ...(req.pageSize ? { pageSize: req.pageSize } : {}),
+  };
 }
 
 /**
@@ -66,7 +85,7 @@ export interface PreparedFetch {
  *   policy), UNKNOWN_SOURCE, SOURCE_DISABLED.
  */
 export async function prepareFetch(
-  ctx: Pick<DurableFetchContext, 'prisma' | 'maxFutureDays' | 'now'>,
+  ctx: Pick<DurableFetchContext, 'prisma' | 'maxFutureDays' | 'maxInputBytes' | 'now'>,
   req: StartFetchRequest,
 ): Promise<PreparedFetch> {
   if (!isSourceId(req.sourceId)) {
@@ -81,6 +100,12 @@ export async function prepareFetch(
   ) {
     throw new UserFacingError(
       `invalid page size ${req.pageSize}: expected an integer 1..${MAX_PAGE_SIZE}`,
+      'INVALID_INPUT',
+    );
+  }
+  if (req.correlationId !== undefined && !CORRELATION_ID_RE.test(req.correlationId)) {
+    throw new UserFacingError(
+      'invalid correlation id: 1-128 characters of A-Z a-z 0-9 . _ : -',
       'INVALID_INPUT',
     );
   }
@@ -107,7 +132,16 @@ export async function prepareFetch(
   });
   if (!check.ok) throw new UserFacingError(check.reason, 'INVALID_INPUT');
   const workflowId = workflowIdFor({ jobType: FETCH_RECORDS, sourceId: source.id, businessDate });
-  return { sourceId: source.id, businessDate, workflowId, request: req };
+  const input = workflowInput(source.id, businessDate, req);
+  const bytes = Buffer.byteLength(JSON.stringify(input));
+  const maxBytes = ctx.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES;
+  if (bytes > maxBytes) {
+    throw new UserFacingError(
+      `workflow input of ${bytes} bytes exceeds the maximum of ${maxBytes}`,
+      'INVALID_INPUT',
+    );
+  }
+  return { sourceId: source.id, businessDate, workflowId, input };
 }
 
 /**
@@ -126,20 +160,12 @@ export async function launchFetch(
   ctx: Pick<DurableFetchContext, 'temporal' | 'taskQueue'>,
   prepared: PreparedFetch,
 ): Promise<StartedFetch> {
-  const { sourceId, businessDate, workflowId, request: req } = prepared;
+  const { sourceId, businessDate, workflowId, input } = prepared;
   try {
     const handle = await ctx.temporal.workflow.start<typeof fetchRecordsWorkflow>('fetchRecordsWorkflow', {
       workflowId,
       taskQueue: ctx.taskQueue,
-      args: [
-        {
-          sourceId,
-          businessDate,
-          correlationId: req.correlationId ?? randomUUID(),
-          requestedBy: req.requestedBy ?? 'app-client',
-          ...(req.pageSize ? { pageSize: req.pageSize } : {}),
-        },
-      ],
+      args: [input],
       // FAIL + catching "already started" below is how we learn whether we joined.
       workflowIdConflictPolicy: 'FAIL',
       workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',

@@ -35,8 +35,15 @@ describe('config', () => {
       },
       partner: { host: '127.0.0.1', port: 4010, pageLimit: 50 },
       http: { connectTimeoutMs: 5_000, responseTimeoutMs: 15_000 },
-      runs: { maxFutureDays: 0, leaseTtlMs: 300_000, idempotencyRetentionMs: 30 * 86_400_000 },
+      runs: {
+        maxFutureDays: 0,
+        leaseTtlMs: 300_000,
+        idempotencyRetentionMs: 30 * 86_400_000,
+        cleanupIntervalMs: 600_000,
+        maxInputBytes: 16 * 1024,
+      },
       logLevel: 'info',
+      crashPoint: undefined,
     });
   });
 
@@ -109,6 +116,8 @@ describe('config', () => {
       maxFutureDays: 2,
       leaseTtlMs: 60_000,
       idempotencyRetentionMs: 86_400_000,
+      cleanupIntervalMs: 600_000,
+      maxInputBytes: 16 * 1024,
     });
     assert.equal(config.partner.pageLimit, 500);
     assert.match(configError({ PARTNER_PAGE_LIMIT: '501' }).message, /PARTNER_PAGE_LIMIT/);

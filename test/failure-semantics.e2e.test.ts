@@ -3,11 +3,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Client, WorkflowFailedError } from '@temporalio/client';
+import { type Client, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { ActivityFailure, ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { createHttpClient } from '../activities/http.ts';
 import { startFetch, type DurableFetchContext } from '../client/start-fetch.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
+import { UserFacingError } from '../worker/errors.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';
 import { testClient, testWorker, type TestWorker } from './helpers/temporal.ts';
@@ -83,6 +84,27 @@ describe('failure semantics', () => {
       const row = await db.prisma.fetchRun.findFirstOrThrow({ where: { sourceId } });
       assert.deepEqual([row.status, row.errorClass], ['dead_lettered', 'InvalidResponse']);
     }
+  });
+
+  it('the client rejects an oversize workflow input or a malformed correlation id before starting anything', async () => {
+    await createSource(db.prisma, 'fs-input', partner.url);
+    const refused = async (c: DurableFetchContext, correlationId?: string) => {
+      const err = await startFetch(c, { sourceId: 'fs-input', date: DATE, correlationId }).catch(
+        (e: unknown) => e,
+      );
+      assert.ok(err instanceof UserFacingError, String(err));
+      assert.equal(err.code, 'INVALID_INPUT');
+      return err.message;
+    };
+    assert.match(await refused({ ...ctx, maxInputBytes: 64 }), /exceeds the maximum of 64/);
+    assert.match(await refused(ctx, 'Bearer abc/def'), /invalid correlation id/);
+    assert.match(await refused(ctx, 'x'.repeat(129)), /invalid correlation id/);
+    assert.equal(await db.prisma.fetchRun.count({ where: { sourceId: 'fs-input' } }), 0);
+    const missing = await client.workflow
+      .getHandle(`fetch/fetch-records/fs-input/${DATE}`)
+      .describe()
+      .catch((e: unknown) => e);
+    assert.ok(missing instanceof WorkflowNotFoundError, String(missing));
   });
 
   it('a 429 with Retry-After in seconds is honoured: the retry does not come earlier', async () => {

@@ -35,6 +35,13 @@ const envSchema = z.object({
   DURABLE_FETCH_MAX_FUTURE_DAYS: z.coerce.number().int().min(0).max(366).default(0),
   DURABLE_FETCH_LEASE_TTL_MS: ms.default(5 * 60_000),
   DURABLE_FETCH_IDEMPOTENCY_RETENTION_DAYS: z.coerce.number().int().positive().default(30),
+  DURABLE_FETCH_CLEANUP_INTERVAL_MS: z.coerce.number().int().min(0).default(600_000),
+  DURABLE_FETCH_MAX_INPUT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(256)
+    .max(2_000_000)
+    .default(16 * 1024),
   PARTNER_HOST: z.string().default('127.0.0.1'),
   PARTNER_PORT: port.default(4010),
   PARTNER_PAGE_LIMIT: z.coerce.number().int().min(1).max(500).default(50),
@@ -71,7 +78,15 @@ export interface Config {
   };
   partner: { host: string; port: number; pageLimit: number };
   http: { connectTimeoutMs: number; responseTimeoutMs: number };
-  runs: { maxFutureDays: number; leaseTtlMs: number; idempotencyRetentionMs: number };
+  runs: {
+    maxFutureDays: number;
+    leaseTtlMs: number;
+    idempotencyRetentionMs: number;
+    /** Workers delete expired idempotency records and staged pages this often; 0 = never. */
+    cleanupIntervalMs: number;
+    /** Largest workflow input a start may send (R12d). */
+    maxInputBytes: number;
+  };
   logLevel: Env['LOG_LEVEL'];
   /** Test-only: the armed crash point, if any. */
   crashPoint: CrashPoint | undefined;
@@ -113,6 +128,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxFutureDays: e.DURABLE_FETCH_MAX_FUTURE_DAYS,
       leaseTtlMs: e.DURABLE_FETCH_LEASE_TTL_MS,
       idempotencyRetentionMs: e.DURABLE_FETCH_IDEMPOTENCY_RETENTION_DAYS * 86_400_000,
+      cleanupIntervalMs: e.DURABLE_FETCH_CLEANUP_INTERVAL_MS,
+      maxInputBytes: e.DURABLE_FETCH_MAX_INPUT_BYTES,
     },
     logLevel: e.LOG_LEVEL,
     crashPoint: e.DURABLE_FETCH_CRASH_POINT,

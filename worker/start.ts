@@ -7,6 +7,7 @@
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { startPartner } from '../partner/server.ts';
+import { startPeriodicCleanup } from '../activities/cleanup.ts';
 import { startFetch } from '../client/start-fetch.ts';
 import { duration, failureSummary, workflowUrl } from '../client/format.ts';
 import { createActivityDeps } from './activity-deps.ts';
@@ -127,6 +128,8 @@ async function main(): Promise<void> {
     taskQueue: config.temporal.taskQueue,
     deps,
   });
+  const cleanup = startPeriodicCleanup(prisma, { intervalMs: config.runs.cleanupIntervalMs, log });
+  closers.push({ name: 'cleanup', close: () => cleanup.stop() });
   // A worker that dies takes the stack down cleanly instead of leaving it half-alive.
   const running = worker.run().catch(async (err: unknown) => {
     console.error('[durable-fetch] worker stopped with an error:', err);
@@ -150,6 +153,7 @@ async function main(): Promise<void> {
       prisma,
       taskQueue: config.temporal.taskQueue,
       maxFutureDays: config.runs.maxFutureDays,
+      maxInputBytes: config.runs.maxInputBytes,
     },
     { sourceId: DEMO_SOURCE_ID, requestedBy: 'npm-start' },
   );

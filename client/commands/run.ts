@@ -18,7 +18,11 @@ export function registerRun(program: Command, ctx: () => CliContext): void {
       const c = ctx();
       // Input and database first: a bad date is reported as such even when Temporal is down.
       const prepared = await prepareFetch(
-        { prisma: await c.prisma(), maxFutureDays: c.config.runs.maxFutureDays },
+        {
+          prisma: await c.prisma(),
+          maxFutureDays: c.config.runs.maxFutureDays,
+          maxInputBytes: c.config.runs.maxInputBytes,
+        },
         { sourceId, date: opts.date, requestedBy: 'cli' },
       );
       const started = await launchFetch(

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { startPeriodicCleanup } from '../../activities/cleanup.ts';
 import { createActivityDeps } from '../../worker/activity-deps.ts';
 import { createLogger } from '../../worker/logger.ts';
 import { installRuntimeLogger } from '../../worker/runtime-logger.ts';
@@ -29,12 +30,14 @@ export function registerWorker(program: Command, ctx: () => CliContext): void {
         taskQueue: config.temporal.taskQueue,
         deps,
       });
+      const cleanup = startPeriodicCleanup(prisma, { intervalMs: config.runs.cleanupIntervalMs, log });
       const stop = () => worker.shutdown();
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
       log.info({ taskQueue: config.temporal.taskQueue }, 'worker running');
       console.error(`worker polling task queue '${config.temporal.taskQueue}' (Ctrl-C to stop)`);
       await worker.run();
+      await cleanup.stop();
       await deps.http.close();
       await connection.close();
       console.error('worker stopped');

@@ -1,0 +1,138 @@
+/**
+ * Expiry of idempotency records and staged pages (issue #3). Both carry `expires_at`, set to
+ * `DURABLE_FETCH_IDEMPOTENCY_RETENTION_DAYS` (default 30) after they were written; this module
+ * deletes what has expired, once on demand (`durable-fetch cleanup`) or periodically in workers.
+ *
+ * Why expiry is safe: the retention *is* the dedupe window. A repeat of a step within it returns
+ * the stored result; a key past its retention can no longer dedupe a repeat, whether or not its row
+ * is still there, so deleting it changes nothing anyone may rely on. A staged page that old belongs
+ * to a run abandoned for the whole window; resuming such a run fetches the page again.
+ */
+import type { PrismaClient } from '../prisma/generated/client.ts';
+import type { Logger } from '../worker/logger.ts';
+
+export interface DeleteExpiredOptions {
+  /** Cut-off: rows with `expires_at < now` go. Default: the database's clock, per batch. */
+  now?: Date;
+  /** Rows per DELETE statement (per table); keeps each statement's locks and WAL small. Default 1000. */
+  batchSize?: number;
+  /** At most this many batches per table in one pass; the next pass continues. Default 100. */
+  maxBatches?: number;
+}
+
+export interface Deleted {
+  idempotencyRecords: number;
+  stagedPages: number;
+}
+
+type Db = Pick<PrismaClient, '$executeRaw'>;
+
+/**
+ * Deletes expired `idempotency_record` and `fetched_page` rows in bounded batches, each its own
+ * statement: a table is done when a batch deletes fewer than `batchSize` rows, or after
+ * `maxBatches` batches (then the rest waits for the next pass). Returns how many rows this call
+ * deleted.
+ *
+ * Idempotent, and safe to run in several processes at once: each batch locks its rows with
+ * `FOR UPDATE SKIP LOCKED`, so concurrent passes never wait on each other (nor on a `storePage`
+ * holding a row) and never delete — or count — the same row twice. A row skipped because another
+ * transaction holds it is deleted by that pass or by the next one.
+ * @throws RangeError when `batchSize` or `maxBatches` is not a positive integer; database errors as
+ *   Prisma throws them (batches already committed stay deleted).
+ */
+export async function deleteExpired(db: Db, options: DeleteExpiredOptions = {}): Promise<Deleted> {
+  const { now, batchSize = 1000, maxBatches = 100 } = options;
+  for (const [name, value] of [
+    ['batchSize', batchSize],
+    ['maxBatches', maxBatches],
+  ] as const) {
+    if (!Number.isInteger(value) || value < 1) throw new RangeError(`${name} must be a positive integer`);
+  }
+  const cutoff = now ?? null;
+  return {
+    idempotencyRecords: await drain(batchSize, maxBatches, () => deleteRecords(db, cutoff, batchSize)),
+    stagedPages: await drain(batchSize, maxBatches, () => deletePages(db, cutoff, batchSize)),
+  };
+}
+
+// Be very careful: LIMIT sits above the row locks, so a batch keeps scanning past rows locked by
+// someone else until it holds `limit` rows; a short batch therefore means "nothing left that is
+// not already being deleted", which is what makes stopping on it correct. A null cut-off means
+// the database's clock.
+function deleteRecords(db: Db, cutoff: Date | null, limit: number): Promise<number> {
+  return db.$executeRaw`
+    DELETE FROM idempotency_record WHERE key IN (
+      SELECT key FROM idempotency_record WHERE expires_at < COALESCE(${cutoff}::timestamptz, now())
+       ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)`;
+}
+
+function deletePages(db: Db, cutoff: Date | null, limit: number): Promise<number> {
+  return db.$executeRaw`
+    DELETE FROM fetched_page WHERE key IN (
+      SELECT key FROM fetched_page WHERE expires_at < COALESCE(${cutoff}::timestamptz, now())
+       ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)`;
+}
+
+async function drain(batchSize: number, maxBatches: number, batch: () => Promise<number>): Promise<number> {
+  let total = 0;
+  for (let i = 0; i < maxBatches; i++) {
+    const deleted = await batch();
+    total += deleted;
+    if (deleted < batchSize) break;
+  }
+  return total;
+}
+
+export interface PeriodicCleanupOptions {
+  /** Time between the end of one pass and the start of the next; 0 (or less) disables cleanup. */
+  intervalMs: number;
+  log: Logger;
+  /** Delay before the first pass, so it does not compete with the worker's start. Default 5 s. */
+  initialDelayMs?: number;
+}
+
+/**
+ * Runs {@link deleteExpired} after `initialDelayMs`, then `intervalMs` after each pass ends, each
+ * delay plus up to 10% jitter so workers started together do not clean in lockstep. Passes never
+ * overlap; a failed pass is logged (warn) and the schedule goes on, nothing is thrown. Timers are
+ * unref'd: they never keep the process alive. `stop()` cancels the next pass and resolves once a
+ * pass in progress has finished; calling it again is harmless.
+ */
+export function startPeriodicCleanup(db: Db, options: PeriodicCleanupOptions): { stop(): Promise<void> } {
+  const { intervalMs, log, initialDelayMs = Math.min(intervalMs, 5_000) } = options;
+  if (intervalMs <= 0) return { stop: () => Promise.resolve() };
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+
+  const schedule = (delayMs: number) => {
+    if (stopped) return;
+    timer = setTimeout(tick, delayMs * (1 + Math.random() * 0.1));
+    timer.unref();
+  };
+  const tick = () => {
+    running = pass().finally(() => {
+      running = undefined;
+      schedule(intervalMs);
+    });
+  };
+  const pass = async () => {
+    const t0 = Date.now();
+    try {
+      const deleted = await deleteExpired(db);
+      const level = deleted.idempotencyRecords + deleted.stagedPages > 0 ? 'info' : 'debug';
+      log[level]({ ...deleted, ms: Date.now() - t0 }, 'deleted expired idempotency records and staged pages');
+    } catch (err) {
+      log.warn({ err }, `cleanup of expired rows failed; next attempt in ${intervalMs} ms`);
+    }
+  };
+
+  schedule(initialDelayMs);
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}
