@@ -2,8 +2,15 @@
  * `claimRun`: insert-or-reuse the FetchRun of a business key and take its lease (R1, R2, R6).
  */
 import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
 import { Prisma } from '../prisma/generated/client.ts';
-import { dateColumn, FETCH_RECORDS, idempotencyKeyFor } from '../workflows/business-key.ts';
+import {
+  dateColumn,
+  FETCH_RECORDS,
+  idempotencyKeyFor,
+  isBusinessDate,
+  isSourceId,
+} from '../workflows/business-key.ts';
 import type { ClaimInput, ClaimResult } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
 import { isPartnerPreset } from '../workflows/retry-presets.ts';
@@ -14,6 +21,20 @@ import { loadEnabledSource } from './sources.ts';
 const RUN_COLUMNS = Prisma.raw(
   'id, status::text AS status, lease_token::text AS lease_token, attempt, cursor, pages_stored, records_stored, workflow_id',
 );
+
+/**
+ * The workflow's input, checked again where it first touches the database (R2): ids, a date and
+ * short identifiers only. The client checks the same before starting; this covers any other starter.
+ */
+const claimInputSchema = z.object({
+  sourceId: z.string().refine(isSourceId),
+  businessDate: z.string().refine(isBusinessDate),
+  workflowId: z.string().min(1).max(400),
+  workflowRunId: z.string().min(1).max(100),
+  correlationId: z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/),
+  requestedBy: z.enum(['app-client', 'cli', 'schedule', 'backfill', 'replay', 'npm-start', 'test']),
+  scheduledAt: z.iso.datetime({ offset: true }),
+});
 
 interface RunRow {
   id: string;
@@ -41,6 +62,11 @@ interface RunRow {
 export function createClaimRun(deps: ActivityDeps) {
   return async function claimRun(input: ClaimInput): Promise<ClaimResult> {
     const { prisma } = deps;
+    const valid = claimInputSchema.safeParse(input);
+    if (!valid.success) {
+      const fields = [...new Set(valid.error.issues.map((i) => i.path.join('.')))].join(', ');
+      throw failure('InvalidInput', 'INVALID_WORKFLOW_INPUT', `invalid workflow input: ${fields}`);
+    }
     const source = await loadEnabledSource(prisma, input.sourceId);
     if (!isPartnerPreset(source.retryPolicy)) {
       throw failure(

@@ -107,6 +107,52 @@ describe('failure semantics', () => {
     assert.ok(missing instanceof WorkflowNotFoundError, String(missing));
   });
 
+  it('transient failures (500, 502, a reset, a response slower than the timeout) are retried until the run succeeds', async () => {
+    // A worker whose partner calls time out after 1 s, so a 3 s hang is a Timeout.
+    const quick = await testWorker(
+      testDeps(db.prisma, { http: createHttpClient({ connectTimeoutMs: 1_000, responseTimeoutMs: 1_000 }) }),
+    );
+    await createSource(db.prisma, 'fs-transient', partner.url);
+    partner.faults.add({ sourceId: 'fs-transient', cursor: null, kind: 'status', status: 500 });
+    partner.faults.add({
+      sourceId: 'fs-transient',
+      cursor: null,
+      kind: 'status',
+      status: 502,
+      afterRequests: 1,
+    });
+    partner.faults.add({ sourceId: 'fs-transient', cursor: null, kind: 'reset', afterRequests: 2 });
+    partner.faults.add({
+      sourceId: 'fs-transient',
+      cursor: null,
+      kind: 'delay',
+      delayMs: 3_000,
+      afterRequests: 3,
+    });
+    const c = { ...ctx, taskQueue: quick.taskQueue };
+    const result = await quick.run(async () => {
+      const started = await startFetch(c, { sourceId: 'fs-transient', date: DATE, requestedBy: 'test' });
+      return started.handle.result();
+    });
+    assert.deepEqual(result, { status: 'succeeded', fetchRunId: result.fetchRunId, pages: 1, records: 60 });
+    const firstPage = partner.ledger.entries({ sourceId: 'fs-transient', cursor: null });
+    const outcomes = firstPage.map((e) => e.fault ?? e.status);
+    assert.deepEqual(
+      outcomes.slice(0, 4),
+      ['status', 'status', 'reset', 'client_closed'],
+      'four transient failures',
+    );
+    // Then the retry's success and, whenever it finishes, the hung response completing at the partner.
+    assert.deepEqual(outcomes.slice(4).map(String).sort(), ['200', 'delay']);
+    const keys = new Set(firstPage.map((e) => e.idempotencyKey));
+    assert.deepEqual(
+      [...keys],
+      [`fetch-records:fs-transient:${DATE}:page:0`],
+      'every repeat carried the same key',
+    );
+    assert.equal(await db.prisma.fetchedRecord.count({ where: { sourceId: 'fs-transient' } }), 60);
+  });
+
   it('a 429 with Retry-After in seconds is honoured: the retry does not come earlier', async () => {
     await createSource(db.prisma, 'fs-429', partner.url);
     partner.faults.add({ sourceId: 'fs-429', kind: 'status', status: 429, retryAfter: '2' });

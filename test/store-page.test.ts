@@ -335,6 +335,18 @@ describe('claim-run and complete-run', () => {
     assert.equal(await db.prisma.fetchRun.count({ where: { sourceId: 'c5' } }), 1);
   });
 
+  it('a workflow input that is not ids and dates (e.g. a token as correlation id) is InvalidInput, with no row', async () => {
+    await createSource(db.prisma, 'c6', 'http://127.0.0.1:9');
+    for (const bad of [
+      { correlationId: 'Bearer abc def' },
+      { businessDate: '2026-02-30' },
+      { scheduledAt: 'soon' },
+    ]) {
+      assert.equal(await failureType(acts.claimRun({ ...claimInput('c6'), ...bad })), 'InvalidInput');
+    }
+    assert.equal(await db.prisma.fetchRun.count({ where: { sourceId: 'c6' } }), 0);
+  });
+
   it('a disabled source fails with PermissionDenied before any side effect', async () => {
     await createSource(db.prisma, 'c2', 'http://127.0.0.1:9', { enabled: false });
     assert.equal(await failureType(acts.claimRun(claimInput('c2'))), 'PermissionDenied');

@@ -52,7 +52,7 @@ export function spawnTs(args: string[], env: Record<string, string>): Spawned {
       });
     },
     async stop(signal, timeoutMs) {
-      if (child.exitCode !== null) return child.exitCode;
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
       child.kill(signal);
       const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
       const [code] = await exited;
