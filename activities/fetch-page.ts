@@ -11,7 +11,7 @@ import { failure } from './errors.ts';
 import { crashPoint } from './crash-points.ts';
 import { renewLease } from './lease.ts';
 import { fetchPartnerPage } from './partner-client.ts';
-import { loadEnabledSource } from './sources.ts';
+import { bearerToken, loadEnabledSource } from './sources.ts';
 import { appendToStagedPage, dropStagedPage, loadStagedPage, type StagedPage } from './staging.ts';
 
 /** Heartbeat details: where this page's fetch got to (no records: they are staged). */
@@ -28,7 +28,8 @@ export interface FetchProgress {
  * continues from the staged cursor and two concurrent attempts never duplicate records (R1, R9).
  * Returns only the count and the next cursor.
  * @throws ApplicationFailure NotFound/PermissionDenied (source gone, disabled or missing
- *   credentials), InvalidResponse, and the HTTP client's typed failures.
+ *   credentials), LeaseLost (another owner holds the run, or the page is stored already),
+ *   InvalidResponse, and the HTTP client's typed failures.
  */
 export function createFetchPage(deps: ActivityDeps) {
   return async function fetchPage(input: FetchPageInput): Promise<FetchPageResult> {
@@ -38,17 +39,7 @@ export function createFetchPage(deps: ActivityDeps) {
     // Every attempt renews the lease first: a partner outage retried for minutes keeps the run ours.
     await renewLease(prisma, fence, deps.leaseTtlMs);
     const source = await loadEnabledSource(prisma, input.sourceId);
-    let token: string | undefined;
-    if (source.credentialsRef) {
-      token = deps.secret(source.credentialsRef);
-      if (token === undefined) {
-        throw failure(
-          'PermissionDenied',
-          'CREDENTIALS_MISSING',
-          `credentials reference ${source.credentialsRef} of source '${source.id}' is not set (or not a DF_SECRET_* variable)`,
-        );
-      }
-    }
+    const token = bearerToken(source, deps.secret);
 
     const key = pageKeyFor(input.sourceId, input.businessDate, input.pageNo);
     let staged = await loadStagedPage(prisma, key);

@@ -15,3 +15,21 @@ export async function loadEnabledSource(
     throw failure('PermissionDenied', 'SOURCE_DISABLED', `source '${sourceId}' is disabled`);
   return source;
 }
+
+/**
+ * The bearer token of a source, resolved from its credentials reference at call time (R2): the
+ * secret itself is never stored, passed through Temporal or logged.
+ * @throws ApplicationFailure PermissionDenied when the reference is set but resolves to nothing.
+ */
+export function bearerToken(source: Source, secret: (ref: string) => string | undefined): string | undefined {
+  if (!source.credentialsRef) return undefined;
+  const token = secret(source.credentialsRef);
+  if (token === undefined) {
+    throw failure(
+      'PermissionDenied',
+      'CREDENTIALS_MISSING',
+      `credentials reference ${source.credentialsRef} of source '${source.id}' is not set (or not a DF_SECRET_* variable)`,
+    );
+  }
+  return token;
+}
