@@ -257,7 +257,8 @@ async function crashAndRecover(point: CrashPoint): Promise<number> {
   }
 }
 
-describe('crash points', () => {
+// Each scenario has its own database, partner and task queue; they mostly wait out timeouts.
+describe('crash points', { concurrency: true }, () => {
   for (const point of CRASH_POINTS) {
     it(
       `crash-points: a worker killed ${point} loses and duplicates nothing`,
