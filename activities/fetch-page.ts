@@ -12,7 +12,7 @@ import { crashPoint } from './crash-points.ts';
 import { renewLease } from './lease.ts';
 import { fetchPartnerPage } from './partner-client.ts';
 import { bearerToken, loadEnabledSource } from './sources.ts';
-import { appendToStagedPage, dropStagedPage, loadStagedPage, type StagedPage } from './staging.ts';
+import { appendToStagedPage, dropStaleStagedPage, loadStagedPage, type StagedPage } from './staging.ts';
 
 /** Heartbeat details: where this page's fetch got to (no records: they are staged). */
 export interface FetchProgress {
@@ -45,7 +45,7 @@ export function createFetchPage(deps: ActivityDeps) {
     let staged = await loadStagedPage(prisma, key);
     if (staged && staged.startCursor !== input.cursor) {
       // Staged by a run that started this page elsewhere (partner data changed since): start over.
-      await dropStagedPage(prisma, key);
+      await dropStaleStagedPage(prisma, key, fence);
       staged = undefined;
     }
     if (staged) {

@@ -39,9 +39,9 @@ export type RetryDecision = { retryInMs: number } | { deadlineExceeded: true; ne
 
 /**
  * The delay before the next attempt: `retryAfterMs` (clamped to the maximum interval) when the
- * partner asked for one, else full jitter. When waiting would pass `deadlineMs` (the activity's
- * schedule-to-close deadline), retrying is pointless: the caller fails with DeadlineExceeded
- * instead of sleeping into the deadline.
+ * partner asked for one, else full jitter. When waiting would leave less than `minAttemptMs`
+ * (default 1 s) before `deadlineMs` (the activity's schedule-to-close deadline), retrying is
+ * pointless: the caller fails with DeadlineExceeded instead of sleeping into the deadline.
  */
 export function nextRetry(opts: {
   attempt: number;
@@ -49,13 +49,14 @@ export function nextRetry(opts: {
   retryAfterMs?: number;
   nowMs: number;
   deadlineMs?: number;
+  minAttemptMs?: number;
   random?: () => number;
 }): RetryDecision {
   const delay =
     opts.retryAfterMs !== undefined
       ? Math.min(opts.retryAfterMs, opts.backoff.maximumMs)
       : fullJitterMs(opts.attempt, opts.backoff, opts.random);
-  if (opts.deadlineMs !== undefined && opts.nowMs + delay >= opts.deadlineMs) {
+  if (opts.deadlineMs !== undefined && opts.nowMs + delay + (opts.minAttemptMs ?? 1000) >= opts.deadlineMs) {
     return { deadlineExceeded: true, neededMs: delay };
   }
   return { retryInMs: delay };

@@ -42,7 +42,8 @@ export interface Append {
 /**
  * Appends records fetched from `from.cursor` to a staged page. Conditional twice over (R1):
  * - fenced: the run must still be held by `fence.leaseToken` and be at page `fence.pageNo` (a page
- *   already stored is never staged again by a late attempt);
+ *   already stored is never staged again by a late attempt). The run row is read FOR SHARE, so an
+ *   append racing a storePage of the same page waits for it and then sees the page stored;
  * - optimistic: the staged page must still be exactly at `from` (absent, when `from` is undefined),
  *   so two attempts of the same fetch — a zombie and its retry — never interleave records.
  * Returns false when the append did not apply; the caller finds out which condition failed.
@@ -56,7 +57,8 @@ export async function appendToStagedPage(db: Pick<PrismaClient, '$executeRaw'>, 
       SELECT ${a.key}, ${a.startCursor}, ${a.cursor}, ${a.complete}, ${a.records.length}, ${records}::jsonb,
              ${a.now}, ${a.expiresAt}
        WHERE EXISTS (SELECT 1 FROM fetch_run WHERE id = ${fetchRunId}::uuid AND lease_token = ${leaseToken}::uuid
-                                               AND status = 'running' AND pages_stored = ${pageNo})
+                                               AND status = 'running' AND pages_stored = ${pageNo}
+                  FOR SHARE)
       ON CONFLICT (key) DO NOTHING`;
     return inserted === 1;
   }
@@ -67,8 +69,26 @@ export async function appendToStagedPage(db: Pick<PrismaClient, '$executeRaw'>, 
      WHERE key = ${a.key} AND cursor IS NOT DISTINCT FROM ${a.from.cursor}
        AND record_count = ${a.from.recordCount} AND NOT complete
        AND EXISTS (SELECT 1 FROM fetch_run WHERE id = ${fetchRunId}::uuid AND lease_token = ${leaseToken}::uuid
-                                             AND status = 'running' AND pages_stored = ${pageNo})`;
+                                             AND status = 'running' AND pages_stored = ${pageNo}
+                  FOR SHARE)`;
   return updated === 1;
+}
+
+/**
+ * Removes a staged page left by an attempt that started the page elsewhere, only while `fence`
+ * still holds the run at that page: a stale attempt cannot delete the current owner's page.
+ */
+export async function dropStaleStagedPage(
+  db: Pick<PrismaClient, '$executeRaw'>,
+  key: string,
+  fence: Fence & { pageNo: number },
+): Promise<void> {
+  await db.$executeRaw`
+    DELETE FROM fetched_page
+     WHERE key = ${key}
+       AND EXISTS (SELECT 1 FROM fetch_run WHERE id = ${fence.fetchRunId}::uuid AND lease_token = ${fence.leaseToken}::uuid
+                                             AND status = 'running' AND pages_stored = ${fence.pageNo}
+                    FOR SHARE)`;
 }
 
 /** Removes a staged page (idempotent). */

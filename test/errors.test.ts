@@ -147,6 +147,50 @@ describe('errors', () => {
     assert.ok(!(failed as Error).message.includes('5499'), 'no host or port in the message');
   });
 
+  it('errors: transient database failures in the shapes Prisma 7 produces are retryable DatabaseUnavailable', () => {
+    const prismaError = (code: string, cause: Record<string, unknown>) =>
+      Object.assign(new Error('Invalid invocation'), {
+        code,
+        clientVersion: '7.10.0',
+        meta: { driverAdapterError: { name: 'DriverAdapterError', cause } },
+      });
+    const cases: [string, Error, string][] = [
+      [
+        'serialization failure behind P2034',
+        prismaError('P2034', { originalCode: '40001', kind: 'TransactionWriteConflict' }),
+        '40001',
+      ],
+      ['deadlock', prismaError('P2034', { originalCode: '40P01' }), '40P01'],
+      ['database starting up', prismaError('P2010', { originalCode: '57P03' }), '57P03'],
+      [
+        'too many connections',
+        prismaError('P2010', { originalCode: '53300', kind: 'TooManyConnections' }),
+        '53300',
+      ],
+      [
+        'socket timeout (a kind, no SQLSTATE)',
+        prismaError('P2010', { kind: 'SocketTimeout' }),
+        'SocketTimeout',
+      ],
+      ['transaction could not start in time', prismaError('P2028', {}), 'P2028'],
+      [
+        'a Prisma error with no code at all',
+        Object.assign(new Error('Connection terminated unexpectedly'), { clientVersion: '7.10.0' }),
+        'PRISMA_UNKNOWN',
+      ],
+    ];
+    for (const [what, err, code] of cases) {
+      assert.deepEqual(
+        shape(classify(err, 'storePage')),
+        { type: 'DatabaseUnavailable', nonRetryable: false, code },
+        what,
+      );
+    }
+    // A data-level Prisma error is not an outage.
+    const unique = prismaError('P2002', { originalCode: '23505' });
+    assert.equal(shape(classify(unique, 'storePage')).type, 'Internal');
+  });
+
   it('errors: classify passes ApplicationFailures and cancellations through unchanged', () => {
     const typed = failure('IdempotencyConflict', 'KEY_REUSED', 'same key, different request');
     assert.equal(classify(typed, 'store'), typed);

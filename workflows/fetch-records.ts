@@ -10,6 +10,9 @@ import {
   continueAsNew,
   ContinueAsNew,
   isCancellation,
+  log,
+  TimeoutFailure,
+  CancelledFailure,
   proxyActivities,
   upsertSearchAttributes,
   workflowInfo,
@@ -42,15 +45,19 @@ export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<Fe
   if (input.resume) {
     state = input.resume;
   } else {
-    const claim = await db.claimRun({
-      sourceId: input.sourceId,
-      businessDate: input.businessDate,
-      workflowId: info.workflowId,
-      workflowRunId: info.runId,
-      correlationId: input.correlationId,
-      requestedBy: input.requestedBy,
-      scheduledAt: input.scheduledAt ?? info.runStartTime.toISOString(),
-    });
+    // Not cancellable: a claim that commits must be seen, so that a cancel arriving now still
+    // ends the claimed row as `cancelled` instead of leaving it `running` under a live lease.
+    const claim = await CancellationScope.nonCancellable(() =>
+      db.claimRun({
+        sourceId: input.sourceId,
+        businessDate: input.businessDate,
+        workflowId: info.workflowId,
+        workflowRunId: info.runId,
+        correlationId: input.correlationId,
+        requestedBy: input.requestedBy,
+        scheduledAt: input.scheduledAt ?? info.runStartTime.toISOString(),
+      }),
+    );
     if (claim.outcome === 'succeeded') {
       // E.g. a restart after the run committed but before the workflow saw it: report, do nothing.
       setStatus('succeeded');
@@ -82,6 +89,7 @@ export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<Fe
     setStatus('running');
   }
   try {
+    if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('run cancelled');
     return await fetchAndStore(input, state);
   } catch (err) {
     // continueAsNew() ends this execution by throwing: the run goes on, nothing to record.
@@ -97,27 +105,46 @@ export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<Fe
  */
 async function finish(state: ResumeState, err: unknown): Promise<void> {
   const cancelled = isCancellation(err);
-  const cause = err instanceof ActivityFailure ? err.cause : err;
   setStatus(cancelled ? 'cancelled' : 'failed');
-  await CancellationScope.nonCancellable(() =>
-    db.finishRun({
+  try {
+    await CancellationScope.nonCancellable(() =>
+      db.finishRun({
+        fetchRunId: state.fetchRunId,
+        leaseToken: state.leaseToken,
+        status: cancelled ? 'cancelled' : 'dead_lettered',
+        ...(cancelled ? {} : errorOf(err)),
+      }),
+    );
+  } catch (finishErr) {
+    // The run's own failure is what matters; recording it failed too (database down past its
+    // deadline): say so, and let the original error end the workflow.
+    log.error('could not record how the run ended', {
       fetchRunId: state.fetchRunId,
-      leaseToken: state.leaseToken,
-      status: cancelled ? 'cancelled' : 'dead_lettered',
-      ...(cancelled
-        ? {}
-        : {
-            errorType: cause instanceof ApplicationFailure ? (cause.type ?? 'Error') : 'Error',
-            errorMessage: cause instanceof Error ? cause.message : String(cause),
-          }),
-    }),
-  );
+      error: String(finishErr),
+    });
+  }
+}
+
+/** DESIGN error type and message of what ended a run. Temporal's own timeouts map to DESIGN types. */
+function errorOf(err: unknown): { errorType: string; errorMessage: string } {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (cause instanceof ApplicationFailure)
+    return { errorType: cause.type ?? 'Internal', errorMessage: cause.message };
+  if (cause instanceof TimeoutFailure) {
+    const deadline = cause.timeoutType === 'SCHEDULE_TO_CLOSE';
+    return {
+      errorType: deadline ? 'DeadlineExceeded' : 'Timeout',
+      errorMessage: `activity ${deadline ? 'deadline' : 'timeout'} (${cause.timeoutType}) exceeded`,
+    };
+  }
+  return { errorType: 'Internal', errorMessage: cause instanceof Error ? cause.message : String(cause) };
 }
 
 /** The page loop of one execution: fetch → store until done, then complete (or continue as new). */
 async function fetchAndStore(input: FetchRecordsInput, start: ResumeState): Promise<FetchRecordsResult> {
   let state = start;
-  const partner = partners[state.retryPolicy];
+  // Resume state written before sources chose presets has none: the default preset then.
+  const partner = partners[state.retryPolicy ?? 'partnerHttp'];
 
   const pagesPerExecution = Math.max(1, input.pagesPerExecution ?? DEFAULT_PAGES_PER_EXECUTION);
   let pagesThisExecution = 0;
@@ -153,12 +180,15 @@ async function fetchAndStore(input: FetchRecordsInput, start: ResumeState): Prom
     pagesThisExecution++;
   }
 
-  const done = await db.completeRun({
-    fetchRunId: state.fetchRunId,
-    leaseToken: state.leaseToken,
-    sourceId: input.sourceId,
-    businessDate: input.businessDate,
-  });
+  // Not cancellable: once completeRun may commit, its answer decides the run's end state.
+  const done = await CancellationScope.nonCancellable(() =>
+    db.completeRun({
+      fetchRunId: state.fetchRunId,
+      leaseToken: state.leaseToken,
+      sourceId: input.sourceId,
+      businessDate: input.businessDate,
+    }),
+  );
   setStatus('succeeded');
   return { status: 'succeeded', fetchRunId: state.fetchRunId, pages: done.pages, records: done.records };
 }
