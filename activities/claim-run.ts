@@ -9,9 +9,10 @@ import {
   FETCH_RECORDS,
   idempotencyKeyFor,
   isBusinessDate,
+  isCorrelationId,
   isSourceId,
 } from '../workflows/business-key.ts';
-import type { ClaimInput, ClaimResult } from '../workflows/types.ts';
+import { type ClaimInput, type ClaimResult, REQUESTED_BY } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
 import { isPartnerPreset } from '../workflows/retry-presets.ts';
 import { failure } from './errors.ts';
@@ -31,8 +32,8 @@ const claimInputSchema = z.object({
   businessDate: z.string().refine(isBusinessDate),
   workflowId: z.string().min(1).max(400),
   workflowRunId: z.string().min(1).max(100),
-  correlationId: z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/),
-  requestedBy: z.enum(['app-client', 'cli', 'schedule', 'backfill', 'replay', 'npm-start', 'test']),
+  correlationId: z.string().refine(isCorrelationId),
+  requestedBy: z.enum(REQUESTED_BY),
   scheduledAt: z.iso.datetime({ offset: true }),
 });
 

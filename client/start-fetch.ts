@@ -7,9 +7,15 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import { UserFacingError } from '../worker/errors.ts';
 import { checkBusinessDate, dateInTimeZone } from '../workflows/business-date.ts';
-import { FETCH_RECORDS, isBusinessDate, isSourceId, workflowIdFor } from '../workflows/business-key.ts';
+import {
+  FETCH_RECORDS,
+  isBusinessDate,
+  isCorrelationId,
+  isSourceId,
+  workflowIdFor,
+} from '../workflows/business-key.ts';
 import type { fetchRecordsWorkflow } from '../workflows/fetch-records.ts';
-import type { FetchRecordsInput, RequestedBy } from '../workflows/types.ts';
+import { DEFAULT_MAX_INPUT_BYTES, type FetchRecordsInput, type RequestedBy } from '../workflows/types.ts';
 
 export const SEARCH_KEYS = {
   source: defineSearchAttributeKey('FetchSource', SearchAttributeType.KEYWORD),
@@ -32,12 +38,6 @@ export interface DurableFetchContext {
 
 /** Largest page (records per storePage transaction and staged row) a start may ask for. */
 export const MAX_PAGE_SIZE = 1000;
-
-/** Default bound on a run's workflow input (R12d): ids and cursors only, so a few KiB at most. */
-export const DEFAULT_MAX_INPUT_BYTES = 16 * 1024;
-
-/** Correlation ids join logs and traces: short, printable, no secrets by construction. */
-const CORRELATION_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export interface StartFetchRequest {
   sourceId: string;
@@ -103,7 +103,7 @@ export async function prepareFetch(
       'INVALID_INPUT',
     );
   }
-  if (req.correlationId !== undefined && !CORRELATION_ID_RE.test(req.correlationId)) {
+  if (req.correlationId !== undefined && !isCorrelationId(req.correlationId)) {
     throw new UserFacingError(
       'invalid correlation id: 1-128 characters of A-Z a-z 0-9 . _ : -',
       'INVALID_INPUT',

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { loadClientConnectConfig, type ClientConnectConfig } from '@temporalio/envconfig';
 import { z } from 'zod';
 import { CRASH_POINTS, type CrashPoint } from '../activities/crash-points.ts';
+import { DEFAULT_MAX_INPUT_BYTES } from '../workflows/types.ts';
 import { UserFacingError } from './errors.ts';
 
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -41,7 +42,7 @@ const envSchema = z.object({
     .int()
     .min(256)
     .max(2_000_000)
-    .default(16 * 1024),
+    .default(DEFAULT_MAX_INPUT_BYTES),
   PARTNER_HOST: z.string().default('127.0.0.1'),
   PARTNER_PORT: port.default(4010),
   PARTNER_PAGE_LIMIT: z.coerce.number().int().min(1).max(500).default(50),

@@ -33,6 +33,13 @@ export function isSourceId(value: string): boolean {
   return SOURCE_ID_RE.test(value);
 }
 
+const CORRELATION_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Correlation ids join logs and traces: short and printable, so no token fits in one (R2). */
+export function isCorrelationId(value: string): boolean {
+  return CORRELATION_ID_RE.test(value);
+}
+
 /** Workflow id of a business key: `fetch/<jobType>/<sourceId>/<date>` (DESIGN contract). */
 export function workflowIdFor(key: BusinessKey): string {
   return `fetch/${key.jobType}/${key.sourceId}/${key.businessDate}`;

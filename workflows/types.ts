@@ -5,8 +5,20 @@ import type { PartnerPresetName } from './retry-presets.ts';
  * travel through Temporal's history, so they carry ids and cursors, never secrets (R2).
  */
 
-/** Who asked for a run (kept on the FetchRun for audit). */
-export type RequestedBy = 'app-client' | 'cli' | 'schedule' | 'backfill' | 'replay' | 'npm-start' | 'test';
+/** Who may ask for a run (kept on the FetchRun for audit). */
+export const REQUESTED_BY = [
+  'app-client',
+  'cli',
+  'schedule',
+  'backfill',
+  'replay',
+  'npm-start',
+  'test',
+] as const;
+export type RequestedBy = (typeof REQUESTED_BY)[number];
+
+/** Default bound on a run's workflow input (R12d): ids and cursors only, so a few KiB at most. */
+export const DEFAULT_MAX_INPUT_BYTES = 16 * 1024;
 
 export interface FetchRecordsInput {
   sourceId: string;
