@@ -18,11 +18,17 @@ export interface DeleteExpiredOptions {
   batchSize?: number;
   /** At most this many batches per table in one pass; the next pass continues. Default 100. */
   maxBatches?: number;
+  /**
+   * Also delete outbox events published more than this long ago (R5 retention). Default: keep them.
+   * Only published events go: pending and dead ones stay until delivered or requeued.
+   */
+  publishedEventRetentionMs?: number;
 }
 
 export interface Deleted {
   idempotencyRecords: number;
   stagedPages: number;
+  publishedEvents: number;
 }
 
 type Db = Pick<PrismaClient, '$executeRaw'>;
@@ -41,7 +47,7 @@ type Db = Pick<PrismaClient, '$executeRaw'>;
  *   Prisma throws them (batches already committed stay deleted).
  */
 export async function deleteExpired(db: Db, options: DeleteExpiredOptions = {}): Promise<Deleted> {
-  const { now, batchSize = 1000, maxBatches = 100 } = options;
+  const { now, batchSize = 1000, maxBatches = 100, publishedEventRetentionMs } = options;
   for (const [name, value] of [
     ['batchSize', batchSize],
     ['maxBatches', maxBatches],
@@ -52,6 +58,12 @@ export async function deleteExpired(db: Db, options: DeleteExpiredOptions = {}):
   return {
     idempotencyRecords: await drain(batchSize, maxBatches, () => deleteRecords(db, cutoff, batchSize)),
     stagedPages: await drain(batchSize, maxBatches, () => deletePages(db, cutoff, batchSize)),
+    publishedEvents:
+      publishedEventRetentionMs === undefined
+        ? 0
+        : await drain(batchSize, maxBatches, () =>
+            deletePublishedEvents(db, cutoff, publishedEventRetentionMs, batchSize),
+          ),
   };
 }
 
@@ -73,6 +85,15 @@ function deletePages(db: Db, cutoff: Date | null, limit: number): Promise<number
        ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)`;
 }
 
+function deletePublishedEvents(db: Db, cutoff: Date | null, retentionMs: number, limit: number): Promise<number> {
+  return db.$executeRaw`
+    DELETE FROM outbox_event WHERE id IN (
+      SELECT id FROM outbox_event
+       WHERE status = 'published'
+         AND published_at < COALESCE(${cutoff}::timestamptz, now()) - ${retentionMs} * interval '1 millisecond'
+       ORDER BY published_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)`;
+}
+
 async function drain(batchSize: number, maxBatches: number, batch: () => Promise<number>): Promise<number> {
   let total = 0;
   for (let i = 0; i < maxBatches; i++) {
@@ -89,6 +110,8 @@ export interface PeriodicCleanupOptions {
   log: Logger;
   /** Delay before the first pass, so it does not compete with the worker's start. Default 5 s. */
   initialDelayMs?: number;
+  /** See {@link DeleteExpiredOptions.publishedEventRetentionMs}. */
+  publishedEventRetentionMs?: number;
 }
 
 /**
@@ -99,7 +122,7 @@ export interface PeriodicCleanupOptions {
  * pass in progress has finished; calling it again is harmless.
  */
 export function startPeriodicCleanup(db: Db, options: PeriodicCleanupOptions): { stop(): Promise<void> } {
-  const { intervalMs, log, initialDelayMs = Math.min(intervalMs, 5_000) } = options;
+  const { intervalMs, log, initialDelayMs = Math.min(intervalMs, 5_000), publishedEventRetentionMs } = options;
   if (intervalMs <= 0) return { stop: () => Promise.resolve() };
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
@@ -119,9 +142,15 @@ export function startPeriodicCleanup(db: Db, options: PeriodicCleanupOptions): {
   const pass = async () => {
     const t0 = Date.now();
     try {
-      const deleted = await deleteExpired(db);
-      const level = deleted.idempotencyRecords + deleted.stagedPages > 0 ? 'info' : 'debug';
-      log[level]({ ...deleted, ms: Date.now() - t0 }, 'deleted expired idempotency records and staged pages');
+      const deleted = await deleteExpired(
+        db,
+        publishedEventRetentionMs === undefined ? {} : { publishedEventRetentionMs },
+      );
+      const total = deleted.idempotencyRecords + deleted.stagedPages + deleted.publishedEvents;
+      log[total > 0 ? 'info' : 'debug'](
+        { ...deleted, ms: Date.now() - t0 },
+        'deleted expired idempotency records, staged pages and published outbox events',
+      );
     } catch (err) {
       log.warn({ err }, `cleanup of expired rows failed; next attempt in ${intervalMs} ms`);
     }

@@ -1,10 +1,11 @@
 /**
  * Crash points (R12a): named places where a worker kills itself with SIGKILL, so tests can prove
  * that a process dying at each step of a run loses nothing and duplicates nothing. Test-only and
- * off by default: armed by DURABLE_FETCH_CRASH_POINT on the worker process (worker/config.ts).
+ * off by default: armed by DURABLE_FETCH_CRASH_POINT on a worker or publisher process (worker/config.ts).
  */
 
-export const CRASH_POINTS = [
+/** Crash points of a worker's activities. */
+export const WORKER_CRASH_POINTS = [
   /** fetchPage: the partner answered, nothing of it is staged yet. */
   'after-fetch',
   /** storePage: everything is written inside the transaction, which is not committed. */
@@ -15,6 +16,15 @@ export const CRASH_POINTS = [
   'after-complete',
 ] as const;
 
+/** Crash points of the outbox publisher. */
+export const PUBLISHER_CRASH_POINTS = [
+  /** A sink acknowledged an event; the publisher has not marked it published. */
+  'publisher-after-ack',
+] as const;
+
+export const CRASH_POINTS = [...WORKER_CRASH_POINTS, ...PUBLISHER_CRASH_POINTS] as const;
+
+export type WorkerCrashPoint = (typeof WORKER_CRASH_POINTS)[number];
 export type CrashPoint = (typeof CRASH_POINTS)[number];
 
 export function isCrashPoint(value: string): value is CrashPoint {

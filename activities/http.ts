@@ -24,6 +24,17 @@ export interface HttpClient {
     url: URL,
     opts: { signal: AbortSignal; headers?: Record<string, string>; what: string },
   ): Promise<unknown>;
+  /**
+   * POSTs `body` as JSON to `url` and returns the parsed JSON response of a 2xx (or null when the
+   * body is empty or not JSON: the status is the acknowledgement). Not idempotent by itself:
+   * callers send an `Idempotency-Key` the receiver dedupes on.
+   * @throws as {@link HttpClient.getJson}.
+   */
+  postJson(
+    url: URL,
+    body: unknown,
+    opts: { signal: AbortSignal; headers?: Record<string, string>; what: string },
+  ): Promise<unknown>;
   close(): Promise<void>;
 }
 
@@ -34,29 +45,50 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
     headersTimeout: options.responseTimeoutMs,
     bodyTimeout: options.responseTimeoutMs,
   });
+  // Sends one request; resolves with the body text of a 2xx, throws a typed failure otherwise.
+  const send = async (
+    url: URL,
+    init: { method: 'GET' | 'POST'; body?: string; headers?: Record<string, string> },
+    signal: AbortSignal,
+    what: string,
+  ): Promise<string> => {
+    try {
+      const res = await request(url, { ...init, signal, dispatcher: agent });
+      if (res.statusCode < 200 || res.statusCode >= 300) {
+        await res.body.dump();
+        const retryAfter = res.headers['retry-after'];
+        throw httpStatusFailure(res.statusCode, what, Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
+      }
+      return await res.body.text();
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      throw classify(err, what);
+    }
+  };
   return {
     async getJson(url, { signal, headers, what }) {
-      let text: string;
-      try {
-        const res = await request(url, { method: 'GET', headers, signal, dispatcher: agent });
-        if (res.statusCode < 200 || res.statusCode >= 300) {
-          await res.body.dump();
-          const retryAfter = res.headers['retry-after'];
-          throw httpStatusFailure(
-            res.statusCode,
-            what,
-            Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
-          );
-        }
-        text = await res.body.text();
-      } catch (err) {
-        if (signal.aborted) throw signal.reason;
-        throw classify(err, what);
-      }
+      const text = await send(url, { method: 'GET', ...(headers ? { headers } : {}) }, signal, what);
       try {
         return JSON.parse(text) as unknown;
       } catch {
         throw failure('InvalidResponse', 'INVALID_JSON', `${what}: response body is not JSON`);
+      }
+    },
+    async postJson(url, body, { signal, headers, what }) {
+      const text = await send(
+        url,
+        {
+          method: 'POST',
+          body: JSON.stringify(body),
+          headers: { 'content-type': 'application/json', ...headers },
+        },
+        signal,
+        what,
+      );
+      try {
+        return text === '' ? null : (JSON.parse(text) as unknown);
+      } catch {
+        return null;
       }
     },
     close: () => agent.close(),

@@ -7,6 +7,8 @@ import { isUserFacingError } from '../worker/errors.ts';
 import { type CliContext, createCliContext } from './cli-context.ts';
 import { registerCleanup } from './commands/cleanup.ts';
 import { registerMigrate } from './commands/migrate.ts';
+import { registerOutbox } from './commands/outbox.ts';
+import { registerPublisher } from './commands/publisher.ts';
 import { registerRun } from './commands/run.ts';
 import { registerRuns } from './commands/runs.ts';
 import { registerWorker } from './commands/worker.ts';
@@ -20,6 +22,8 @@ export function buildProgram(ctx: () => CliContext): Command {
   registerRun(program, ctx);
   registerRuns(program, ctx);
   registerWorker(program, ctx);
+  registerPublisher(program, ctx);
+  registerOutbox(program, ctx);
   registerMigrate(program, ctx);
   registerCleanup(program, ctx);
   return program;

@@ -2,7 +2,12 @@
  * `startFetch`: start — or join — the run of one business key (DESIGN data flow step 1).
  */
 import { randomUUID } from 'node:crypto';
-import { type Client, WorkflowExecutionAlreadyStartedError, type WorkflowHandle } from '@temporalio/client';
+import {
+  type Client,
+  WorkflowExecutionAlreadyStartedError,
+  type WorkflowHandle,
+  type WorkflowStartOptions,
+} from '@temporalio/client';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import { UserFacingError } from '../worker/errors.ts';
@@ -85,7 +90,10 @@ function workflowInput(sourceId: string, businessDate: string, req: StartFetchRe
  *   policy), UNKNOWN_SOURCE, SOURCE_DISABLED.
  */
 export async function prepareFetch(
-  ctx: Pick<DurableFetchContext, 'prisma' | 'maxFutureDays' | 'maxInputBytes' | 'now'>,
+  ctx: Pick<DurableFetchContext, 'maxFutureDays' | 'maxInputBytes' | 'now'> & {
+    /** The client, or a transaction's client (enqueueFetch validates inside the caller's transaction). */
+    prisma: Pick<PrismaClient, 'source'>;
+  },
   req: StartFetchRequest,
 ): Promise<PreparedFetch> {
   if (!isSourceId(req.sourceId)) {
@@ -155,28 +163,46 @@ export async function startFetch(ctx: DurableFetchContext, req: StartFetchReques
   return launchFetch(ctx, await prepareFetch(ctx, req));
 }
 
+/**
+ * Temporal start options of a prepared run: its business-key workflow id and search attributes.
+ * `conflictPolicy` decides what happens while a run of the key is open: FAIL (then callers catch
+ * "already started" and join) or USE_EXISTING (the server hands back the open run).
+ */
+export function fetchStartOptions(
+  prepared: PreparedFetch,
+  taskQueue: string,
+  conflictPolicy: 'FAIL' | 'USE_EXISTING',
+): WorkflowStartOptions<typeof fetchRecordsWorkflow> {
+  const { sourceId, businessDate, workflowId, input } = prepared;
+  return {
+    workflowId,
+    taskQueue,
+    args: [input],
+    workflowIdConflictPolicy: conflictPolicy,
+    // A key that succeeded is never run again; a failed, cancelled or terminated one may be.
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+    typedSearchAttributes: [
+      { key: SEARCH_KEYS.source, value: sourceId },
+      { key: SEARCH_KEYS.date, value: businessDate },
+      { key: SEARCH_KEYS.jobType, value: FETCH_RECORDS },
+      { key: SEARCH_KEYS.status, value: 'queued' },
+    ],
+    staticSummary: `${FETCH_RECORDS} ${sourceId} ${businessDate}`,
+  };
+}
+
 /** Starts or joins the workflow of a {@link prepareFetch}ed request. */
 export async function launchFetch(
   ctx: Pick<DurableFetchContext, 'temporal' | 'taskQueue'>,
   prepared: PreparedFetch,
 ): Promise<StartedFetch> {
-  const { sourceId, businessDate, workflowId, input } = prepared;
+  const { businessDate, workflowId } = prepared;
   try {
-    const handle = await ctx.temporal.workflow.start<typeof fetchRecordsWorkflow>('fetchRecordsWorkflow', {
-      workflowId,
-      taskQueue: ctx.taskQueue,
-      args: [input],
-      // FAIL + catching "already started" below is how we learn whether we joined.
-      workflowIdConflictPolicy: 'FAIL',
-      workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
-      typedSearchAttributes: [
-        { key: SEARCH_KEYS.source, value: sourceId },
-        { key: SEARCH_KEYS.date, value: businessDate },
-        { key: SEARCH_KEYS.jobType, value: FETCH_RECORDS },
-        { key: SEARCH_KEYS.status, value: 'queued' },
-      ],
-      staticSummary: `${FETCH_RECORDS} ${sourceId} ${businessDate}`,
-    });
+    // FAIL + catching "already started" below is how we learn whether we joined.
+    const handle = await ctx.temporal.workflow.start<typeof fetchRecordsWorkflow>(
+      'fetchRecordsWorkflow',
+      fetchStartOptions(prepared, ctx.taskQueue, 'FAIL'),
+    );
     return { workflowId, runId: handle.firstExecutionRunId, businessDate, joined: false, handle };
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;

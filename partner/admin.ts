@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { EventFilter, EventStore } from './events.ts';
 import { type FaultInjector, InvalidFaultSpecError } from './faults.ts';
 import { HttpError, readJsonBody, sendJson } from './http-io.ts';
 import type { Ledger, LedgerFilter } from './ledger.ts';
@@ -7,14 +8,28 @@ function methodNotAllowed(allowed: string[]): HttpError {
   return new HttpError(405, 'method_not_allowed', `use ${allowed.join(' or ')}`);
 }
 
+/** What the admin API reads and resets. */
+export interface AdminContext {
+  ledger: Ledger;
+  faults: FaultInjector;
+  events: EventStore;
+}
+
 function ledgerFilter(query: URLSearchParams): LedgerFilter {
   const filter: LedgerFilter = {};
-  const sourceId = query.get('sourceId');
-  const date = query.get('date');
-  const fault = query.get('fault');
-  if (sourceId) filter.sourceId = sourceId;
-  if (date) filter.date = date;
-  if (fault) filter.fault = fault;
+  for (const name of ['path', 'sourceId', 'date', 'fault', 'topic', 'aggregateId'] as const) {
+    const value = query.get(name);
+    if (value) filter[name] = value;
+  }
+  return filter;
+}
+
+function eventFilter(query: URLSearchParams): EventFilter {
+  const filter: EventFilter = {};
+  const aggregateId = query.get('aggregateId');
+  const topic = query.get('topic');
+  if (aggregateId) filter.aggregateId = aggregateId;
+  if (topic) filter.topic = topic;
   return filter;
 }
 
@@ -31,15 +46,18 @@ async function addFault(req: IncomingMessage, res: ServerResponse, faults: Fault
 
 /**
  * Serves the admin API (never recorded in the ledger, never faulted):
- * `GET|DELETE /_admin/ledger[?sourceId=&date=&fault=]` and `GET|POST|DELETE /_admin/faults`.
- * Throws `HttpError` (400 bad JSON or spec, 404, 405) for the caller to answer.
+ * - `GET|DELETE /_admin/ledger[?path=&sourceId=&date=&fault=&topic=&aggregateId=]`;
+ * - `GET|POST|DELETE /_admin/faults`;
+ * - `GET /_admin/events[?aggregateId=&topic=]` → `{ events, deliveries, duplicates }` (applied events
+ *   in applied order; both counts for the same filter, see `EventStore`), `DELETE /_admin/events`.
+ * DELETEs answer `{ cleared: n }`. Throws `HttpError` (400 bad JSON or spec, 404, 405) for the
+ * caller to answer.
  */
 export async function handleAdmin(
   req: IncomingMessage,
   res: ServerResponse,
   url: URL,
-  ledger: Ledger,
-  faults: FaultInjector,
+  { ledger, faults, events }: AdminContext,
 ): Promise<void> {
   switch (url.pathname) {
     case '/_admin/ledger':
@@ -60,6 +78,21 @@ export async function handleAdmin(
         return sendJson(res, 200, { cleared });
       }
       throw methodNotAllowed(['GET', 'POST', 'DELETE']);
+    case '/_admin/events':
+      if (req.method === 'GET') {
+        const filter = eventFilter(url.searchParams);
+        return sendJson(res, 200, {
+          events: events.list(filter),
+          deliveries: events.deliveries(filter),
+          duplicates: events.duplicates(filter),
+        });
+      }
+      if (req.method === 'DELETE') {
+        const cleared = events.list().length;
+        events.clear();
+        return sendJson(res, 200, { cleared });
+      }
+      throw methodNotAllowed(['GET', 'DELETE']);
     default:
       throw new HttpError(404, 'not_found', `no admin route ${url.pathname}`);
   }

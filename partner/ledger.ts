@@ -22,15 +22,28 @@ export interface LedgerEntry {
   auth: boolean;
   /** Name (kind) of the injected fault that shaped this response, if any. */
   fault?: string;
+  /** Event deliveries (`POST /events`) only: the event's topic. The payload is never recorded. */
+  topic?: string;
+  /** Event deliveries only: the event's aggregate id. */
+  aggregateId?: string;
+  /**
+   * Event deliveries only: false when this delivery applied the event, true when the event id was
+   * already applied; absent when no event was applied or recognised (a fault or an invalid request).
+   */
+  duplicate?: boolean;
 }
 
 /** Filter of `entries`/`count`; every given field must match. `cursor: null` = first pages. */
 export interface LedgerFilter {
+  /** Exact path, e.g. `/events`. */
+  path?: string;
   sourceId?: string;
   date?: string;
   cursor?: string | null;
   status?: number;
   fault?: string;
+  topic?: string;
+  aggregateId?: string;
 }
 
 /** Ledger entry as the server hands it over, before `seq` and `at` are assigned. */
@@ -38,11 +51,14 @@ export type LedgerInput = Omit<LedgerEntry, 'seq' | 'at'>;
 
 function matches(entry: LedgerEntry, filter: LedgerFilter): boolean {
   return (
+    (filter.path === undefined || entry.path === filter.path) &&
     (filter.sourceId === undefined || entry.sourceId === filter.sourceId) &&
     (filter.date === undefined || entry.date === filter.date) &&
     (filter.cursor === undefined || entry.cursor === filter.cursor) &&
     (filter.status === undefined || entry.status === filter.status) &&
-    (filter.fault === undefined || entry.fault === filter.fault)
+    (filter.fault === undefined || entry.fault === filter.fault) &&
+    (filter.topic === undefined || entry.topic === filter.topic) &&
+    (filter.aggregateId === undefined || entry.aggregateId === filter.aggregateId)
   );
 }
 

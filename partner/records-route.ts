@@ -108,7 +108,7 @@ export async function handleRecords(
     sendJson(res, 405, { error: 'method_not_allowed', message: 'use GET' }, { allow: 'GET' });
     return;
   }
-  const fault = ctx.faults.take({ sourceId, date, cursor });
+  const fault = ctx.faults.take({ route: 'records', sourceId, date, cursor });
   const kind = fault?.kind;
   switch (kind) {
     case undefined:

@@ -1,5 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { handleAdmin } from './admin.ts';
+import { handleEvents, type EventsContext } from './events-route.ts';
+import { EventStore } from './events.ts';
 import { FaultInjector } from './faults.ts';
 import { HttpError, sendError, sendJson } from './http-io.ts';
 import { Ledger } from './ledger.ts';
@@ -28,9 +30,14 @@ export interface PartnerServer {
   ledger: Ledger;
   /** Programmatic fault injection (same instance as the admin API). */
   faults: FaultInjector;
+  /** Events applied by `POST /events`, deduplicated by event id (same instance as the admin API). */
+  events: EventStore;
   /** Stops accepting, ends keep-alive sockets and pending delayed responses; resolves when closed. */
   close(): Promise<void>;
 }
+
+/** Everything the routes share. */
+type PartnerContext = RecordsContext & EventsContext;
 
 const RECORDS_ROUTE = /^\/sources\/([^/]+)\/records$/;
 const SOURCE_ID = /^[A-Za-z0-9._~:-]{1,128}$/;
@@ -48,10 +55,10 @@ function decodeSourceId(segment: string): string {
   return sourceId;
 }
 
-async function route(req: IncomingMessage, res: ServerResponse, ctx: RecordsContext): Promise<void> {
+async function route(req: IncomingMessage, res: ServerResponse, ctx: PartnerContext): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://partner.invalid');
   if (url.pathname === '/healthz') return sendJson(res, 200, { ok: true });
-  if (url.pathname.startsWith('/_admin/')) return handleAdmin(req, res, url, ctx.ledger, ctx.faults);
+  if (url.pathname.startsWith('/_admin/')) return handleAdmin(req, res, url, ctx);
   const key = req.headers['idempotency-key'];
   const base = {
     method: req.method ?? 'GET',
@@ -60,6 +67,7 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: RecordsCont
     auth: req.headers.authorization !== undefined,
   };
   try {
+    if (url.pathname === '/events') return await handleEvents(req, res, url, ctx);
     const match = RECORDS_ROUTE.exec(url.pathname);
     if (!match?.[1]) throw new HttpError(404, 'not_found', `no route ${req.method} ${url.pathname}`);
     await handleRecords(req, res, url, decodeSourceId(match[1]), ctx);
@@ -92,8 +100,8 @@ function listen(server: Server, port: number, host: string): Promise<number> {
 }
 
 /**
- * Starts the demo partner API: deterministic records, a ledger counting every request served and
- * fault injection. Resolves once listening; rejects on invalid options or a bind error (e.g.
+ * Starts the demo partner API: deterministic records, a webhook endpoint applying each event once
+ * (`POST /events`), a ledger counting every request served and fault injection. Resolves once listening; rejects on invalid options or a bind error (e.g.
  * EADDRINUSE). Side effects: binds a port; with `ledgerFile`, appends to that file.
  */
 export async function startPartner(options: PartnerOptions = {}): Promise<PartnerServer> {
@@ -102,10 +110,11 @@ export async function startPartner(options: PartnerOptions = {}): Promise<Partne
   // Pending delays, so close() can cancel them: each settles to false instead of firing.
   const delays = new Map<NodeJS.Timeout, (fired: boolean) => void>();
   let closing = false;
-  const ctx: RecordsContext = {
+  const ctx: PartnerContext = {
     isClosing: () => closing,
     ledger: new Ledger(options.ledgerFile),
     faults: new FaultInjector(),
+    events: new EventStore(),
     recordCount: options.recordCount ?? defaultRecordCount,
     maxPageSize: options.maxPageSize ?? 50,
     delay: (ms) =>
@@ -135,6 +144,7 @@ export async function startPartner(options: PartnerOptions = {}): Promise<Partne
     port,
     ledger: ctx.ledger,
     faults: ctx.faults,
+    events: ctx.events,
     close: () => {
       // Order matters: cancel delayed responses first so none fires into a closing server, then
       // stop accepting, then drop every socket (idle keep-alive ones would otherwise hold close()).

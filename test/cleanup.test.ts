@@ -59,17 +59,17 @@ describe('deleteExpired', () => {
   it('cleanup: expired rows of both tables are deleted and unexpired ones kept', async () => {
     await insert('old', 3, -HOUR);
     await insert('new', 2, HOUR);
-    assert.deepEqual(await deleteExpired(db.prisma), { idempotencyRecords: 3, stagedPages: 3 });
+    assert.deepEqual(await deleteExpired(db.prisma), { idempotencyRecords: 3, stagedPages: 3, publishedEvents: 0 });
     assert.deepEqual(await keys(), { records: ['new-0', 'new-1'], pages: ['new-0', 'new-1'] });
     // Repeating the pass is harmless and reports nothing.
-    assert.deepEqual(await deleteExpired(db.prisma), { idempotencyRecords: 0, stagedPages: 0 });
+    assert.deepEqual(await deleteExpired(db.prisma), { idempotencyRecords: 0, stagedPages: 0, publishedEvents: 0 });
   });
 
   it('cleanup: an explicit `now` is the cut-off instead of the database clock', async () => {
     await insert('soon', 2, HOUR);
     await insert('later', 1, 3 * HOUR);
     const now = new Date(Date.now() + 2 * HOUR);
-    assert.deepEqual(await deleteExpired(db.prisma, { now }), { idempotencyRecords: 2, stagedPages: 2 });
+    assert.deepEqual(await deleteExpired(db.prisma, { now }), { idempotencyRecords: 2, stagedPages: 2, publishedEvents: 0 });
     assert.deepEqual(await keys(), { records: ['later-0'], pages: ['later-0'] });
   });
 
@@ -77,10 +77,10 @@ describe('deleteExpired', () => {
     await insert('old', 5, -HOUR);
     await insert('new', 1, HOUR);
     const first = await deleteExpired(db.prisma, { batchSize: 2, maxBatches: 2 });
-    assert.deepEqual(first, { idempotencyRecords: 4, stagedPages: 4 });
+    assert.deepEqual(first, { idempotencyRecords: 4, stagedPages: 4, publishedEvents: 0 });
     assert.deepEqual(await keys(), { records: ['new-0', 'old-4'], pages: ['new-0', 'old-4'] });
     const second = await deleteExpired(db.prisma, { batchSize: 2, maxBatches: 2 });
-    assert.deepEqual(second, { idempotencyRecords: 1, stagedPages: 1 });
+    assert.deepEqual(second, { idempotencyRecords: 1, stagedPages: 1, publishedEvents: 0 });
     assert.deepEqual(await keys(), { records: ['new-0'], pages: ['new-0'] });
   });
 
@@ -120,13 +120,13 @@ describe('deleteExpired', () => {
           setTimeout(() => reject(new Error('pass blocked on a lock')), 5_000),
         ),
       ]);
-      assert.deepEqual(deleted, { idempotencyRecords: 3, stagedPages: 3 });
+      assert.deepEqual(deleted, { idempotencyRecords: 3, stagedPages: 3, publishedEvents: 0 });
       assert.deepEqual(await keys(), { records: ['old-0'], pages: ['old-1'] });
       await holder.query('COMMIT');
     } finally {
       await holder.end();
     }
-    assert.deepEqual(await deleteExpired(db.prisma), { idempotencyRecords: 1, stagedPages: 1 });
+    assert.deepEqual(await deleteExpired(db.prisma), { idempotencyRecords: 1, stagedPages: 1, publishedEvents: 0 });
   });
 
   it('cleanup: batchSize and maxBatches must be positive integers', async () => {
@@ -231,7 +231,7 @@ describe('cli cleanup', () => {
     const env = { DATABASE_URL: db.url, TEMPORAL_ADDRESS: temporalAddress() };
     const first = await runCli(['cleanup', '--json'], env);
     assert.equal(first.code, 0, first.stderr);
-    assert.deepEqual(JSON.parse(first.stdout), { idempotencyRecords: 2, stagedPages: 2 });
+    assert.deepEqual(JSON.parse(first.stdout), { idempotencyRecords: 2, stagedPages: 2, publishedEvents: 0 });
     assert.deepEqual(await keys(), { records: ['new-0'], pages: ['new-0'] });
     const second = await runCli(['cleanup'], env);
     assert.equal(second.code, 0, second.stderr);

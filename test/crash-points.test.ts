@@ -7,7 +7,7 @@ import { once } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { Client } from '@temporalio/client';
-import { CRASH_POINTS, type CrashPoint } from '../activities/crash-points.ts';
+import { WORKER_CRASH_POINTS, type WorkerCrashPoint } from '../activities/crash-points.ts';
 import { startFetch } from '../client/start-fetch.ts';
 import { encodeCursor, makeRecord } from '../partner/records.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
@@ -30,8 +30,8 @@ interface Expected {
   repeatedCursors: (string | null)[];
 }
 
-// A Record over CrashPoint: a new crash point does not compile until it has a scenario here.
-const SCENARIOS: Record<CrashPoint, Expected> = {
+// A Record over WorkerCrashPoint: a new crash point does not compile until it has a scenario here.
+const SCENARIOS: Record<WorkerCrashPoint, Expected> = {
   // Nothing staged yet: the retried fetchPage asks the partner for the first page again.
   'after-fetch': {
     date: '2026-07-01',
@@ -182,14 +182,14 @@ function assertPartnerSawOneKeyPerPage(
  * invariants in PostgreSQL and at the partner. Returns how long the recovery took (A's death to
  * the run's result), for the test's diagnostics.
  */
-async function crashAndRecover(point: CrashPoint): Promise<number> {
+async function crashAndRecover(point: WorkerCrashPoint): Promise<number> {
   const { date, atCrash, repeatedCursors } = SCENARIOS[point];
   const sourceId = `crash-${point}`;
   const db = await useTestDatabase();
   let partner: PartnerServer | undefined;
   const workers: WorkerProcess[] = [];
   const taskQueue = `test-crash-${point}-${randomUUID()}`;
-  const startWorker = (crash?: CrashPoint) => {
+  const startWorker = (crash?: WorkerCrashPoint) => {
     const worker = spawnWorker({
       DATABASE_URL: db.url,
       TEMPORAL_ADDRESS: temporalAddress(),
@@ -259,7 +259,7 @@ async function crashAndRecover(point: CrashPoint): Promise<number> {
 
 // Each scenario has its own database, partner and task queue; they mostly wait out timeouts.
 describe('crash points', { concurrency: true }, () => {
-  for (const point of CRASH_POINTS) {
+  for (const point of WORKER_CRASH_POINTS) {
     it(
       `crash-points: a worker killed ${point} loses and duplicates nothing`,
       { timeout: 180_000 },

@@ -25,6 +25,7 @@ function stubHttp(page: unknown): HttpClient & { calls: number } {
       http.calls++;
       return Promise.resolve(page);
     },
+    postJson: () => Promise.reject(new Error('fetchPage never POSTs')),
     close: () => Promise.resolve(),
   };
   return http;

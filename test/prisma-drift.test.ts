@@ -39,7 +39,7 @@ void describe('prisma drift', () => {
     try {
       await db.prisma.$executeRawUnsafe('ALTER TABLE "fetch_run" DROP COLUMN "cursor"');
       await db.prisma.$executeRawUnsafe('ALTER TABLE "fetch_run" ALTER COLUMN "workflow_id" DROP NOT NULL');
-      await db.prisma.$executeRawUnsafe('DROP INDEX "outbox_event_status_available_at_idx"');
+      await db.prisma.$executeRawUnsafe('DROP INDEX "outbox_event_status_seq_idx"');
       await db.prisma.$executeRawUnsafe('ALTER TABLE "source" ALTER COLUMN "page_size" DROP DEFAULT');
       await db.prisma.$executeRawUnsafe('ALTER TABLE "source" ADD COLUMN "legacy_flag" BOOLEAN');
       await db.prisma.$executeRawUnsafe(
@@ -53,7 +53,7 @@ void describe('prisma drift', () => {
         'column idempotency_record.expires_at: type is timestamp(3) without time zone in the database, schema.prisma expects timestamp(3) with time zone',
         'column source.legacy_flag exists in the database but not in schema.prisma',
         'column source.page_size: default is none in the database, schema.prisma expects 200',
-        'index on outbox_event(status, available_at) is missing from the database (expected name outbox_event_status_available_at_idx)',
+        'index on outbox_event(status, seq) is missing from the database (expected name outbox_event_status_seq_idx)',
       ]);
     } finally {
       await db.drop();

@@ -10,8 +10,12 @@ import { z } from 'zod';
 import { CRASH_POINTS, type CrashPoint } from '../activities/crash-points.ts';
 import { DEFAULT_MAX_INPUT_BYTES } from '../workflows/types.ts';
 import { UserFacingError } from './errors.ts';
+import { parseRoutes, type Route } from './outbox/sinks.ts';
 
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+/** Default routing: run events to the webhook (the demo partner), start commands to Temporal. */
+export const DEFAULT_OUTBOX_ROUTES = 'fetch.*=webhook,temporal.start_workflow=temporal';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const ms = z.coerce.number().int().positive();
@@ -48,6 +52,35 @@ const envSchema = z.object({
   PARTNER_PAGE_LIMIT: z.coerce.number().int().min(1).max(500).default(50),
   HTTP_CONNECT_TIMEOUT_MS: ms.default(5_000),
   HTTP_RESPONSE_TIMEOUT_MS: ms.default(15_000),
+  DURABLE_FETCH_OUTBOX_ROUTES: z
+    .string()
+    .default(DEFAULT_OUTBOX_ROUTES)
+    .transform((text, ctx) => {
+      const routes = parseRoutes(text);
+      if (!('problem' in routes)) return routes;
+      ctx.addIssue({ code: 'custom', message: routes.problem });
+      return z.NEVER;
+    }),
+  DURABLE_FETCH_OUTBOX_BATCH: z.coerce.number().int().min(1).max(10_000).default(200),
+  DURABLE_FETCH_OUTBOX_CONCURRENCY: z.coerce.number().int().min(1).max(1_000).default(32),
+  DURABLE_FETCH_OUTBOX_LEASE_MS: z.coerce.number().int().min(1_000).default(30_000),
+  DURABLE_FETCH_OUTBOX_POLL_MS: ms.default(100),
+  DURABLE_FETCH_OUTBOX_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(1_000).default(12),
+  DURABLE_FETCH_OUTBOX_BACKOFF_INITIAL_MS: ms.default(1_000),
+  DURABLE_FETCH_OUTBOX_BACKOFF_MAX_MS: ms.default(5 * 60_000),
+  DURABLE_FETCH_OUTBOX_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+  DURABLE_FETCH_OUTBOX_RETENTION_DAYS: z.coerce.number().positive().default(7),
+  DURABLE_FETCH_WEBHOOK_URL: z.url({ protocol: /^https?$/ }).optional(),
+  DURABLE_FETCH_NATS_URL: z.string().min(1).default('nats://127.0.0.1:4222'),
+  DURABLE_FETCH_NATS_STREAM: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/)
+    .default('DURABLE_FETCH'),
+  DURABLE_FETCH_NATS_SUBJECT_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/)
+    .default('durable-fetch'),
+  DURABLE_FETCH_NATS_DUPLICATE_WINDOW_MS: z.coerce.number().int().min(1_000).default(15 * 60_000),
   /** Test-only (R12a): arm a crash point in this process; see activities/crash-points.ts. */
   DURABLE_FETCH_CRASH_POINT: z.enum(CRASH_POINTS).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -87,6 +120,20 @@ export interface Config {
     cleanupIntervalMs: number;
     /** Largest workflow input a start may send (R12d). */
     maxInputBytes: number;
+  };
+  outbox: {
+    routes: Route[];
+    batchSize: number;
+    concurrency: number;
+    leaseMs: number;
+    pollMs: number;
+    maxAttempts: number;
+    backoff: { initialMs: number; coefficient: number; maximumMs: number };
+    graceMs: number;
+    retentionMs: number;
+    /** Webhook sink target: DURABLE_FETCH_WEBHOOK_URL, else the demo partner's `/events`. */
+    webhookUrl: string;
+    nats: { servers: string; stream: string; subjectPrefix: string; duplicateWindowMs: number };
   };
   logLevel: Env['LOG_LEVEL'];
   /** Test-only: the armed crash point, if any. */
@@ -131,6 +178,28 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       idempotencyRetentionMs: e.DURABLE_FETCH_IDEMPOTENCY_RETENTION_DAYS * 86_400_000,
       cleanupIntervalMs: e.DURABLE_FETCH_CLEANUP_INTERVAL_MS,
       maxInputBytes: e.DURABLE_FETCH_MAX_INPUT_BYTES,
+    },
+    outbox: {
+      routes: e.DURABLE_FETCH_OUTBOX_ROUTES,
+      batchSize: e.DURABLE_FETCH_OUTBOX_BATCH,
+      concurrency: e.DURABLE_FETCH_OUTBOX_CONCURRENCY,
+      leaseMs: e.DURABLE_FETCH_OUTBOX_LEASE_MS,
+      pollMs: e.DURABLE_FETCH_OUTBOX_POLL_MS,
+      maxAttempts: e.DURABLE_FETCH_OUTBOX_MAX_ATTEMPTS,
+      backoff: {
+        initialMs: e.DURABLE_FETCH_OUTBOX_BACKOFF_INITIAL_MS,
+        coefficient: 2,
+        maximumMs: e.DURABLE_FETCH_OUTBOX_BACKOFF_MAX_MS,
+      },
+      graceMs: e.DURABLE_FETCH_OUTBOX_GRACE_MS,
+      retentionMs: e.DURABLE_FETCH_OUTBOX_RETENTION_DAYS * 86_400_000,
+      webhookUrl: e.DURABLE_FETCH_WEBHOOK_URL ?? `http://${e.PARTNER_HOST}:${e.PARTNER_PORT}/events`,
+      nats: {
+        servers: e.DURABLE_FETCH_NATS_URL,
+        stream: e.DURABLE_FETCH_NATS_STREAM,
+        subjectPrefix: e.DURABLE_FETCH_NATS_SUBJECT_PREFIX,
+        duplicateWindowMs: e.DURABLE_FETCH_NATS_DUPLICATE_WINDOW_MS,
+      },
     },
     logLevel: e.LOG_LEVEL,
     crashPoint: e.DURABLE_FETCH_CRASH_POINT,

@@ -1,0 +1,37 @@
+import type { Command } from 'commander';
+import { createLogger } from '../../worker/logger.ts';
+import { startPublisher } from '../../worker/outbox/create-publisher.ts';
+import type { CliContext } from '../cli-context.ts';
+
+const PUBLISHER_HELP = `
+Delivers outbox events at least once to the sink their topic is routed to
+(DURABLE_FETCH_OUTBOX_ROUTES, default: fetch.*=webhook,temporal.start_workflow=temporal).
+Run as many publishers as you like: each claims batches under a lease
+(DURABLE_FETCH_OUTBOX_LEASE_MS) and only the current claim holder can mark an event published.
+SIGINT/SIGTERM stops claiming, lets deliveries finish for DURABLE_FETCH_OUTBOX_GRACE_MS, releases
+the rest and exits 0. Published events are deleted after DURABLE_FETCH_OUTBOX_RETENTION_DAYS.`;
+
+/** `durable-fetch publisher`: the outbox publisher loop until SIGINT/SIGTERM. */
+export function registerPublisher(program: Command, ctx: () => CliContext): void {
+  program
+    .command('publisher')
+    .description(
+      'run an outbox publisher (delivers events to webhook / NATS / Temporal) until SIGINT/SIGTERM',
+    )
+    .addHelpText('after', PUBLISHER_HELP)
+    .action(async () => {
+      const c = ctx();
+      const log = createLogger(c.config.logLevel, { process: 'publisher' });
+      const running = await startPublisher(c.config, await c.prisma(), () => c.temporal(), log);
+      const routes = c.config.outbox.routes.map((r) => `${r.pattern}→${r.sink}`).join(', ');
+      log.info({ routes }, 'publisher running');
+      console.error(`publisher running (routes: ${routes}; Ctrl-C to stop)`);
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve);
+        process.once('SIGTERM', resolve);
+      });
+      console.error('publisher stopping: finishing deliveries in flight');
+      await running.stop();
+      console.error(`publisher stopped (${running.publisher.stats.published} events published)`);
+    });
+}

@@ -1,0 +1,94 @@
+/**
+ * NATS JetStream sink: publishes each event to `<prefix>.<topic>` with `Nats-Msg-Id: <event id>`,
+ * so the stream's duplicate window drops a re-delivery (the PubAck then says `duplicate`). The
+ * stream is created when missing, with a duplicate window that must outlast the publisher's lease
+ * plus its retry backoff; otherwise a late re-delivery is stored twice.
+ */
+import { jetstream, jetstreamManager, JetStreamApiError, type JetStreamClient } from '@nats-io/jetstream';
+import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
+import { failure, httpStatusFailure } from '../../activities/errors.ts';
+import type { OutboxMessage, Sink } from './sinks.ts';
+
+export interface NatsSinkOptions {
+  /** Server URLs, comma-separated (`nats://127.0.0.1:4222`). */
+  servers: string;
+  stream: string;
+  /** Subjects are `<subjectPrefix>.<topic>`; the stream captures `<subjectPrefix>.>`. */
+  subjectPrefix: string;
+  duplicateWindowMs: number;
+  /** Max wait for a PubAck. */
+  timeoutMs: number;
+}
+
+/** Maps a NATS error to a DESIGN error type: the server's status for API errors, else unavailable. */
+function natsFailure(err: unknown): unknown {
+  if (err instanceof JetStreamApiError) return httpStatusFailure(err.status, 'JetStream publish');
+  const name = err instanceof Error ? err.name : 'Error';
+  if (/timeout/i.test(name)) return failure('Timeout', 'NATS_TIMEOUT', 'JetStream publish: no ack in time');
+  return failure('UpstreamUnavailable', `NATS_${name}`, `JetStream publish: NATS unavailable (${name})`);
+}
+
+export function createNatsSink(options: NatsSinkOptions): Sink {
+  let ready: Promise<{ nc: NatsConnection; js: JetStreamClient }> | undefined;
+
+  const open = async () => {
+    const nc = await connect({
+      servers: options.servers.split(',').map((s) => s.trim()),
+      name: 'durable-fetch-publisher',
+      maxReconnectAttempts: -1,
+    });
+    try {
+      const jsm = await jetstreamManager(nc);
+      const subjects = [`${options.subjectPrefix}.>`];
+      try {
+        await jsm.streams.info(options.stream);
+      } catch (err) {
+        if (!(err instanceof JetStreamApiError) || err.status !== 404) throw err;
+        await jsm.streams.add({
+          name: options.stream,
+          subjects,
+          duplicate_window: nanos(options.duplicateWindowMs),
+        });
+      }
+      return { nc, js: jetstream(nc, { timeout: options.timeoutMs }) };
+    } catch (err) {
+      await nc.close();
+      throw err;
+    }
+  };
+
+  return {
+    name: 'nats',
+    async publish(message: OutboxMessage, signal: AbortSignal) {
+      signal.throwIfAborted();
+      try {
+        ready ??= open().catch((err: unknown) => {
+          ready = undefined; // the next delivery tries to connect again
+          throw err;
+        });
+        const { js } = await ready;
+        const data = JSON.stringify({
+          id: message.id,
+          seq: message.seq,
+          topic: message.topic,
+          aggregateType: message.aggregateType,
+          aggregateId: message.aggregateId,
+          payload: message.payload,
+          createdAt: message.createdAt.toISOString(),
+        });
+        const ack = await js.publish(`${options.subjectPrefix}.${message.topic}`, data, {
+          msgID: message.id,
+          timeout: options.timeoutMs,
+        });
+        return { stream: ack.stream, streamSeq: ack.seq, duplicate: ack.duplicate };
+      } catch (err) {
+        throw natsFailure(err);
+      }
+    },
+    async close() {
+      const current = ready;
+      ready = undefined;
+      if (current) await (await current.catch(() => undefined))?.nc.drain();
+    },
+  };
+}

@@ -1,0 +1,289 @@
+/**
+ * The publisher's SQL on `outbox_event` (R5, R1): claim a batch under a lease, mark published or
+ * failed only while the claim is still ours, release, requeue dead events, report status.
+ *
+ * Claims are leases, never open transactions: a claim stamps `claim_token` and `claimed_until`
+ * (the database's clock) and commits; delivery happens afterwards; every later write of the row
+ * checks the token. A publisher that stalls past its lease loses the row to the next claimer, and
+ * its own late write changes nothing (it reports the rejection).
+ */
+import type { Prisma, PrismaClient } from '../../prisma/generated/client.ts';
+
+type Db = Pick<PrismaClient, '$queryRaw' | '$executeRaw' | '$transaction'>;
+
+/** An event as the publisher delivers it. */
+export interface ClaimedEvent {
+  id: string;
+  /** Insertion order, as a decimal string (a bigint in the table). */
+  seq: string;
+  topic: string;
+  aggregateType: string;
+  aggregateId: string;
+  payload: unknown;
+  /** Failed deliveries before this claim. */
+  attempts: number;
+  createdAt: Date;
+}
+
+export interface Claim {
+  token: string;
+  /** Local clock time after which the claim must be treated as lost (lease minus a margin). */
+  deadline: number;
+  events: ClaimedEvent[];
+}
+
+// All claimers take this transaction-scoped advisory lock (database-local), so claims are
+// serialised: each claim's snapshot already sees the previous claim. Without it two claimers could
+// take the first and second event of one aggregate at the same moment and deliver them in parallel.
+const CLAIM_LOCK = 'durable-fetch:outbox-claim';
+
+/**
+ * Claims up to `limit` due events in `seq` order and leases them for `leaseMs` under `token`.
+ *
+ * Per-aggregate order (R5): an event is claimable only when every earlier event of its aggregate
+ * is published or claimable right now. With the global `seq` order and LIMIT, a batch therefore
+ * holds, for each aggregate, a gap-free prefix of its undelivered events; an event waiting for a
+ * retry, claimed by someone else, or dead holds back the rest of its aggregate only.
+ *
+ * An expired claim is claimable again; taking it counts a `takeover` on the row (the only way a
+ * sink can see the same event twice).
+ */
+export async function claimBatch(
+  db: Db,
+  opts: { token: string; limit: number; leaseMs: number },
+): Promise<ClaimedEvent[]> {
+  const rows = await db.$transaction(async (tx) => {
+    await tx.$queryRaw`SELECT pg_advisory_xact_lock(hashtext(${CLAIM_LOCK}))::text AS locked`;
+    return tx.$queryRaw<ClaimRow[]>`
+      WITH candidate AS (
+        SELECT e.id FROM outbox_event e
+         WHERE e.status = 'pending' AND e.available_at <= now()
+           AND (e.claimed_until IS NULL OR e.claimed_until <= now())
+           AND NOT EXISTS (
+             SELECT 1 FROM outbox_event p
+              WHERE p.aggregate_type = e.aggregate_type AND p.aggregate_id = e.aggregate_id
+                AND p.seq < e.seq AND p.status <> 'published'
+                AND NOT (p.status = 'pending' AND p.available_at <= now()
+                         AND (p.claimed_until IS NULL OR p.claimed_until <= now())))
+         ORDER BY e.seq
+         LIMIT ${opts.limit}
+         FOR UPDATE SKIP LOCKED)
+      UPDATE outbox_event o
+         SET claim_token = ${opts.token}::uuid,
+             claimed_until = now() + ${opts.leaseMs} * interval '1 millisecond',
+             takeovers = o.takeovers + (o.claimed_until IS NOT NULL)::int
+        FROM candidate c
+       WHERE o.id = c.id
+      RETURNING o.id::text AS id, o.seq::text AS seq, o.topic, o.aggregate_type, o.aggregate_id,
+                o.payload, o.attempts, o.created_at`;
+  });
+  return rows
+    .map((r) => ({
+      id: r.id,
+      seq: r.seq,
+      topic: r.topic,
+      aggregateType: r.aggregate_type,
+      aggregateId: r.aggregate_id,
+      payload: r.payload,
+      attempts: r.attempts,
+      createdAt: r.created_at,
+    }))
+    .sort((a, b) => (BigInt(a.seq) < BigInt(b.seq) ? -1 : 1));
+}
+
+interface ClaimRow {
+  id: string;
+  seq: string;
+  topic: string;
+  aggregate_type: string;
+  aggregate_id: string;
+  payload: unknown;
+  attempts: number;
+  created_at: Date;
+}
+
+/**
+ * Marks events published, each with the sink's receipt, where the claim `token` still holds.
+ * Returns the ids actually marked; an id missing from the result was taken over by another
+ * publisher (its lease expired) and is that publisher's to finish.
+ */
+export async function markPublished(
+  db: Db,
+  token: string,
+  delivered: { id: string; result: Prisma.InputJsonValue | null }[],
+): Promise<Set<string>> {
+  if (delivered.length === 0) return new Set();
+  const ids = delivered.map((d) => d.id);
+  const results = delivered.map((d) => (d.result === null ? null : JSON.stringify(d.result)));
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    UPDATE outbox_event o
+       SET status = 'published', published_at = now(), claim_token = NULL, claimed_until = NULL,
+           result = r.result::jsonb
+      FROM unnest(${ids}::uuid[], ${results}::text[]) AS r(id, result)
+     WHERE o.id = r.id AND o.claim_token = ${token}::uuid AND o.status = 'pending'
+    RETURNING o.id::text AS id`;
+  return new Set(rows.map((r) => r.id));
+}
+
+export interface FailedDelivery {
+  id: string;
+  errorType: string;
+  /** Redacted, bounded message. */
+  message: string;
+  /** Delay before the next attempt. */
+  retryInMs: number;
+  /** True when retrying cannot help (a non-retryable error type): dead at once. */
+  permanent: boolean;
+}
+
+/**
+ * Records a failed delivery where `token` still holds: one more attempt, the error, and either a
+ * new `available_at` or, at `maxAttempts` (or for a permanent error), status `dead`. Returns the
+ * new status, or undefined when the claim was lost (nothing written).
+ */
+export async function markFailed(
+  db: Db,
+  token: string,
+  failed: FailedDelivery,
+  maxAttempts: number,
+): Promise<'pending' | 'dead' | undefined> {
+  const rows = await db.$queryRaw<{ status: 'pending' | 'dead' }[]>`
+    UPDATE outbox_event
+       SET attempts = attempts + 1,
+           status = CASE WHEN ${failed.permanent} OR attempts + 1 >= ${maxAttempts}
+                         THEN 'dead'::outbox_status ELSE 'pending'::outbox_status END,
+           -- A dead event keeps the time it died here (operators see it as "failed at").
+           available_at = CASE WHEN ${failed.permanent} OR attempts + 1 >= ${maxAttempts} THEN now()
+                               ELSE now() + ${failed.retryInMs} * interval '1 millisecond' END,
+           last_error_type = ${failed.errorType}, last_error = ${failed.message},
+           claim_token = NULL, claimed_until = NULL
+     WHERE id = ${failed.id}::uuid AND claim_token = ${token}::uuid AND status = 'pending'
+    RETURNING status::text AS status`;
+  return rows[0]?.status;
+}
+
+/** Gives claimed events back undelivered (graceful stop, lease running out): claimable at once. */
+export async function release(db: Db, token: string, ids: string[]): Promise<number> {
+  if (ids.length === 0) return 0;
+  return db.$executeRaw`
+    UPDATE outbox_event SET claim_token = NULL, claimed_until = NULL
+     WHERE id = ANY(${ids}::uuid[]) AND claim_token = ${token}::uuid AND status = 'pending'`;
+}
+
+/**
+ * Puts dead events back to `pending` with a fresh attempt budget, due now. Only dead events are
+ * touched; returns the ids requeued. Their last error stays for the record until the next attempt.
+ */
+export async function requeueDead(db: Db, filter: { ids?: string[]; topic?: string }): Promise<string[]> {
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    UPDATE outbox_event
+       SET status = 'pending', attempts = 0, available_at = now(), claim_token = NULL, claimed_until = NULL
+     WHERE status = 'dead'
+       AND (${filter.ids ?? null}::uuid[] IS NULL OR id = ANY(${filter.ids ?? null}::uuid[]))
+       AND (${filter.topic ?? null}::text IS NULL OR topic = ${filter.topic ?? null}::text)
+    RETURNING id::text AS id`;
+  return rows.map((r) => r.id);
+}
+
+/** Outbox state of one topic, as `outbox status` shows it. */
+export interface TopicStatus {
+  topic: string;
+  pending: number;
+  /** Pending events under a live claim (being delivered now). */
+  inFlight: number;
+  /** Pending events that failed at least once and wait for their next attempt. */
+  retrying: number;
+  dead: number;
+  /** Age in ms of the oldest pending event (by creation), or null with none pending. */
+  oldestPendingMs: number | null;
+}
+
+/** Per-topic counts of everything not yet published, by the database's clock. */
+export async function topicStatus(db: Db): Promise<TopicStatus[]> {
+  const rows = await db.$queryRaw<
+    {
+      topic: string;
+      pending: number;
+      in_flight: number;
+      retrying: number;
+      dead: number;
+      oldest_ms: number | null;
+    }[]
+  >`
+    SELECT topic,
+           count(*) FILTER (WHERE status = 'pending')::int AS pending,
+           count(*) FILTER (WHERE status = 'pending' AND claimed_until > now())::int AS in_flight,
+           count(*) FILTER (WHERE status = 'pending' AND attempts > 0)::int AS retrying,
+           count(*) FILTER (WHERE status = 'dead')::int AS dead,
+           (extract(epoch FROM now() - min(created_at) FILTER (WHERE status = 'pending')) * 1000)::float8
+             AS oldest_ms
+      FROM outbox_event WHERE status <> 'published'
+     GROUP BY topic ORDER BY topic`;
+  return rows.map((r) => ({
+    topic: r.topic,
+    pending: r.pending,
+    inFlight: r.in_flight,
+    retrying: r.retrying,
+    dead: r.dead,
+    oldestPendingMs: r.oldest_ms === null ? null : Math.max(0, Math.round(r.oldest_ms)),
+  }));
+}
+
+/** A dead event as operators list and inspect it (its payload holds ids, never secrets: R2). */
+export interface DeadEvent {
+  id: string;
+  seq: string;
+  topic: string;
+  aggregateType: string;
+  aggregateId: string;
+  attempts: number;
+  lastErrorType: string | null;
+  lastError: string | null;
+  createdAt: Date;
+  /** When it went dead (its last attempt). */
+  failedAt: Date;
+  payload: unknown;
+}
+
+/** Dead events, oldest first. */
+export async function listDead(
+  db: Db,
+  filter: { topic?: string; id?: string; limit?: number } = {},
+): Promise<DeadEvent[]> {
+  const rows = await db.$queryRaw<
+    {
+      id: string;
+      seq: string;
+      topic: string;
+      aggregate_type: string;
+      aggregate_id: string;
+      attempts: number;
+      last_error_type: string | null;
+      last_error: string | null;
+      created_at: Date;
+      available_at: Date;
+      payload: unknown;
+    }[]
+  >`
+    SELECT id::text AS id, seq::text AS seq, topic, aggregate_type, aggregate_id, attempts,
+           last_error_type, last_error, created_at, available_at, payload
+      FROM outbox_event
+     WHERE status = 'dead'
+       AND (${filter.topic ?? null}::text IS NULL OR topic = ${filter.topic ?? null}::text)
+       AND (${filter.id ?? null}::uuid IS NULL OR id = ${filter.id ?? null}::uuid)
+     ORDER BY seq LIMIT ${filter.limit ?? 100}`;
+  return rows.map((r) => ({
+    id: r.id,
+    seq: r.seq,
+    topic: r.topic,
+    aggregateType: r.aggregate_type,
+    aggregateId: r.aggregate_id,
+    attempts: r.attempts,
+    lastErrorType: r.last_error_type,
+    lastError: r.last_error,
+    createdAt: r.created_at,
+    // markFailed stamps a dead event's available_at with the time it died.
+    failedAt: r.available_at,
+    payload: r.payload,
+  }));
+}
