@@ -81,6 +81,8 @@ export interface EnqueuedFetchState {
   workflowId: string;
   /** Temporal run id, once the publisher has started (or found) the run. */
   runId: string | undefined;
+  /** True when the run already existed (started earlier by anyone) and the command joined it. */
+  existing: boolean;
   lastError: string | undefined;
 }
 
@@ -91,11 +93,12 @@ export async function getEnqueuedFetch(
 ): Promise<EnqueuedFetchState | undefined> {
   const row = await prisma.outboxEvent.findUnique({ where: { id: commandId } });
   if (!row || row.topic !== START_WORKFLOW_TOPIC) return undefined;
-  const result = row.result as { runId?: unknown } | null;
+  const result = row.result as { runId?: unknown; existing?: unknown } | null;
   return {
     status: row.status,
     workflowId: row.aggregateId,
     runId: typeof result?.runId === 'string' ? result.runId : undefined,
+    existing: result?.existing === true,
     lastError: row.lastError ?? undefined,
   };
 }

@@ -42,9 +42,56 @@ describe('config', () => {
         cleanupIntervalMs: 600_000,
         maxInputBytes: 16 * 1024,
       },
+      outbox: {
+        routes: [
+          { pattern: 'fetch.*', sink: 'webhook' },
+          { pattern: 'temporal.start_workflow', sink: 'temporal' },
+        ],
+        batchSize: 200,
+        concurrency: 32,
+        leaseMs: 30_000,
+        pollMs: 100,
+        maxAttempts: 12,
+        backoff: { initialMs: 1_000, coefficient: 2, maximumMs: 300_000 },
+        graceMs: 10_000,
+        retentionMs: 7 * 86_400_000,
+        webhookUrl: 'http://127.0.0.1:4010/events',
+        nats: {
+          servers: 'nats://127.0.0.1:4222',
+          stream: 'DURABLE_FETCH',
+          subjectPrefix: 'durable-fetch',
+          duplicateWindowMs: 900_000,
+        },
+      },
       logLevel: 'info',
       crashPoint: undefined,
     });
+  });
+
+  it('config: outbox routes map topics to sinks; a bad route or unknown sink is refused by name', () => {
+    const config = loadConfig({
+      DURABLE_FETCH_OUTBOX_ROUTES: 'fetch.page_stored=nats, fetch.*=webhook,temporal.start_workflow=temporal',
+      DURABLE_FETCH_WEBHOOK_URL: 'https://hooks.example/events',
+    });
+    assert.deepEqual(config.outbox.routes, [
+      { pattern: 'fetch.page_stored', sink: 'nats' },
+      { pattern: 'fetch.*', sink: 'webhook' },
+      { pattern: 'temporal.start_workflow', sink: 'temporal' },
+    ]);
+    assert.equal(config.outbox.webhookUrl, 'https://hooks.example/events');
+    assert.match(
+      configError({ DURABLE_FETCH_OUTBOX_ROUTES: 'fetch.*=kafka' }).message,
+      /DURABLE_FETCH_OUTBOX_ROUTES: unknown sink 'kafka'/,
+    );
+    assert.match(
+      configError({ DURABLE_FETCH_OUTBOX_ROUTES: 'fetch.*' }).message,
+      /DURABLE_FETCH_OUTBOX_ROUTES: 'fetch.\*' is not pattern=sink/,
+    );
+    assert.match(
+      configError({ DURABLE_FETCH_WEBHOOK_URL: 'ftp://x/y' }).message,
+      /DURABLE_FETCH_WEBHOOK_URL/,
+    );
+    assert.match(configError({ DURABLE_FETCH_NATS_STREAM: 'a.b' }).message, /DURABLE_FETCH_NATS_STREAM/);
   });
 
   it('config: without DATABASE_URL the app uses the embedded PostgreSQL on its configured port and database', () => {

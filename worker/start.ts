@@ -1,14 +1,16 @@
 /**
  * `npm start`: the whole stack on embedded defaults, until Ctrl-C (README "Quick start").
  * PostgreSQL (DATABASE_URL or embedded) and Temporal (TEMPORAL_ADDRESS or a local dev server) come
- * up in parallel; then the demo partner API, the worker, and one run of the demo source for today.
+ * up in parallel; then the demo partner API, the worker, the outbox publisher, and one run of the
+ * demo source for today — enqueued transactionally and started by the publisher (R5).
  * State lives in `.data/`, so a second `npm start` resumes where the first stopped.
  */
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { startPartner } from '../partner/server.ts';
 import { startPeriodicCleanup } from '../activities/cleanup.ts';
-import { startFetch } from '../client/start-fetch.ts';
+import { enqueueFetch, getEnqueuedFetch, type EnqueuedFetchState } from '../client/enqueue-fetch.ts';
+import type { fetchRecordsWorkflow } from '../workflows/fetch-records.ts';
 import { duration, failureSummary, workflowUrl } from '../client/format.ts';
 import { createActivityDeps } from './activity-deps.ts';
 import { type Config, EMBEDDED_PG, databaseUrl, loadConfig, partnerUrl } from './config.ts';
@@ -23,6 +25,7 @@ import { ensureSearchAttributes } from './search-attributes.ts';
 import { resolveTemporalCli } from './temporal-cli.ts';
 import { startDevServer } from './temporal-dev-server.ts';
 import { connectClient, connectNative } from './temporal.ts';
+import { startPublisher } from './outbox/create-publisher.ts';
 import { buildWorker } from './worker.ts';
 
 const say = (line: string) => console.log(`[durable-fetch] ${line}`);
@@ -147,16 +150,32 @@ async function main(): Promise<void> {
 
   const client = await connectClient(config);
   closers.push({ name: 'temporal client', close: () => client.connection.close() });
-  const started = await startFetch(
-    {
-      temporal: client,
-      prisma,
-      taskQueue: config.temporal.taskQueue,
-      maxFutureDays: config.runs.maxFutureDays,
-      maxInputBytes: config.runs.maxInputBytes,
-    },
-    { sourceId: DEMO_SOURCE_ID, requestedBy: 'npm-start' },
+  const publisher = await startPublisher(config, prisma, () => Promise.resolve(client), log);
+  closers.push({ name: 'publisher', close: () => publisher.stop() });
+  say(`outbox publisher delivering to ${config.outbox.webhookUrl} and Temporal — ${since()}`);
+
+  // The demo run starts the way applications should start theirs: a start command written in the
+  // same transaction as the app's own rows, relayed by the publisher (client/enqueue-fetch.ts).
+  const enqueued = await prisma.$transaction((tx) =>
+    enqueueFetch(
+      tx,
+      { sourceId: DEMO_SOURCE_ID, requestedBy: 'npm-start' },
+      {
+        taskQueue: config.temporal.taskQueue,
+        maxFutureDays: config.runs.maxFutureDays,
+        maxInputBytes: config.runs.maxInputBytes,
+      },
+    ),
   );
+  const relayed = await waitForRelay(prisma, enqueued.commandId);
+  if (relayed.status === 'dead' || !relayed.runId) {
+    throw new Error(`the demo run's start command was not relayed: ${relayed.lastError ?? relayed.status}`);
+  }
+  const started = {
+    workflowId: enqueued.workflowId,
+    joined: relayed.existing,
+    handle: client.workflow.getHandle<typeof fetchRecordsWorkflow>(enqueued.workflowId),
+  };
   const ui = config.temporal.uiUrl;
   say(`${started.joined ? 'joined existing' : 'started'} run ${started.workflowId}`);
   if (ui) {
@@ -179,6 +198,19 @@ async function main(): Promise<void> {
   say('list runs:  npm run cli -- runs list      start one:  npm run cli -- run demo --date 2026-01-31');
   say('Ctrl-C stops everything; state is kept in .data/');
   await running;
+}
+
+/** Waits until the publisher has relayed start command `commandId`, or given up on it (dead). */
+async function waitForRelay(
+  prisma: Parameters<typeof getEnqueuedFetch>[0],
+  commandId: string,
+): Promise<EnqueuedFetchState> {
+  for (;;) {
+    const state = await getEnqueuedFetch(prisma, commandId);
+    if (!state) throw new Error(`start command ${commandId} disappeared`);
+    if (state.status !== 'pending') return state;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
 
 main().catch(async (err: unknown) => {

@@ -9,6 +9,7 @@
  * when retrying cannot help.
  */
 import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApplicationFailure } from '@temporalio/common';
 import { crashPoint, type CrashPoint } from '../../activities/crash-points.ts';
@@ -36,6 +37,11 @@ export interface PublisherOptions {
   leaseMs: number;
   /** Wait between claims when there was nothing to claim. */
   pollMs: number;
+  /**
+   * Claim-and-deliver loops in this process (default 2): while one loop writes its marks and
+   * claims, another delivers. Each loop claims under its own token, exactly like another replica.
+   */
+  loops?: number;
   /** Failed deliveries before an event goes `dead`. */
   maxAttempts: number;
   backoff: Backoff;
@@ -81,7 +87,7 @@ export class Publisher {
   /** Stops claiming and wakes the idle wait. */
   readonly #stopping = new AbortController();
   /** Aborts deliveries in flight (the grace time is over). */
-  readonly #abort = new AbortController();
+  readonly #abort = abortController();
   #loop: Promise<void> | undefined;
 
   constructor(db: PrismaClient, sinks: ReadonlyMap<SinkName, Sink>, options: PublisherOptions, log: Logger) {
@@ -93,7 +99,9 @@ export class Publisher {
 
   /** Starts the loop in the background. Errors never escape it: they are logged and retried. */
   start(): void {
-    this.#loop ??= this.#run();
+    this.#loop ??= Promise.all(Array.from({ length: this.#options.loops ?? 2 }, () => this.#run())).then(
+      () => undefined,
+    );
   }
 
   /**
@@ -299,6 +307,13 @@ export class Publisher {
       }
     }
   }
+}
+
+/** Every delivery in flight listens to this one signal: lift Node's 10-listener warning. */
+function abortController(): AbortController {
+  const controller = new AbortController();
+  setMaxListeners(0, controller.signal);
+  return controller;
 }
 
 /** An error as logs may carry it: type and redacted message, no stack of query parameters. */

@@ -51,7 +51,7 @@ export function parseRoutes(text: string): Route[] | { problem: string } {
   for (const part of text.split(',').map((p) => p.trim())) {
     if (part === '') continue;
     const [pattern, sink, ...rest] = part.split('=').map((p) => p.trim());
-    if (!pattern || !sink || rest.length > 0 || !/^[A-Za-z0-9._-]+\*?$/.test(pattern)) {
+    if (!pattern || !sink || rest.length > 0 || !/^([A-Za-z0-9._-]+\*?|\*)$/.test(pattern)) {
       return { problem: `'${part}' is not pattern=sink (pattern: a topic, or a prefix ending in *)` };
     }
     if (!(SINK_NAMES as readonly string[]).includes(sink)) {
