@@ -4,6 +4,8 @@
  */
 export { startFetch, prepareFetch, launchFetch, SEARCH_KEYS } from './start-fetch.ts';
 export type { DurableFetchContext, PreparedFetch, StartFetchRequest, StartedFetch } from './start-fetch.ts';
+export { enqueueFetch, getEnqueuedFetch, START_WORKFLOW_TOPIC } from './enqueue-fetch.ts';
+export type { EnqueuedFetch, EnqueuedFetchState, EnqueueOptions } from './enqueue-fetch.ts';
 export { getRun, listRuns } from './runs.ts';
 export type { FetchRun, ListRunsFilter, RunStatus } from './runs.ts';
 export { workflowIdFor, idempotencyKeyFor, FETCH_RECORDS } from '../workflows/business-key.ts';
