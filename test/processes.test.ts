@@ -46,6 +46,13 @@ describe('processes', () => {
         /first run succeeded: (\d+) records in (\d+) pages/,
         90_000,
       );
+      // The publisher relays the run's events to the partner's webhook; wait for all of them
+      // (stopping waits only for deliveries in flight, it claims nothing new).
+      const deadline = Date.now() + 30_000;
+      while ((await db.prisma.outboxEvent.count({ where: { status: { not: 'published' } } })) > 0) {
+        assert.ok(Date.now() < deadline, 'every outbox event is published within 30 s');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
       const code = await start.stop('SIGINT', 30_000);
       assert.equal(code, 0, start.output());
       assert.match(start.output(), /stopped; state is kept/);
@@ -57,13 +64,26 @@ describe('processes', () => {
       assert.equal((run.payload as { requestedBy: string }).requestedBy, 'npm-start');
       assert.equal(await db.prisma.fetchedRecord.count({ where: { sourceId: 'demo' } }), Number(records));
       assert.equal(await db.prisma.outboxEvent.count({ where: { aggregateId: run.id } }), Number(pages) + 1);
-      // The partner's ledger file (for operators) recorded every request, all for this run.
+      // The run was started transactionally: one start command, relayed, with the run id recorded.
+      const [command, ...more] = await db.prisma.outboxEvent.findMany({
+        where: { topic: 'temporal.start_workflow' },
+      });
+      assert.equal(more.length, 0);
+      assert.equal(command?.status, 'published');
+      assert.equal((command?.result as { runId?: string }).runId, run.workflowRunId);
+      // The partner's ledger file (for operators) recorded every request: the run's pages, and one
+      // webhook delivery per outbox event of the run, each applied once.
       const ledger = (await readFile(path.join(dataDir, 'partner', 'ledger.jsonl'), 'utf8'))
         .trim()
         .split('\n');
-      const entries = ledger.map((l) => JSON.parse(l) as { sourceId?: string; status: number });
-      assert.ok(entries.length >= Number(pages));
-      assert.ok(entries.every((e) => e.sourceId === 'demo' && e.status === 200));
+      const entries = ledger.map(
+        (l) => JSON.parse(l) as { path: string; sourceId?: string; status: number; duplicate?: boolean },
+      );
+      const fetches = entries.filter((e) => e.path !== '/events');
+      const events = entries.filter((e) => e.path === '/events');
+      assert.ok(fetches.length >= Number(pages));
+      assert.ok(fetches.every((e) => e.sourceId === 'demo' && e.status === 200));
+      assert.equal(events.filter((e) => e.status === 200 && e.duplicate === false).length, Number(pages) + 1);
     } finally {
       await start.stop('SIGKILL', 5_000);
     }
