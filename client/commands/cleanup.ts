@@ -8,21 +8,29 @@ Idempotency records and staged pages expire DURABLE_FETCH_IDEMPOTENCY_RETENTION_
 after they were written. That retention is the dedupe window: a step repeated within it returns its
 stored result, a step repeated after it is no longer recognised as a repeat, so expired rows can go.
 Workers run this same pass every DURABLE_FETCH_CLEANUP_INTERVAL_MS (default 600000 = 10 min; 0 turns
-it off); this command runs one pass now. Safe to run while workers run: concurrent passes skip each
-other's rows and never delete a row twice.`;
+it off); this command runs one pass now. Published outbox events go after
+DURABLE_FETCH_OUTBOX_RETENTION_DAYS (default 7); pending and dead ones are never deleted. Safe to
+run while workers and publishers run: concurrent passes skip each other's rows and never delete a
+row twice.`;
 
 /** `durable-fetch cleanup [--json]`: one pass of expired-row deletion. */
 export function registerCleanup(program: Command, ctx: () => CliContext): void {
   program
     .command('cleanup')
-    .description('delete expired idempotency records and staged pages (one pass, in batches)')
+    .description(
+      'delete expired idempotency records, staged pages and published outbox events (one pass, in batches)',
+    )
     .option('--json', 'print JSON')
     .addHelpText('after', RETENTION_HELP)
     .action(async (opts: { json?: boolean }) => {
-      const deleted = await deleteExpired(await ctx().prisma());
+      const c = ctx();
+      const deleted = await deleteExpired(await c.prisma(), {
+        publishedEventRetentionMs: c.config.outbox.retentionMs,
+      });
       if (opts.json) return printJson(deleted);
       console.log(
-        `deleted ${deleted.idempotencyRecords} idempotency records and ${deleted.stagedPages} staged pages`,
+        `deleted ${deleted.idempotencyRecords} idempotency records, ${deleted.stagedPages} staged pages ` +
+          `and ${deleted.publishedEvents} published outbox events`,
       );
     });
 }
