@@ -8,8 +8,9 @@ import { printJson } from './output.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-function parseId(value: string): string {
-  if (!UUID.test(value)) throw new InvalidArgumentError('expected an event id (a UUID)');
+/** An event id argument, or a one-line user error. */
+function eventId(value: string): string {
+  if (!UUID.test(value)) throw new UserFacingError(`'${value}' is not an event id (a UUID)`, 'INVALID_INPUT');
   return value.toLowerCase();
 }
 
@@ -127,10 +128,10 @@ export function registerOutbox(program: Command, ctx: () => CliContext): void {
   dead
     .command('show')
     .description('show one dead event: its error (redacted), attempts and payload (ids only)')
-    .argument('<id>', 'event id', parseId)
+    .argument('<id>', 'event id')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
-      const [event] = await listDead(await ctx().prisma(), { id });
+      const [event] = await listDead(await ctx().prisma(), { id: eventId(id) });
       if (!event) throw new UserFacingError(`no dead event '${id}'`, 'NOT_FOUND');
       if (opts.json) return printJson(event);
       const fields: [string, string][] = [
@@ -151,10 +152,7 @@ export function registerOutbox(program: Command, ctx: () => CliContext): void {
     .option('--all', 'every dead event')
     .option('--json', 'print JSON')
     .action(async (ids: string[], opts: { topic?: string; all?: boolean; json?: boolean }) => {
-      const parsed = ids.map((id) => {
-        if (!UUID.test(id)) throw new UserFacingError(`'${id}' is not an event id (a UUID)`, 'INVALID_INPUT');
-        return id.toLowerCase();
-      });
+      const parsed = ids.map(eventId);
       if (parsed.length === 0 && !opts.topic && !opts.all) {
         throw new UserFacingError('name event ids, or pass --topic <topic> or --all', 'INVALID_INPUT');
       }

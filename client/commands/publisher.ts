@@ -32,6 +32,7 @@ export function registerPublisher(program: Command, ctx: () => CliContext): void
       });
       console.error('publisher stopping: finishing deliveries in flight');
       await running.stop();
-      console.error(`publisher stopped (${running.publisher.stats.published} events published)`);
+      const { published } = running.publisher.stats;
+      console.error(`publisher stopped (${published} event${published === 1 ? '' : 's'} published)`);
     });
 }
