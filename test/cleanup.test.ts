@@ -59,17 +59,29 @@ describe('deleteExpired', () => {
   it('cleanup: expired rows of both tables are deleted and unexpired ones kept', async () => {
     await insert('old', 3, -HOUR);
     await insert('new', 2, HOUR);
-    assert.deepEqual(await deleteExpired(db.prisma), { idempotencyRecords: 3, stagedPages: 3, publishedEvents: 0 });
+    assert.deepEqual(await deleteExpired(db.prisma), {
+      idempotencyRecords: 3,
+      stagedPages: 3,
+      publishedEvents: 0,
+    });
     assert.deepEqual(await keys(), { records: ['new-0', 'new-1'], pages: ['new-0', 'new-1'] });
     // Repeating the pass is harmless and reports nothing.
-    assert.deepEqual(await deleteExpired(db.prisma), { idempotencyRecords: 0, stagedPages: 0, publishedEvents: 0 });
+    assert.deepEqual(await deleteExpired(db.prisma), {
+      idempotencyRecords: 0,
+      stagedPages: 0,
+      publishedEvents: 0,
+    });
   });
 
   it('cleanup: an explicit `now` is the cut-off instead of the database clock', async () => {
     await insert('soon', 2, HOUR);
     await insert('later', 1, 3 * HOUR);
     const now = new Date(Date.now() + 2 * HOUR);
-    assert.deepEqual(await deleteExpired(db.prisma, { now }), { idempotencyRecords: 2, stagedPages: 2, publishedEvents: 0 });
+    assert.deepEqual(await deleteExpired(db.prisma, { now }), {
+      idempotencyRecords: 2,
+      stagedPages: 2,
+      publishedEvents: 0,
+    });
     assert.deepEqual(await keys(), { records: ['later-0'], pages: ['later-0'] });
   });
 
@@ -126,7 +138,11 @@ describe('deleteExpired', () => {
     } finally {
       await holder.end();
     }
-    assert.deepEqual(await deleteExpired(db.prisma), { idempotencyRecords: 1, stagedPages: 1, publishedEvents: 0 });
+    assert.deepEqual(await deleteExpired(db.prisma), {
+      idempotencyRecords: 1,
+      stagedPages: 1,
+      publishedEvents: 0,
+    });
   });
 
   it('cleanup: batchSize and maxBatches must be positive integers', async () => {
@@ -235,7 +251,10 @@ describe('cli cleanup', () => {
     assert.deepEqual(await keys(), { records: ['new-0'], pages: ['new-0'] });
     const second = await runCli(['cleanup'], env);
     assert.equal(second.code, 0, second.stderr);
-    assert.equal(second.stdout, 'deleted 0 idempotency records and 0 staged pages\n');
+    assert.equal(
+      second.stdout,
+      'deleted 0 idempotency records, 0 staged pages and 0 published outbox events\n',
+    );
   });
 
   it('cleanup: cleanup --help names --json and explains the retention as the dedupe window', () => {
@@ -249,5 +268,62 @@ describe('cli cleanup', () => {
     assert.match(help, /DURABLE_FETCH_IDEMPOTENCY_RETENTION_DAYS/);
     assert.match(help, /dedupe window/);
     assert.match(help, /DURABLE_FETCH_CLEANUP_INTERVAL_MS/);
+  });
+});
+
+describe('deleteExpired: published outbox events', () => {
+  it('cleanup: with publishedEventRetentionMs only published events older than the retention go, in bounded batches', async () => {
+    const ago = (ms: number) => new Date(Date.now() - ms);
+    const event = (name: string, fields: { status: 'pending' | 'published' | 'dead'; at: Date }) => ({
+      id: crypto.randomUUID(),
+      topic: 'cleanup.retention',
+      aggregateType: 'test',
+      aggregateId: 'cleanup-retention',
+      payload: { name },
+      status: fields.status,
+      createdAt: fields.at,
+      availableAt: fields.at,
+      ...(fields.status === 'published' ? { publishedAt: fields.at } : {}),
+    });
+    await db.prisma.outboxEvent.deleteMany();
+    await db.prisma.outboxEvent.createMany({
+      data: [
+        // old-0 was published first.
+        ...Array.from({ length: 5 }, (_, i) =>
+          event(`old-${i}`, { status: 'published', at: ago(3 * HOUR - i * 60_000) }),
+        ),
+        event('recent', { status: 'published', at: ago(10 * 60_000) }),
+        event('pending', { status: 'pending', at: ago(5 * HOUR) }),
+        event('dead', { status: 'dead', at: ago(5 * HOUR) }),
+      ],
+    });
+    const names = async () =>
+      (await db.prisma.outboxEvent.findMany({ select: { payload: true } }))
+        .map((e) => (e.payload as { name: string }).name)
+        .sort();
+    try {
+      // Without the option published events are kept.
+      assert.deepEqual(await deleteExpired(db.prisma), {
+        idempotencyRecords: 0,
+        stagedPages: 0,
+        publishedEvents: 0,
+      });
+      const options = { publishedEventRetentionMs: HOUR, batchSize: 2, maxBatches: 2 };
+      assert.deepEqual(await deleteExpired(db.prisma, options), {
+        idempotencyRecords: 0,
+        stagedPages: 0,
+        publishedEvents: 4,
+      });
+      assert.deepEqual(await names(), ['dead', 'old-4', 'pending', 'recent'], 'the four oldest went first');
+      assert.equal((await deleteExpired(db.prisma, options)).publishedEvents, 1);
+      assert.deepEqual(await names(), ['dead', 'pending', 'recent']);
+      assert.equal((await deleteExpired(db.prisma, options)).publishedEvents, 0);
+      // The cut-off is `now` minus the retention: an hour later, the recent one is old enough too.
+      const later = { ...options, now: new Date(Date.now() + HOUR) };
+      assert.equal((await deleteExpired(db.prisma, later)).publishedEvents, 1);
+      assert.deepEqual(await names(), ['dead', 'pending'], 'pending and dead events are never deleted');
+    } finally {
+      await db.prisma.outboxEvent.deleteMany();
+    }
   });
 });

@@ -72,3 +72,36 @@ export async function waitFor(
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
+
+/** The outbox rows matching `where`, in `seq` (insertion) order. */
+export function outboxRows(
+  prisma: PrismaClient,
+  where: { topic?: string; aggregateId?: string; id?: string } = {},
+) {
+  return prisma.outboxEvent.findMany({ where, orderBy: { seq: 'asc' } });
+}
+
+/** Sum of `takeovers` (claims taken over after a lease expired) over the rows of `topic`. */
+export async function takeoversOf(prisma: PrismaClient, topic: string): Promise<number> {
+  const sum = await prisma.outboxEvent.aggregate({ where: { topic }, _sum: { takeovers: true } });
+  return sum._sum.takeovers ?? 0;
+}
+
+/**
+ * The ids of `applied` (e.g. `partner.events.list(…)`) per aggregate, in applied order, next to
+ * the ids of `inserted` per aggregate in insertion order: equal maps mean per-aggregate order held.
+ */
+export function orderPerAggregate(
+  applied: readonly { id: string; aggregateId: string; appliedSeq: number }[],
+  inserted: readonly { id: string; aggregateId: string }[],
+): { applied: Record<string, string[]>; inserted: Record<string, string[]> } {
+  const group = (events: readonly { id: string; aggregateId: string }[]) => {
+    const out: Record<string, string[]> = {};
+    for (const e of events) (out[e.aggregateId] ??= []).push(e.id);
+    return out;
+  };
+  return {
+    applied: group([...applied].sort((a, b) => a.appliedSeq - b.appliedSeq)),
+    inserted: group(inserted),
+  };
+}

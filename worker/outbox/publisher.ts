@@ -3,8 +3,9 @@
  * their sinks and marks them published only while its claim still holds. Run as many replicas as
  * you like; they share the work through the claim and never overwrite each other's state.
  *
- * Guarantees (docs/outbox.md): at-least-once delivery; per-aggregate order; a duplicate only
- * after a lease expired (a publisher stalled or died between the sink's ack and its mark); every
+ * Guarantees (docs/outbox.md): at-least-once delivery; per-aggregate order; duplicates when a
+ * lease expired (a publisher stalled or died between the sink's ack and its mark) or when a
+ * delivery the sink did apply was reported failed (response timeout, aborted by stop); every
  * failure classified, retried with full-jitter backoff, and `dead` after `maxAttempts` or at once
  * when retrying cannot help.
  */
@@ -56,7 +57,10 @@ export interface PublisherStats {
   published: number;
   failed: number;
   dead: number;
-  /** Events this publisher delivered but could not mark: another publisher had taken them over. */
+  /**
+   * Events this publisher delivered but could not mark: another publisher had taken them over (or,
+   * rarely, a mark committed but its reply was lost and the retried mark found nothing to do).
+   */
   lostClaims: number;
   released: number;
   /** Claims or marks that failed on the database and were retried. */

@@ -43,10 +43,11 @@ const CLAIM_LOCK = 'durable-fetch:outbox-claim';
  * Per-aggregate order (R5): an event is claimable only when every earlier event of its aggregate
  * is published or claimable right now. With the global `seq` order and LIMIT, a batch therefore
  * holds, for each aggregate, a gap-free prefix of its undelivered events; an event waiting for a
- * retry, claimed by someone else, or dead holds back the rest of its aggregate only.
+ * retry, claimed by someone else, being written by someone else, or dead holds back the rest of its
+ * aggregate only.
  *
- * An expired claim is claimable again; taking it counts a `takeover` on the row (the only way a
- * sink can see the same event twice).
+ * An expired claim is claimable again; taking it counts a `takeover` on the row (how a publisher
+ * that died or stalled after the sink's ack leads to a second delivery).
  */
 export async function claimBatch(
   db: Db,
@@ -55,8 +56,8 @@ export async function claimBatch(
   const rows = await db.$transaction(async (tx) => {
     await tx.$queryRaw`SELECT pg_advisory_xact_lock(hashtext(${CLAIM_LOCK}))::text AS locked`;
     return tx.$queryRaw<ClaimRow[]>`
-      WITH candidate AS (
-        SELECT e.id FROM outbox_event e
+      WITH locked AS (
+        SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id FROM outbox_event e
          WHERE e.status = 'pending' AND e.available_at <= now()
            AND (e.claimed_until IS NULL OR e.claimed_until <= now())
            AND NOT EXISTS (
@@ -67,7 +68,17 @@ export async function claimBatch(
                          AND (p.claimed_until IS NULL OR p.claimed_until <= now())))
          ORDER BY e.seq
          LIMIT ${opts.limit}
-         FOR UPDATE SKIP LOCKED)
+         FOR UPDATE SKIP LOCKED),
+      -- SKIP LOCKED may have passed over an earlier event that another transaction is writing
+      -- (e.g. a stale owner's late mark-failed): the snapshot above still calls it claimable.
+      -- Keep only events whose every undelivered predecessor is locked here too.
+      candidate AS (
+        SELECT l.id FROM locked l
+         WHERE NOT EXISTS (
+           SELECT 1 FROM outbox_event p
+            WHERE p.aggregate_type = l.aggregate_type AND p.aggregate_id = l.aggregate_id
+              AND p.seq < l.seq AND p.status <> 'published'
+              AND p.id NOT IN (SELECT id FROM locked)))
       UPDATE outbox_event o
          SET claim_token = ${opts.token}::uuid,
              claimed_until = now() + ${opts.leaseMs} * interval '1 millisecond',
