@@ -85,7 +85,12 @@ function deletePages(db: Db, cutoff: Date | null, limit: number): Promise<number
        ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)`;
 }
 
-function deletePublishedEvents(db: Db, cutoff: Date | null, retentionMs: number, limit: number): Promise<number> {
+function deletePublishedEvents(
+  db: Db,
+  cutoff: Date | null,
+  retentionMs: number,
+  limit: number,
+): Promise<number> {
   return db.$executeRaw`
     DELETE FROM outbox_event WHERE id IN (
       SELECT id FROM outbox_event
@@ -122,7 +127,12 @@ export interface PeriodicCleanupOptions {
  * pass in progress has finished; calling it again is harmless.
  */
 export function startPeriodicCleanup(db: Db, options: PeriodicCleanupOptions): { stop(): Promise<void> } {
-  const { intervalMs, log, initialDelayMs = Math.min(intervalMs, 5_000), publishedEventRetentionMs } = options;
+  const {
+    intervalMs,
+    log,
+    initialDelayMs = Math.min(intervalMs, 5_000),
+    publishedEventRetentionMs,
+  } = options;
   if (intervalMs <= 0) return { stop: () => Promise.resolve() };
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;

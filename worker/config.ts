@@ -80,7 +80,11 @@ const envSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/)
     .default('durable-fetch'),
-  DURABLE_FETCH_NATS_DUPLICATE_WINDOW_MS: z.coerce.number().int().min(1_000).default(15 * 60_000),
+  DURABLE_FETCH_NATS_DUPLICATE_WINDOW_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .default(15 * 60_000),
   /** Test-only (R12a): arm a crash point in this process; see activities/crash-points.ts. */
   DURABLE_FETCH_CRASH_POINT: z.enum(CRASH_POINTS).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

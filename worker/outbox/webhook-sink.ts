@@ -24,7 +24,7 @@ export function createWebhookSink(http: HttpClient, url: URL): Sink {
         { signal, headers: { 'idempotency-key': message.id }, what: 'webhook delivery' },
       );
       const duplicate = (body as { duplicate?: unknown } | null)?.duplicate;
-      return (typeof duplicate === 'boolean' ? { duplicate } : null);
+      return typeof duplicate === 'boolean' ? { duplicate } : null;
     },
     close: () => http.close(),
   };
