@@ -2,10 +2,12 @@
  * `npm run bench` (second part): the outbox relay against a plain INSERT loop on the same
  * PostgreSQL, side by side (issue #4 targets: relay throughput ≥ a single-client INSERT…COMMIT
  * loop; relay lag p99 under 1 s at half the relay's peak rate). Real PostgreSQL, the demo
- * partner's webhook over loopback and, when it is reachable, NATS JetStream at 127.0.0.1:4222.
+ * partner's webhook over loopback (the partner in a child process) and, when it is reachable,
+ * NATS JetStream at 127.0.0.1:4222.
  * Prints its figures; never fails on them.
  *
  *   BENCH_OUTBOX_EVENTS=5000 BENCH_LAG_SECONDS=10 npm run bench
+ *   (BENCH_OUTBOX_BATCH, _CONCURRENCY, _LOOPS: the publisher's settings, default as in production)
  */
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
@@ -14,8 +16,8 @@ import { connect } from '@nats-io/transport-node';
 import pg from 'pg';
 import { pino } from 'pino';
 import { createHttpClient } from '../activities/http.ts';
-import { startPartner } from '../partner/server.ts';
 import { useTestDatabase, type TestDatabase } from '../test/helpers/database.ts';
+import { spawnTs } from '../test/helpers/process.ts';
 import { startTestServices } from '../test/helpers/services.ts';
 import { createNatsSink } from '../worker/outbox/nats-sink.ts';
 import { Publisher, type PublisherOptions } from '../worker/outbox/publisher.ts';
@@ -30,8 +32,9 @@ const NATS_URL = process.env.DURABLE_FETCH_NATS_URL ?? 'nats://127.0.0.1:4222';
 const say = (line: string) => console.log(`[bench] ${line}`);
 
 const OPTIONS: PublisherOptions = {
-  batchSize: 200,
-  concurrency: 32,
+  batchSize: Number(process.env.BENCH_OUTBOX_BATCH ?? 200),
+  concurrency: Number(process.env.BENCH_OUTBOX_CONCURRENCY ?? 32),
+  loops: Number(process.env.BENCH_OUTBOX_LOOPS ?? 2),
   leaseMs: 30_000,
   pollMs: 20,
   maxAttempts: 12,
@@ -164,12 +167,15 @@ async function natsReachable(): Promise<boolean> {
 const services = await startTestServices(say);
 Object.assign(process.env, services.env);
 const db = await useTestDatabase();
-const partner = await startPartner({ port: 0 });
+// The webhook's receiver runs in its own process, as a real consumer would: it does not share the
+// publisher's event loop.
+const partner = spawnTs(['partner/main.ts', '--port', '0'], {});
+const [, partnerUrl] = await partner.waitFor(/listening on (http:\S+)/, 30_000);
 const stream = `BENCH_${randomUUID().slice(0, 8)}`;
 const sinks: Sink[] = [
   createWebhookSink(
     createHttpClient({ connectTimeoutMs: 2_000, responseTimeoutMs: 10_000 }),
-    new URL(`${partner.url}/events`),
+    new URL(`${partnerUrl}/events`),
   ),
 ];
 if (await natsReachable()) {
@@ -220,7 +226,7 @@ try {
     await (await jetstreamManager(nc)).streams.delete(stream).catch(() => false);
     await nc.close();
   }
-  await partner.close();
+  await partner.stop('SIGTERM', 10_000);
   await db.drop();
   await services.stop();
 }

@@ -161,8 +161,9 @@ export class Publisher {
         await this.#idle(waitMs);
         continue;
       }
-      // A full batch means more is probably due: claim again at once.
-      if (claimed < this.#options.batchSize) await this.#idle(this.#options.pollMs);
+      // Anything claimed means more may be due (a batch comes up short when other loops hold the
+      // next events of its aggregates): claim again at once; wait only when nothing was due.
+      if (claimed === 0) await this.#idle(this.#options.pollMs);
     }
   }
 

@@ -54,7 +54,13 @@ export async function claimBatch(
   opts: { token: string; limit: number; leaseMs: number },
 ): Promise<ClaimedEvent[]> {
   const rows = await db.$transaction(async (tx) => {
-    await tx.$queryRaw`SELECT pg_advisory_xact_lock(hashtext(${CLAIM_LOCK}))::text AS locked`;
+    // Plan shape, for this transaction only: walk the pending index in seq order and stop at the
+    // batch size. Queue tables' statistics are always stale (rows come and go faster than ANALYZE),
+    // and a planner that believes "few pending rows" sorts all of them and checks each one's
+    // predecessors: 90 ms instead of 5 ms at a few thousand pending.
+    await tx.$queryRaw`
+      SELECT set_config('enable_bitmapscan', 'off', true),
+             pg_advisory_xact_lock(hashtext(${CLAIM_LOCK}))::text AS locked`;
     return tx.$queryRaw<ClaimRow[]>`
       WITH locked AS (
         SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id FROM outbox_event e
@@ -63,7 +69,7 @@ export async function claimBatch(
            AND NOT EXISTS (
              SELECT 1 FROM outbox_event p
               WHERE p.aggregate_type = e.aggregate_type AND p.aggregate_id = e.aggregate_id
-                AND p.seq < e.seq AND p.status <> 'published'
+                AND p.status IN ('pending', 'dead') AND p.seq < e.seq
                 AND NOT (p.status = 'pending' AND p.available_at <= now()
                          AND (p.claimed_until IS NULL OR p.claimed_until <= now())))
          ORDER BY e.seq
@@ -71,14 +77,19 @@ export async function claimBatch(
          FOR UPDATE SKIP LOCKED),
       -- SKIP LOCKED may have passed over an earlier event that another transaction is writing
       -- (e.g. a stale owner's late mark-failed): the snapshot above still calls it claimable.
-      -- Keep only events whose every undelivered predecessor is locked here too.
+      -- Keep only events whose undelivered predecessors are all locked here too: as many as this
+      -- batch holds before them. Both sides are index-only work per row, whatever the table's size.
+      ranked AS (
+        SELECT l.id, l.seq, l.aggregate_type, l.aggregate_id,
+               row_number() OVER (PARTITION BY l.aggregate_type, l.aggregate_id ORDER BY l.seq) - 1
+                 AS locked_before
+          FROM locked l),
       candidate AS (
-        SELECT l.id FROM locked l
-         WHERE NOT EXISTS (
-           SELECT 1 FROM outbox_event p
-            WHERE p.aggregate_type = l.aggregate_type AND p.aggregate_id = l.aggregate_id
-              AND p.seq < l.seq AND p.status <> 'published'
-              AND p.id NOT IN (SELECT id FROM locked)))
+        SELECT r.id FROM ranked r
+         WHERE r.locked_before = (
+           SELECT count(*) FROM outbox_event p
+            WHERE p.aggregate_type = r.aggregate_type AND p.aggregate_id = r.aggregate_id
+              AND p.status IN ('pending', 'dead') AND p.seq < r.seq))
       UPDATE outbox_event o
          SET claim_token = ${opts.token}::uuid,
              claimed_until = now() + ${opts.leaseMs} * interval '1 millisecond',
@@ -131,7 +142,10 @@ export async function markPublished(
        SET status = 'published', published_at = now(), claim_token = NULL, claimed_until = NULL,
            result = r.result::jsonb
       FROM unnest(${ids}::uuid[], ${results}::text[]) AS r(id, result)
-     WHERE o.id = r.id AND o.claim_token = ${token}::uuid AND o.status = 'pending'
+     -- id = ANY(...) as well: the planner then looks rows up by primary key instead of scanning
+     -- every pending event (its estimate for the unnest join alone is poor).
+     WHERE o.id = ANY(${ids}::uuid[]) AND o.id = r.id
+       AND o.claim_token = ${token}::uuid AND o.status = 'pending'
     RETURNING o.id::text AS id`;
   return new Set(rows.map((r) => r.id));
 }
