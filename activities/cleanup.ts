@@ -117,6 +117,8 @@ export interface PeriodicCleanupOptions {
   initialDelayMs?: number;
   /** See {@link DeleteExpiredOptions.publishedEventRetentionMs}. */
   publishedEventRetentionMs?: number;
+  /** See {@link DeleteExpiredOptions.maxBatches}. Default 100 (100,000 rows per table per pass). */
+  maxBatches?: number;
 }
 
 /**
@@ -132,6 +134,7 @@ export function startPeriodicCleanup(db: Db, options: PeriodicCleanupOptions): {
     log,
     initialDelayMs = Math.min(intervalMs, 5_000),
     publishedEventRetentionMs,
+    maxBatches,
   } = options;
   if (intervalMs <= 0) return { stop: () => Promise.resolve() };
   let stopped = false;
@@ -152,10 +155,10 @@ export function startPeriodicCleanup(db: Db, options: PeriodicCleanupOptions): {
   const pass = async () => {
     const t0 = Date.now();
     try {
-      const deleted = await deleteExpired(
-        db,
-        publishedEventRetentionMs === undefined ? {} : { publishedEventRetentionMs },
-      );
+      const deleted = await deleteExpired(db, {
+        ...(publishedEventRetentionMs === undefined ? {} : { publishedEventRetentionMs }),
+        ...(maxBatches === undefined ? {} : { maxBatches }),
+      });
       const total = deleted.idempotencyRecords + deleted.stagedPages + deleted.publishedEvents;
       log[total > 0 ? 'info' : 'debug'](
         { ...deleted, ms: Date.now() - t0 },

@@ -81,7 +81,10 @@ export interface EnqueuedFetchState {
   workflowId: string;
   /** Temporal run id, once the publisher has started (or found) the run. */
   runId: string | undefined;
-  /** True when the run already existed (started earlier by anyone) and the command joined it. */
+  /**
+   * True when the key's run had already succeeded, so nothing was started. (A run still open is
+   * joined through USE_EXISTING without such a flag: `runId` is then that run's.)
+   */
   existing: boolean;
   lastError: string | undefined;
 }

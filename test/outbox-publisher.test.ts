@@ -182,10 +182,9 @@ describe('outbox publisher', () => {
     assert.deepEqual([r3?.status, r3?.claimToken, r3?.takeovers], ['published', null, 0]);
   });
 
-  // Known product bug (see the report): claimBatch locks its candidates with FOR UPDATE SKIP LOCKED
-  // but judges "every earlier event of the aggregate is claimable" from its snapshot. An earlier
-  // event locked by a concurrent write (a stale owner's markFailed or release, run after its lease
-  // expired) is skipped while the later one is claimed: the later event is delivered first.
+  // claimBatch locks its candidates with FOR UPDATE SKIP LOCKED, and its snapshot still calls an
+  // earlier event claimable while a concurrent write (a stale owner's markFailed or release, run
+  // after its lease expired) holds that event's row: the claim must not take the later one.
   it('order: an event is not claimed while an earlier event of its aggregate is row-locked by a stale owner', async (t) => {
     const { prisma, url } = await freshDatabase(t);
     const topic = `order-lock.${uid()}`;

@@ -17,6 +17,7 @@ import { type Config, EMBEDDED_PG, databaseUrl, loadConfig, partnerUrl } from '.
 import { createPrisma } from './db.ts';
 import { DEMO_SOURCE_ID, ensureDemoSource } from './demo-source.ts';
 import { isUserFacingError } from './errors.ts';
+import { redactUrl } from './redact.ts';
 import { createLogger } from './logger.ts';
 import { installRuntimeLogger } from './runtime-logger.ts';
 import { startEmbeddedPostgres } from './postgres.ts';
@@ -152,7 +153,7 @@ async function main(): Promise<void> {
   closers.push({ name: 'temporal client', close: () => client.connection.close() });
   const publisher = await startPublisher(config, prisma, () => Promise.resolve(client), log);
   closers.push({ name: 'publisher', close: () => publisher.stop() });
-  say(`outbox publisher delivering to ${config.outbox.webhookUrl} and Temporal — ${since()}`);
+  say(`outbox publisher delivering to ${redactUrl(config.outbox.webhookUrl)} and Temporal — ${since()}`);
 
   // The demo run starts the way applications should start theirs: a start command written in the
   // same transaction as the app's own rows, relayed by the publisher (client/enqueue-fetch.ts).
@@ -167,9 +168,16 @@ async function main(): Promise<void> {
       },
     ),
   );
-  const relayed = await waitForRelay(prisma, enqueued.commandId);
-  if (relayed.status === 'dead' || !relayed.runId) {
-    throw new Error(`the demo run's start command was not relayed: ${relayed.lastError ?? relayed.status}`);
+  const relayed = await waitForRelay(prisma, enqueued.commandId, 60_000);
+  if (!relayed || relayed.status === 'dead' || !relayed.runId) {
+    // The stack stays up: `outbox status` and `outbox dead list` show what holds the command.
+    say(
+      relayed
+        ? `the demo run's start command is dead: ${relayed.lastError ?? 'see `durable-fetch outbox dead list`'}`
+        : "the demo run's start command is still pending after 60 s: see `durable-fetch outbox status`",
+    );
+    await running;
+    return;
   }
   const started = {
     workflowId: enqueued.workflowId,
@@ -177,7 +185,12 @@ async function main(): Promise<void> {
     handle: client.workflow.getHandle<typeof fetchRecordsWorkflow>(enqueued.workflowId),
   };
   const ui = config.temporal.uiUrl;
-  say(`${started.joined ? 'joined existing' : 'started'} run ${started.workflowId}`);
+  // USE_EXISTING: an open run of the key (e.g. left by an earlier `npm start`) is joined, not doubled.
+  say(
+    started.joined
+      ? `run ${started.workflowId} had already succeeded`
+      : `start of run ${started.workflowId} relayed through the outbox`,
+  );
   if (ui) {
     say(`Temporal Web UI: ${ui}`);
     say(`this run:        ${workflowUrl(ui, config.temporal.namespace, started.workflowId)}`);
@@ -200,17 +213,23 @@ async function main(): Promise<void> {
   await running;
 }
 
-/** Waits until the publisher has relayed start command `commandId`, or given up on it (dead). */
+/**
+ * Waits until the publisher has relayed start command `commandId` or given up on it (dead);
+ * undefined when it is still pending after `timeoutMs`.
+ */
 async function waitForRelay(
   prisma: Parameters<typeof getEnqueuedFetch>[0],
   commandId: string,
-): Promise<EnqueuedFetchState> {
-  for (;;) {
+  timeoutMs: number,
+): Promise<EnqueuedFetchState | undefined> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
     const state = await getEnqueuedFetch(prisma, commandId);
     if (!state) throw new Error(`start command ${commandId} disappeared`);
     if (state.status !== 'pending') return state;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+  return undefined;
 }
 
 main().catch(async (err: unknown) => {

@@ -27,8 +27,15 @@ export function registerPublisher(program: Command, ctx: () => CliContext): void
       log.info({ routes }, 'publisher running');
       console.error(`publisher running (routes: ${routes}; Ctrl-C to stop)`);
       await new Promise<void>((resolve) => {
-        process.once('SIGINT', resolve);
-        process.once('SIGTERM', resolve);
+        let signalled = false;
+        const onSignal = () => {
+          // A second signal means "now": undelivered claims come back when their lease expires.
+          if (signalled) process.exit(130);
+          signalled = true;
+          resolve();
+        };
+        process.on('SIGINT', onSignal);
+        process.on('SIGTERM', onSignal);
       });
       console.error('publisher stopping: finishing deliveries in flight');
       await running.stop();

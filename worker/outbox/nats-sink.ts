@@ -28,6 +28,15 @@ function natsFailure(err: unknown): unknown {
   return failure('UpstreamUnavailable', `NATS_${name}`, `JetStream publish: NATS unavailable (${name})`);
 }
 
+/** Settles like `promise`, or rejects with the signal's reason as soon as it aborts. */
+function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
 export function createNatsSink(options: NatsSinkOptions): Sink {
   let ready: Promise<{ nc: NatsConnection; js: JetStreamClient }> | undefined;
 
@@ -61,12 +70,14 @@ export function createNatsSink(options: NatsSinkOptions): Sink {
     name: 'nats',
     async publish(message: OutboxMessage, signal: AbortSignal) {
       signal.throwIfAborted();
+      let current: Promise<{ nc: NatsConnection; js: JetStreamClient }> | undefined;
       try {
         ready ??= open().catch((err: unknown) => {
           ready = undefined; // the next delivery tries to connect again
           throw err;
         });
-        const { js } = await ready;
+        current = ready;
+        const { js } = await current;
         const data = JSON.stringify({
           id: message.id,
           seq: message.seq,
@@ -76,19 +87,31 @@ export function createNatsSink(options: NatsSinkOptions): Sink {
           payload: message.payload,
           createdAt: message.createdAt.toISOString(),
         });
-        const ack = await js.publish(`${options.subjectPrefix}.${message.topic}`, data, {
-          msgID: message.id,
-          timeout: options.timeoutMs,
-        });
+        const ack = await abortable(
+          js.publish(`${options.subjectPrefix}.${message.topic}`, data, {
+            msgID: message.id,
+            timeout: options.timeoutMs,
+          }),
+          signal,
+        );
         return { stream: ack.stream, streamSeq: ack.seq, duplicate: ack.duplicate };
       } catch (err) {
+        if (signal.aborted) throw signal.reason;
+        // Anything but the server's own API answer (no responders: the stream was deleted; a
+        // broken connection): start over with a fresh connection that ensures the stream again.
+        if (!(err instanceof JetStreamApiError) && current && ready === current) {
+          ready = undefined;
+          void current.then(({ nc }) => nc.close()).catch(() => undefined);
+        }
         throw natsFailure(err);
       }
     },
     async close() {
       const current = ready;
       ready = undefined;
-      if (current) await (await current.catch(() => undefined))?.nc.drain();
+      // close(), not drain(): nothing is subscribed, every publish was awaited, and drain() waits
+      // for a server that may be gone.
+      if (current) await (await current.catch(() => undefined))?.nc.close();
     },
   };
 }

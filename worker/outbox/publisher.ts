@@ -58,8 +58,9 @@ export interface PublisherStats {
   failed: number;
   dead: number;
   /**
-   * Events this publisher delivered but could not mark: another publisher had taken them over (or,
-   * rarely, a mark committed but its reply was lost and the retried mark found nothing to do).
+   * Events whose mark (published, failed or released) matched nothing: another publisher had
+   * taken them over (or, rarely, a mark committed but its reply was lost and its retry found
+   * nothing left to do).
    */
   lostClaims: number;
   released: number;
@@ -126,7 +127,7 @@ export class Publisher {
 
   /**
    * One claim and its deliveries; returns how many events were claimed. The loop calls this; tests
-   * and the CLI's `--once` may call it directly.
+   * may call it directly.
    */
   async runOnce(): Promise<number> {
     const token = randomUUID();
@@ -138,10 +139,12 @@ export class Publisher {
     });
     if (events.length === 0) return 0;
     this.stats.batches++;
-    // Deliveries stop well before the lease ends: a late mark would be rejected anyway, and a
-    // delivery past it may race the next owner's.
+    // No delivery starts in the last fifth of the lease, and every delivery is cut off when a tenth
+    // is left, so the batch is settled while the claim still holds (a late mark would be rejected,
+    // and a delivery past the lease may race the next owner's).
     const deadline = claimedAt + this.#options.leaseMs * 0.8;
-    const outcomes = await this.#deliver(events, deadline);
+    const cutoff = claimedAt + this.#options.leaseMs * 0.9;
+    const outcomes = await this.#deliver(events, deadline, cutoff);
     await this.#settle(token, outcomes);
     return events.length;
   }
@@ -172,7 +175,7 @@ export class Publisher {
   }
 
   /** Delivers a batch: aggregates in parallel (bounded), each aggregate's events in `seq` order. */
-  async #deliver(events: ClaimedEvent[], deadline: number): Promise<Outcome[]> {
+  async #deliver(events: ClaimedEvent[], deadline: number, cutoff: number): Promise<Outcome[]> {
     const groups = new Map<string, ClaimedEvent[]>();
     for (const e of events) {
       const key = `${e.aggregateType}\u0000${e.aggregateId}`;
@@ -182,14 +185,14 @@ export class Publisher {
     const outcomes: Outcome[] = [];
     const worker = async () => {
       for (let group = queue.shift(); group; group = queue.shift()) {
-        outcomes.push(...(await this.#deliverGroup(group, deadline)));
+        outcomes.push(...(await this.#deliverGroup(group, deadline, cutoff)));
       }
     };
     await Promise.all(Array.from({ length: Math.min(this.#options.concurrency, queue.length) }, worker));
     return outcomes;
   }
 
-  async #deliverGroup(group: ClaimedEvent[], deadline: number): Promise<Outcome[]> {
+  async #deliverGroup(group: ClaimedEvent[], deadline: number, cutoff: number): Promise<Outcome[]> {
     const outcomes: Outcome[] = [];
     let blocked = false;
     for (const event of group) {
@@ -199,14 +202,14 @@ export class Publisher {
         outcomes.push({ kind: 'released', id: event.id });
         continue;
       }
-      const outcome = await this.#deliverOne(event);
+      const outcome = await this.#deliverOne(event, cutoff);
       outcomes.push(outcome);
       if (outcome.kind !== 'delivered') blocked = true;
     }
     return outcomes;
   }
 
-  async #deliverOne(event: ClaimedEvent): Promise<Outcome> {
+  async #deliverOne(event: ClaimedEvent, cutoff: number): Promise<Outcome> {
     const sinkName = sinkFor(this.#options.routes, event.topic);
     const sink = sinkName && this.#sinks.get(sinkName);
     try {
@@ -223,7 +226,8 @@ export class Publisher {
           payload: event.payload,
           createdAt: event.createdAt,
         },
-        this.#abort.signal,
+        // A sink slower than what is left of the lease fails with Timeout (retried later).
+        AbortSignal.any([this.#abort.signal, AbortSignal.timeout(Math.max(1, cutoff - Date.now()))]),
       );
       crashPoint(this.#options.crashPoint, 'publisher-after-ack');
       return { kind: 'delivered', id: event.id, result };
@@ -279,7 +283,9 @@ export class Publisher {
       const status = await this.#withDbRetry('mark failed', () =>
         markFailed(this.#db, token, f, this.#options.maxAttempts),
       );
-      if (status === 'dead') {
+      if (status === undefined) {
+        this.stats.lostClaims++;
+      } else if (status === 'dead') {
         this.stats.dead++;
         this.#log.error(
           { eventId: f.id, errorType: f.errorType, error: f.message },
@@ -294,7 +300,10 @@ export class Publisher {
       }
     }
     const releasedCount = await this.#withDbRetry('release', () => release(this.#db, token, released));
-    this.stats.released += releasedCount ?? 0;
+    if (releasedCount !== undefined) {
+      this.stats.released += releasedCount;
+      this.stats.lostClaims += released.length - releasedCount;
+    }
   }
 
   async #withDbRetry<T>(what: string, write: () => Promise<T>): Promise<T | undefined> {

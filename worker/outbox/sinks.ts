@@ -4,7 +4,8 @@
  * re-delivery of the same event id (the publisher delivers at least once).
  *
  * Adding a sink: implement {@link Sink}, give it a name in {@link SINK_NAMES}, build it in
- * worker/outbox/create-sinks.ts, and route topics to it with DURABLE_FETCH_OUTBOX_ROUTES.
+ * `createSinks` (worker/outbox/create-publisher.ts), and route topics to it with
+ * DURABLE_FETCH_OUTBOX_ROUTES.
  */
 import type { Prisma } from '../../prisma/generated/client.ts';
 

@@ -2,39 +2,47 @@
  * The `temporal` sink: relays transactional start commands (client/enqueue-fetch.ts) to Temporal.
  * The workflow id is the business key and the conflict policy USE_EXISTING, so a command relayed
  * twice — or a key already started by the CLI or a schedule — still gives one run. A key whose run
- * already succeeded is not run again (reuse policy ALLOW_DUPLICATE_FAILED_ONLY): the existing run
- * is recorded. The receipt `{ workflowId, runId }` lands on the command's outbox row.
+ * already succeeded is not run again (reuse policy ALLOW_DUPLICATE_FAILED_ONLY): that run is
+ * recorded with `existing: true`. The receipt `{ workflowId, runId }` lands on the command's row.
  */
 import { type Client, ServiceError, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import { failure } from '../../activities/errors.ts';
 import { startCommandSchema } from '../../client/enqueue-fetch.ts';
 import { fetchStartOptions } from '../../client/start-fetch.ts';
 import type { fetchRecordsWorkflow } from '../../workflows/fetch-records.ts';
 import type { OutboxMessage, Sink } from './sinks.ts';
 
-// gRPC status codes worth retrying: the server unreachable, slow, overloaded or racing itself.
-// Anything else (unknown namespace or search attribute, permission denied, bad request) will not
-// heal by waiting: the command goes dead at once, visible to operators.
-const RETRYABLE_GRPC = new Map([
-  [4, 'DEADLINE_EXCEEDED'],
-  [8, 'RESOURCE_EXHAUSTED'],
-  [10, 'ABORTED'],
-  [14, 'UNAVAILABLE'],
+// gRPC status codes that will not heal by waiting (unknown namespace or search attribute,
+// permission denied, bad request…): the command goes dead at once, visible to operators. Every
+// other code — unavailable, deadline, overloaded, aborted, internal, unknown — is retried within
+// the outbox's attempt budget.
+const PERMANENT_GRPC = new Map([
+  [3, 'INVALID_ARGUMENT'],
+  [5, 'NOT_FOUND'],
+  [7, 'PERMISSION_DENIED'],
+  [9, 'FAILED_PRECONDITION'],
+  [11, 'OUT_OF_RANGE'],
+  [12, 'UNIMPLEMENTED'],
+  [16, 'UNAUTHENTICATED'],
 ]);
 
-function serviceFailure(err: ServiceError): unknown {
-  const code = (err.cause as { code?: unknown } | undefined)?.code;
-  const name = typeof code === 'number' ? RETRYABLE_GRPC.get(code) : undefined;
-  if (name)
+/** Types a failure of a call to Temporal: permanent by gRPC code, else transient. */
+function temporalFailure(err: unknown): unknown {
+  if (err instanceof ApplicationFailure) return err;
+  const code = err instanceof ServiceError ? (err.cause as { code?: unknown } | undefined)?.code : undefined;
+  const permanent = typeof code === 'number' ? PERMANENT_GRPC.get(code) : undefined;
+  if (permanent)
     return failure(
-      'UpstreamUnavailable',
-      `TEMPORAL_${name}`,
-      `start workflow: Temporal unavailable (${name})`,
+      'InvalidInput',
+      `TEMPORAL_${permanent}`,
+      `start workflow: refused by Temporal (${permanent})`,
     );
+  const what = typeof code === 'number' ? `gRPC ${code}` : err instanceof Error ? err.name : 'error';
   return failure(
-    'InvalidInput',
-    `TEMPORAL_GRPC_${typeof code === 'number' ? code : 'UNKNOWN'}`,
-    'start workflow: refused by Temporal',
+    'UpstreamUnavailable',
+    'TEMPORAL_UNAVAILABLE',
+    `start workflow: Temporal unavailable (${what})`,
   );
 }
 
@@ -49,15 +57,23 @@ export function createStartWorkflowSink(temporal: Client): Sink {
       const command = parsed.data;
       const options = fetchStartOptions(command, command.taskQueue, 'USE_EXISTING');
       try {
-        const handle = await temporal.withAbortSignal(signal, () =>
-          temporal.workflow.start<typeof fetchRecordsWorkflow>(command.workflowType, options),
-        );
-        return { workflowId: command.workflowId, runId: handle.firstExecutionRunId };
+        return await temporal.withAbortSignal(signal, async () => {
+          try {
+            const handle = await temporal.workflow.start<typeof fetchRecordsWorkflow>(
+              command.workflowType,
+              options,
+            );
+            return { workflowId: command.workflowId, runId: handle.firstExecutionRunId };
+          } catch (err) {
+            // Closed and succeeded: reuse policy refuses a new run; record the one that exists.
+            if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+            const described = await temporal.workflow.getHandle(command.workflowId).describe();
+            return { workflowId: command.workflowId, runId: described.runId, existing: true };
+          }
+        });
       } catch (err) {
-        if (err instanceof ServiceError) throw serviceFailure(err);
-        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-        const described = await temporal.workflow.getHandle(command.workflowId).describe();
-        return { workflowId: command.workflowId, runId: described.runId, existing: true };
+        if (signal.aborted) throw signal.reason;
+        throw temporalFailure(err);
       }
     },
     close: () => Promise.resolve(),
