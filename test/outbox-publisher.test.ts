@@ -10,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it, type TestContext } from 'node:test';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
+import { ApplicationFailure } from '@temporalio/common';
 import pg from 'pg';
 import { createHttpClient } from '../activities/http.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
@@ -649,5 +650,89 @@ describe('outbox publisher', () => {
     timeout.abort();
     assert.equal(outcome, 'stopped');
     assert.equal(idle.stats.batches, 0);
+  });
+
+  it('a delivery slower than the lease is cut off as a Timeout and retried, never taken over mid-flight', async (t) => {
+    const { prisma } = await freshDatabase(t);
+    const topic = `slow.${uid()}`;
+    const [slow] = await insertEvents(prisma, { aggregates: [`slow-${uid()}`], perAggregate: 1, topic });
+    // The partner holds the delivery 6 s; the lease is 2 s, so the publisher must give up at 1.8 s.
+    partner.faults.add({ route: 'events', eventId: slow!.id, kind: 'delay', delayMs: 6_000 });
+    const publisher = testPublisher(prisma, { webhook: webhook() }, { leaseMs: 2_000 });
+    assert.equal(await publisher.runOnce(), 1);
+    const [row] = await outboxRows(prisma, { id: slow!.id });
+    assert.deepEqual(
+      [row?.status, row?.attempts, row?.lastErrorType, row?.claimToken, row?.takeovers],
+      ['pending', 1, 'Timeout', null, 0],
+    );
+    assert.equal(publisher.stats.lostClaims, 0);
+  });
+
+  it('webhook: a 409 (same key still in flight at the receiver) is retried, not dead', async (t) => {
+    const { prisma } = await freshDatabase(t);
+    const topic = `conflict.${uid()}`;
+    const [event] = await insertEvents(prisma, { aggregates: [`conflict-${uid()}`], perAggregate: 1, topic });
+    partner.faults.add({ route: 'events', eventId: event!.id, kind: 'status', status: 409 });
+    const publisher = testPublisher(prisma, { webhook: webhook() });
+    await publisher.runOnce();
+    const [failed] = await outboxRows(prisma, { id: event!.id });
+    assert.deepEqual(
+      [failed?.status, failed?.attempts, failed?.lastErrorType],
+      ['pending', 1, 'UpstreamUnavailable'],
+    );
+    publisher.start();
+    try {
+      await waitFor(
+        async () => (await outboxRows(prisma, { id: event!.id }))[0]?.status === 'published',
+        'published',
+      );
+    } finally {
+      await publisher.stop(1_000);
+    }
+    assert.deepEqual(
+      partner.events.list({ topic }).map((e) => e.id),
+      [event!.id],
+    );
+  });
+
+  it('nats: after its stream is deleted, the sink fails one delivery (retryable), then re-creates the stream and delivers', async (t) => {
+    const run = uid();
+    const stream = `DF_TEST_RECREATE_${run}`;
+    const nc = await connect({ servers: '127.0.0.1:4222' });
+    const jsm = await jetstreamManager(nc);
+    t.after(async () => {
+      await jsm.streams.delete(stream).catch(() => false);
+      await nc.close();
+    });
+    const sink = createNatsSink({
+      servers: 'nats://127.0.0.1:4222',
+      stream,
+      subjectPrefix: `dftest.${run}`,
+      duplicateWindowMs: 60_000,
+      timeoutMs: 2_000,
+    });
+    openSinks.push(sink);
+    const message = (n: number) => ({
+      id: randomUUID(),
+      seq: String(n),
+      topic: 'recreate.event',
+      aggregateType: 'test',
+      aggregateId: 'a',
+      payload: { n },
+      createdAt: new Date(),
+    });
+    const signal = new AbortController().signal;
+    await sink.publish(message(1), signal);
+    await jsm.streams.delete(stream);
+    const lost = await sink.publish(message(2), signal).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    assert.ok(lost instanceof ApplicationFailure, String(lost));
+    assert.equal(lost.type, 'UpstreamUnavailable');
+    assert.equal(lost.nonRetryable, false);
+    const receipt = (await sink.publish(message(3), signal)) as { stream: string; duplicate: boolean };
+    assert.deepEqual([receipt.stream, receipt.duplicate], [stream, false]);
+    assert.equal((await jsm.streams.info(stream)).state.messages, 1);
   });
 });

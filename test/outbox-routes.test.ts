@@ -1,7 +1,10 @@
-// Topic routing of outbox events to sinks: pure logic, no services.
+// Topic routing of outbox events to sinks, and the Temporal sink's error types: pure logic.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { ServiceError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import { parseRoutes, sinkFor } from '../worker/outbox/sinks.ts';
+import { temporalFailure } from '../worker/outbox/start-workflow-sink.ts';
 
 describe('outbox routes', () => {
   it('the first matching route wins; a pattern ending in * matches a prefix, any other only itself', () => {
@@ -26,5 +29,26 @@ describe('outbox routes', () => {
     assert.deepEqual(parseRoutes('x=kafka'), {
       problem: "unknown sink 'kafka' (sinks: webhook, nats, temporal)",
     });
+  });
+});
+
+describe('temporal sink error types', () => {
+  const grpc = (code: number) =>
+    new ServiceError('start failed', { cause: Object.assign(new Error('grpc'), { code }) });
+
+  it('permanent gRPC codes (invalid argument, not found, permission denied…) are non-retryable InvalidInput', () => {
+    for (const code of [3, 5, 7, 9, 16]) {
+      const f = temporalFailure(grpc(code));
+      assert.ok(f instanceof ApplicationFailure);
+      assert.deepEqual([f.type, f.nonRetryable], ['InvalidInput', true], `code ${code}`);
+    }
+  });
+
+  it('every other gRPC code, and errors that are not gRPC at all, are retryable UpstreamUnavailable', () => {
+    for (const err of [grpc(14), grpc(4), grpc(8), grpc(13), grpc(2), new Error('Connection closed')]) {
+      const f = temporalFailure(err);
+      assert.ok(f instanceof ApplicationFailure);
+      assert.deepEqual([f.type, f.nonRetryable], ['UpstreamUnavailable', false], String(err));
+    }
   });
 });

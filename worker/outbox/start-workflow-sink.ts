@@ -28,7 +28,7 @@ const PERMANENT_GRPC = new Map([
 ]);
 
 /** Types a failure of a call to Temporal: permanent by gRPC code, else transient. */
-function temporalFailure(err: unknown): unknown {
+export function temporalFailure(err: unknown): unknown {
   if (err instanceof ApplicationFailure) return err;
   const code = err instanceof ServiceError ? (err.cause as { code?: unknown } | undefined)?.code : undefined;
   const permanent = typeof code === 'number' ? PERMANENT_GRPC.get(code) : undefined;
