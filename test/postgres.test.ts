@@ -150,5 +150,10 @@ void describe('waitForPostgres and redaction', () => {
       redactUrlsIn('failed: postgres://a:b@h/x and redis://:tok@r:6379'),
       'failed: postgres://a:***@h/x and redis://:***@r:6379',
     );
+    assert.equal(
+      redactUrlsIn('POST https://hooks.example/in?id=7&token=s3cret&api_key=k3y#x failed'),
+      'POST https://hooks.example/in?id=7&token=***&api_key=***#x failed',
+    );
+    assert.equal(redactUrlsIn('no secrets in ?id=7&page=2'), 'no secrets in ?id=7&page=2');
   });
 });

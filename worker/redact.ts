@@ -10,6 +10,8 @@ const MASK = '***';
 const SECRET_PARAMS = ['password', 'sslpassword', 'pass', 'secret', 'token', 'api_key', 'apikey'];
 /** `scheme://user:password@` inside free text; the password part stops at `@`. */
 const CREDENTIALS_IN_TEXT = /([a-z][a-z0-9+.-]*:\/\/[^\s:/@]*):([^\s@/]*)@/gi;
+/** `?token=…` / `&password=…` inside free text; the value stops at `&`, `#`, a quote or whitespace. */
+const SECRET_PARAMS_IN_TEXT = new RegExp(`([?&](?:${SECRET_PARAMS.join('|')})=)[^&#\\s'"]*`, 'gi');
 
 /**
  * Returns `url` with its password (userinfo and secret query parameters) replaced by `***`.
@@ -41,9 +43,12 @@ export function redactUrl(url: string): string {
 }
 
 /**
- * Scrubs every `scheme://user:password@` occurrence inside arbitrary text (error messages from
- * drivers sometimes echo the connection string). Pure; never throws.
+ * Scrubs every `scheme://user:password@` occurrence and every secret query parameter
+ * (`?token=…`, `&password=…`) inside arbitrary text (error messages from drivers and HTTP clients
+ * sometimes echo the URL). Pure; never throws.
  */
 export function redactUrlsIn(text: string): string {
-  return text.replace(CREDENTIALS_IN_TEXT, (_match, prefix: string) => `${prefix}:${MASK}@`);
+  return text
+    .replace(CREDENTIALS_IN_TEXT, (_match, prefix: string) => `${prefix}:${MASK}@`)
+    .replace(SECRET_PARAMS_IN_TEXT, (_match, prefix: string) => `${prefix}${MASK}`);
 }
