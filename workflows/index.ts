@@ -1,2 +1,3 @@
 // Every workflow type the worker registers (bundled by Temporal's worker from this file).
 export { fetchRecordsWorkflow } from './fetch-records.ts';
+export { scheduledFetchWorkflow } from './scheduled-fetch.ts';

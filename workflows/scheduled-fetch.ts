@@ -1,0 +1,92 @@
+/**
+ * The workflow a Temporal Schedule starts (issue #5, R6). Temporal gives scheduled workflows ids
+ * with a timestamp suffix, so they can't be the business-key workflow themselves. This one is a
+ * thin trigger: it derives the business date from the schedule's **nominal** time (the
+ * `TemporalScheduledStartTime` search attribute Temporal sets — never a worker's clock), then runs
+ * the canonical `fetch/fetch-records/<source>/<date>` workflow as a child. A run of that key that
+ * is already open, or already succeeded, is not started again: the trigger reports it as joined.
+ * Deterministic: the date depends only on the start's search attributes and the input.
+ */
+import {
+  ApplicationFailure,
+  defineSearchAttributeKey,
+  SearchAttributeType,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowIdReusePolicy,
+} from '@temporalio/common';
+import { executeChild, ParentClosePolicy, uuid4, workflowInfo } from '@temporalio/workflow';
+import { addDays, dateInTimeZone } from './business-date.ts';
+import { FETCH_RECORDS, workflowIdFor } from './business-key.ts';
+import { fetchRecordsWorkflow } from './fetch-records.ts';
+import type { FetchRecordsResult } from './types.ts';
+
+/** Set by Temporal on every workflow a Schedule starts (also on trigger and backfill). */
+const SCHEDULED_START_TIME = defineSearchAttributeKey(
+  'TemporalScheduledStartTime',
+  SearchAttributeType.DATETIME,
+);
+const FETCH_SOURCE = defineSearchAttributeKey('FetchSource', SearchAttributeType.KEYWORD);
+const FETCH_DATE = defineSearchAttributeKey('FetchDate', SearchAttributeType.KEYWORD);
+const JOB_TYPE = defineSearchAttributeKey('JobType', SearchAttributeType.KEYWORD);
+const FETCH_STATUS = defineSearchAttributeKey('FetchStatus', SearchAttributeType.KEYWORD);
+
+export interface ScheduledFetchInput {
+  sourceId: string;
+  /** IANA timezone the nominal time is read in (the source's). */
+  timeZone: string;
+  /** Days added to the nominal date: -1 = "a daily 02:00 run fetches the previous day". */
+  dateOffsetDays: number;
+}
+
+export type ScheduledFetchResult =
+  | { outcome: 'ran'; workflowId: string; businessDate: string; result: FetchRecordsResult }
+  | { outcome: 'joined'; workflowId: string; businessDate: string };
+
+/** The business date of a scheduled start: nominal time in `timeZone`, plus the offset. Pure. */
+export function scheduledBusinessDate(nominal: Date, timeZone: string, dateOffsetDays: number): string {
+  return addDays(dateInTimeZone(nominal, timeZone), dateOffsetDays);
+}
+
+export async function scheduledFetchWorkflow(input: ScheduledFetchInput): Promise<ScheduledFetchResult> {
+  const info = workflowInfo();
+  const nominal = info.typedSearchAttributes.get(SCHEDULED_START_TIME);
+  if (!nominal) {
+    throw ApplicationFailure.nonRetryable(
+      'scheduledFetchWorkflow runs only from a Temporal Schedule (no TemporalScheduledStartTime)',
+      'InvalidInput',
+    );
+  }
+  const businessDate = scheduledBusinessDate(nominal, input.timeZone, input.dateOffsetDays);
+  const workflowId = workflowIdFor({ jobType: FETCH_RECORDS, sourceId: input.sourceId, businessDate });
+  try {
+    const result = await executeChild(fetchRecordsWorkflow, {
+      workflowId,
+      args: [
+        {
+          sourceId: input.sourceId,
+          businessDate,
+          correlationId: uuid4(),
+          requestedBy: 'schedule',
+          scheduledAt: nominal.toISOString(),
+        },
+      ],
+      // Same rule as every other starter: a failed key may run again, a succeeded one never.
+      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+      // The schedule's overlap policy may cancel or terminate this trigger: let the run stop
+      // cleanly (it records `cancelled`) rather than vanish.
+      parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+      typedSearchAttributes: [
+        { key: FETCH_SOURCE, value: input.sourceId },
+        { key: FETCH_DATE, value: businessDate },
+        { key: JOB_TYPE, value: FETCH_RECORDS },
+        { key: FETCH_STATUS, value: 'queued' },
+      ],
+      staticSummary: `${FETCH_RECORDS} ${input.sourceId} ${businessDate} (scheduled)`,
+    });
+    return { outcome: 'ran', workflowId, businessDate, result };
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError)
+      return { outcome: 'joined', workflowId, businessDate };
+    throw err;
+  }
+}
