@@ -11,6 +11,7 @@ import { registerOutbox } from './commands/outbox.ts';
 import { registerPublisher } from './commands/publisher.ts';
 import { registerRun } from './commands/run.ts';
 import { registerRuns } from './commands/runs.ts';
+import { registerSchedules } from './commands/schedules.ts';
 import { registerWorker } from './commands/worker.ts';
 
 /** Builds the program; `ctx` is created lazily so `--help` needs no configuration. */
@@ -21,6 +22,7 @@ export function buildProgram(ctx: () => CliContext): Command {
     .exitOverride();
   registerRun(program, ctx);
   registerRuns(program, ctx);
+  registerSchedules(program, ctx);
   registerWorker(program, ctx);
   registerPublisher(program, ctx);
   registerOutbox(program, ctx);

@@ -6,7 +6,9 @@ export { startFetch, prepareFetch, launchFetch, SEARCH_KEYS } from './start-fetc
 export type { DurableFetchContext, PreparedFetch, StartFetchRequest, StartedFetch } from './start-fetch.ts';
 export { enqueueFetch, getEnqueuedFetch, START_WORKFLOW_TOPIC } from './enqueue-fetch.ts';
 export type { EnqueuedFetch, EnqueuedFetchState, EnqueueOptions } from './enqueue-fetch.ts';
-export { getRun, listRuns } from './runs.ts';
+export { cancelRun, getRun, listRuns } from './runs.ts';
+export { syncSchedules, scheduleIdFor, sourceScheduleSchema } from './schedules.ts';
+export type { SourceSchedule, SyncChange } from './schedules.ts';
 export type { FetchRun, ListRunsFilter, RunStatus } from './runs.ts';
 export { workflowIdFor, idempotencyKeyFor, FETCH_RECORDS } from '../workflows/business-key.ts';
 export type { FetchRecordsResult } from '../workflows/types.ts';

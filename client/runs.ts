@@ -55,3 +55,22 @@ export async function listRuns(
 export function formatDate(date: Date): string {
   return date.toISOString().slice(0, 10);
 }
+
+/**
+ * Requests cancellation of a run (by FetchRun id, workflow id or `<source>/<date>`) — the same
+ * call the Temporal Web UI makes. The run stops at its next cancellation point (a partner call is
+ * aborted) and records `cancelled`. Returns the run as it was when asked, or undefined when there
+ * is no such run. A run already finished is left alone.
+ */
+export async function cancelRun(
+  ctx: Pick<DurableFetchContext, 'prisma' | 'temporal'>,
+  id: string,
+): Promise<{ run: FetchRun; requested: boolean } | undefined> {
+  const run = await getRun(ctx, id);
+  if (!run) return undefined;
+  if (['succeeded', 'dead_lettered', 'cancelled', 'compensated'].includes(run.status)) {
+    return { run, requested: false };
+  }
+  await ctx.temporal.workflow.getHandle(run.workflowId).cancel();
+  return { run, requested: true };
+}

@@ -220,3 +220,38 @@ export async function syncSchedules(
   }
   return changes;
 }
+
+/** Milliseconds `timeZone` is ahead of UTC at instant `at` (whole seconds). */
+function zoneOffsetMs(at: Date, timeZone: string): number {
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat('en-US', {
+      timeZone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+    })
+      .formatToParts(at)
+      .map((p) => [p.type, p.value]),
+  ) as Record<string, string>;
+  const local = Date.UTC(
+    +parts.year!,
+    +parts.month! - 1,
+    +parts.day!,
+    +parts.hour!,
+    +parts.minute!,
+    +parts.second!,
+  );
+  return local - Math.floor(at.getTime() / 1000) * 1000;
+}
+
+/** The instant a calendar date `YYYY-MM-DD` begins in `timeZone` (DST-aware). Pure. */
+export function startOfDayIn(date: string, timeZone: string): Date {
+  const midnightUtc = Date.parse(`${date}T00:00:00Z`);
+  const first = midnightUtc - zoneOffsetMs(new Date(midnightUtc), timeZone);
+  // Once more with the offset in force at that instant (a DST change between the two).
+  return new Date(midnightUtc - zoneOffsetMs(new Date(first), timeZone));
+}

@@ -2,14 +2,18 @@ import type { PrismaClient } from './db.ts';
 
 export const DEMO_SOURCE_ID = 'demo';
 
+/** The demo source's schedule: every day at 02:00 UTC, for the previous day (issue #5). */
+export const DEMO_SCHEDULE = { cron: '0 2 * * *', dateOffsetDays: -1 };
+
 /**
- * Registers (or updates) the demo source pointing at the demo partner API. Idempotent.
+ * Registers (or updates) the demo source pointing at the demo partner API. Idempotent; a schedule
+ * an operator changed is kept.
  */
 export async function ensureDemoSource(prisma: PrismaClient, partnerUrl: string): Promise<void> {
   const data = { name: 'Demo partner', baseUrl: partnerUrl, timezone: 'UTC', pageSize: 200, enabled: true };
   await prisma.source.upsert({
     where: { id: DEMO_SOURCE_ID },
-    create: { id: DEMO_SOURCE_ID, ...data },
+    create: { id: DEMO_SOURCE_ID, ...data, schedule: DEMO_SCHEDULE },
     update: { baseUrl: partnerUrl },
   });
 }

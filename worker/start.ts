@@ -10,6 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { startPartner } from '../partner/server.ts';
 import { startPeriodicCleanup } from '../activities/cleanup.ts';
 import { enqueueFetch, getEnqueuedFetch, type EnqueuedFetchState } from '../client/enqueue-fetch.ts';
+import { syncSchedules } from '../client/schedules.ts';
 import type { fetchRecordsWorkflow } from '../workflows/fetch-records.ts';
 import { duration, failureSummary, workflowUrl } from '../client/format.ts';
 import { createActivityDeps } from './activity-deps.ts';
@@ -151,6 +152,12 @@ async function main(): Promise<void> {
 
   const client = await connectClient(config);
   closers.push({ name: 'temporal client', close: () => client.connection.close() });
+  const synced = await syncSchedules({ temporal: client, prisma, taskQueue: config.temporal.taskQueue });
+  const changed = synced.filter((s) => s.change !== 'unchanged');
+  say(
+    `schedules synced: ${changed.map((s) => `${s.change} ${s.scheduleId}`).join(', ') || 'nothing changed'}` +
+      ` (${synced.length - changed.filter((s) => s.change === 'deleted').length} active)`,
+  );
   const publisher = await startPublisher(config, prisma, () => Promise.resolve(client), log);
   closers.push({ name: 'publisher', close: () => publisher.stop() });
   say(`outbox publisher delivering to ${redactUrl(config.outbox.webhookUrl)} and Temporal — ${since()}`);

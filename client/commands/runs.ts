@@ -3,7 +3,7 @@ import { UserFacingError } from '../../worker/errors.ts';
 import type { CliContext } from '../cli-context.ts';
 import { table, workflowUrl } from '../format.ts';
 import { RunStatus } from '../../prisma/generated/enums.ts';
-import { type FetchRun, formatDate, getRun, listRuns } from '../runs.ts';
+import { cancelRun, type FetchRun, formatDate, getRun, listRuns } from '../runs.ts';
 import { printJson } from './output.ts';
 
 const STATUSES: string[] = Object.values(RunStatus);
@@ -33,7 +33,7 @@ function row(run: FetchRun): Record<string, string> {
   };
 }
 
-/** `durable-fetch runs list|show` */
+/** `durable-fetch runs list|show|cancel` */
 export function registerRuns(program: Command, ctx: () => CliContext): void {
   const runs = program.command('runs').description('list and inspect runs (FetchRun records in PostgreSQL)');
   runs
@@ -81,5 +81,23 @@ export function registerRuns(program: Command, ctx: () => CliContext): void {
       ];
       const width = Math.max(...fields.map(([k]) => k.length));
       for (const [k, v] of fields) console.log(`${k.padEnd(width)}  ${v}`);
+    });
+  runs
+    .command('cancel')
+    .description(
+      'request cancellation of a run (as the Web UI does): it stops at its next safe point and ends cancelled',
+    )
+    .argument('<id>', 'FetchRun id, workflow id or <source>/<date>')
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      const c = ctx();
+      const outcome = await cancelRun({ prisma: await c.prisma(), temporal: await c.temporal() }, id);
+      if (!outcome) throw new UserFacingError(`no run '${id}'`, 'NOT_FOUND');
+      if (opts.json) return printJson({ workflowId: outcome.run.workflowId, requested: outcome.requested });
+      console.log(
+        outcome.requested
+          ? `cancellation requested for ${outcome.run.workflowId}`
+          : `${outcome.run.workflowId} already ended (${outcome.run.status}); nothing to cancel`,
+      );
     });
 }
