@@ -95,7 +95,12 @@ function desired(
   taskQueue: string,
 ): DesiredSchedule | { problem: string } {
   const parsed = sourceScheduleSchema.safeParse(source.schedule);
-  if (!parsed.success) return { problem: `source '${source.id}': schedule ${z.prettifyError(parsed.error)}` };
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) =>
+      i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message,
+    );
+    return { problem: `source '${source.id}': schedule ${issues.join('; ')}` };
+  }
   const s = parsed.data;
   const input: ScheduledFetchInput = {
     sourceId: source.id,

@@ -31,6 +31,8 @@ function parseDate(value: string): string {
 
 const iso = (d: Date | undefined) => d?.toISOString() ?? '';
 
+const FINAL: string[] = ['succeeded', 'dead_lettered', 'cancelled', 'compensated'];
+
 /** `durable-fetch schedules sync|list|describe|pause|resume|trigger|backfill` */
 export function registerSchedules(program: Command, ctx: () => CliContext): void {
   const schedules = program
@@ -197,6 +199,7 @@ export function registerSchedules(program: Command, ctx: () => CliContext): void
           startOfDayIn(addDays(opts.to, 1 - args.dateOffsetDays), args.timeZone).getTime() - 1,
         );
         // Each date is its own business key, so backfilled starts may overlap freely by default.
+        const requestedAt = new Date();
         await handle.backfill({ start, end, overlap: opts.overlap ?? 'ALLOW_ALL' });
         const dates: string[] = [];
         for (let d = opts.from; d <= opts.to; d = addDays(d, 1)) dates.push(d);
@@ -220,11 +223,12 @@ export function registerSchedules(program: Command, ctx: () => CliContext): void
             orderBy: { businessDate: 'asc' },
           });
           runs = rows.map((r) => ({ date: r.businessDate.toISOString().slice(0, 10), status: r.status }));
-          const done = runs.filter((r) =>
-            ['succeeded', 'dead_lettered', 'cancelled', 'compensated'].includes(r.status),
+          // A date that had failed or was cancelled before is run again: only its new outcome counts.
+          const done = rows.filter(
+            (r) => r.status === 'succeeded' || (FINAL.includes(r.status) && r.updatedAt >= requestedAt),
           );
           const line = `backfill ${scheduleId}: ${done.length}/${dates.length} dates done`;
-          if (line !== last && !opts.json) console.error(line);
+          if (line !== last) console.error(line);
           last = line;
           if (done.length === dates.length) break;
           let running = 0;
@@ -235,7 +239,7 @@ export function registerSchedules(program: Command, ctx: () => CliContext): void
           }
           // Nothing running for a while: the schedule has no start on the remaining dates.
           idle = running === 0 ? idle + 1 : 0;
-          if (idle >= 5) break;
+          if (idle >= 10) break;
           await new Promise((resolve) => setTimeout(resolve, 1_000));
         }
         if (opts.json) return printJson({ scheduleId, from: opts.from, to: opts.to, runs });

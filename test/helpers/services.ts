@@ -1,6 +1,6 @@
 /**
  * The real services a test run (or a benchmark) needs, started once: a Temporal dev server (in
- * memory, headless, free port) from the pinned CLI, and a migrated template database on the
+ * memory, free ports, with its Web UI) from the pinned CLI, and a migrated template database on the
  * PostgreSQL of DATABASE_URL, else 127.0.0.1:5432, else an embedded one.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -93,7 +93,8 @@ export async function startTestServices(log: (line: string) => void): Promise<Te
     await sweepStaleDatabases(adminUrl, log);
     const template = `df_template_${process.pid}`;
     const [server] = await Promise.all([
-      startDevServer({ cliPath: cli.path, port: 0, headless: true }).then((s) => {
+      // With its Web UI: the browser test opens it (issue #5).
+      startDevServer({ cliPath: cli.path, port: 0 }).then((s) => {
         stops.push(() => s.stop());
         return s;
       }),
@@ -112,6 +113,7 @@ export async function startTestServices(log: (line: string) => void): Promise<Te
         DF_TEST_PG_ADMIN_URL: adminUrl,
         DF_TEST_TEMPLATE_DB: template,
         DF_TEST_TEMPORAL_CLI: cli.path,
+        ...(server.uiUrl ? { DF_TEST_TEMPORAL_UI_URL: server.uiUrl } : {}),
       },
       stop,
     };
