@@ -95,7 +95,12 @@ describe('web ui', () => {
       );
       const run = await db.prisma.fetchRun.findFirstOrThrow({ where: { sourceId: SOURCE } });
       assert.equal(run.pagesStored, 1);
-      assert.equal((await client.workflow.getHandle(started.workflowId).describe()).status.name, 'CANCELLED');
+      // The workflow itself closes as cancelled right after recording it.
+      await assert.rejects(
+        started.handle.result(),
+        (err: Error) => (err.cause as Error | undefined)?.name === 'CancelledFailure',
+      );
+      assert.equal((await started.handle.describe()).status.name, 'CANCELLED');
     });
   });
 });
