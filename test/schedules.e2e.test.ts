@@ -181,4 +181,33 @@ describe('schedules', () => {
       );
     });
   });
+
+  it('a cancelled date runs again when started again, resuming from its stored pages (same FetchRun)', async () => {
+    const sourceId = 'sched-rerun';
+    await createSource(db.prisma, sourceId, partner.url, { pageSize: 10 });
+    const date = '2026-10-10';
+    // Hold the second page long enough to cancel the run there.
+    partner.faults.add({ sourceId, kind: 'delay', delayMs: 60_000, afterRequests: 1, times: 1 });
+    await worker.run(async () => {
+      const first = await startFetch(ctx(), { sourceId, date });
+      await waitFor(
+        async () => (await db.prisma.fetchRun.findFirst({ where: { sourceId } }))?.pagesStored === 1,
+        'first page stored',
+      );
+      await first.handle.cancel();
+      await assert.rejects(first.handle.result());
+      const cancelled = await db.prisma.fetchRun.findFirstOrThrow({ where: { sourceId } });
+      assert.equal(cancelled.status, 'cancelled');
+
+      const again = await startFetch(ctx(), { sourceId, date });
+      assert.equal(again.joined, false);
+      const result = await again.handle.result();
+      assert.equal(result.status, 'succeeded');
+      const run = await db.prisma.fetchRun.findFirstOrThrow({ where: { sourceId } });
+      assert.deepEqual([run.id, run.status, run.recordsStored], [cancelled.id, 'succeeded', 30]);
+      assert.equal(await db.prisma.fetchedRecord.count({ where: { sourceId } }), 30);
+      // Resumed: the first page was fetched once, never again.
+      assert.equal(partner.ledger.count({ sourceId, cursor: null }), 1);
+    });
+  });
 });
