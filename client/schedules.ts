@@ -11,11 +11,13 @@ import {
   type ScheduleDescription,
   type ScheduleOptions,
   ScheduleNotFoundError,
+  ServiceError,
   type ScheduleOverlapPolicy,
 } from '@temporalio/client';
 import { z } from 'zod';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import { UserFacingError } from '../worker/errors.ts';
+import { dateInTimeZone } from '../workflows/business-date.ts';
 import { FETCH_RECORDS } from '../workflows/business-key.ts';
 import type { ScheduledFetchInput } from '../workflows/scheduled-fetch.ts';
 import { SEARCH_KEYS } from './start-fetch.ts';
@@ -95,6 +97,11 @@ function desired(
   taskQueue: string,
 ): DesiredSchedule | { problem: string } {
   const parsed = sourceScheduleSchema.safeParse(source.schedule);
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: source.timezone });
+  } catch {
+    return { problem: `source '${source.id}': unknown timezone '${source.timezone}'` };
+  }
   if (!parsed.success) {
     const issues = parsed.error.issues.map((i) =>
       i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message,
@@ -144,6 +151,22 @@ function desired(
   };
 }
 
+/** Runs a create/update; Temporal refusing it (e.g. a cron it can't parse) is the user's error. */
+async function refused(d: DesiredSchedule, call: () => Promise<unknown>): Promise<void> {
+  try {
+    await call();
+  } catch (err) {
+    if (err instanceof ServiceError) {
+      const why = err.cause?.message ?? err.message;
+      throw new UserFacingError(
+        `source '${d.sourceId}': Temporal refused its schedule: ${why}`,
+        'INVALID_SCHEDULE',
+      );
+    }
+    throw err;
+  }
+}
+
 function fingerprintOf(description: ScheduleDescription): string | undefined {
   const action = description.action as { memo?: Record<string, unknown> };
   const value = action.memo?.durableFetchSchedule;
@@ -189,15 +212,17 @@ export async function syncSchedules(
       if (!(err instanceof ScheduleNotFoundError)) throw err;
     }
     if (!current) {
-      if (!opts.dryRun) await ctx.temporal.schedule.create(d.options);
+      if (!opts.dryRun) await refused(d, () => ctx.temporal.schedule.create(d.options));
       changes.push({ scheduleId: d.scheduleId, sourceId: d.sourceId, change: 'created' });
     } else if (fingerprintOf(current) !== d.fingerprint) {
       if (!opts.dryRun) {
         // The operator's pause (and its note) survives a config change.
-        await handle.update((prev) => ({
-          ...d.options,
-          state: { paused: prev.state.paused, note: prev.state.note },
-        }));
+        await refused(d, () =>
+          handle.update((prev) => ({
+            ...d.options,
+            state: { paused: prev.state.paused, note: prev.state.note },
+          })),
+        );
       }
       changes.push({ scheduleId: d.scheduleId, sourceId: d.sourceId, change: 'updated' });
     } else {
@@ -208,15 +233,17 @@ export async function syncSchedules(
   const prefix = schedulePrefix(ctx.taskQueue);
   for await (const summary of ctx.temporal.schedule.list()) {
     if (!summary.scheduleId.startsWith(prefix) || keep.has(summary.scheduleId)) continue;
-    if (!opts.dryRun) {
-      await ctx.temporal.schedule
-        .getHandle(summary.scheduleId)
-        .delete()
-        .catch((err: unknown) => {
-          // Listing lags behind: a schedule deleted a moment ago may still be listed.
-          if (!(err instanceof ScheduleNotFoundError)) throw err;
-        });
-    }
+    // Listing lags behind: a schedule deleted a moment ago may still be listed. Only one that
+    // still exists counts (and, unless dry, is deleted now).
+    const handle = ctx.temporal.schedule.getHandle(summary.scheduleId);
+    const exists = await (opts.dryRun ? handle.describe() : handle.delete()).then(
+      () => true,
+      (err: unknown) => {
+        if (err instanceof ScheduleNotFoundError) return false;
+        throw err;
+      },
+    );
+    if (!exists) continue;
     changes.push({
       scheduleId: summary.scheduleId,
       sourceId: summary.scheduleId.slice(prefix.length),
@@ -253,10 +280,15 @@ function zoneOffsetMs(at: Date, timeZone: string): number {
   return local - Math.floor(at.getTime() / 1000) * 1000;
 }
 
-/** The instant a calendar date `YYYY-MM-DD` begins in `timeZone` (DST-aware). Pure. */
+/**
+ * The first instant of calendar date `YYYY-MM-DD` in `timeZone`: local midnight, or — where a DST
+ * change skips midnight (e.g. America/Santiago) — the moment the day starts. Pure.
+ */
 export function startOfDayIn(date: string, timeZone: string): Date {
   const midnightUtc = Date.parse(`${date}T00:00:00Z`);
   const first = midnightUtc - zoneOffsetMs(new Date(midnightUtc), timeZone);
   // Once more with the offset in force at that instant (a DST change between the two).
-  return new Date(midnightUtc - zoneOffsetMs(new Date(first), timeZone));
+  const second = midnightUtc - zoneOffsetMs(new Date(first), timeZone);
+  const candidates = [second, first].filter((t) => dateInTimeZone(new Date(t), timeZone) === date);
+  return new Date(candidates.length > 0 ? Math.min(...candidates) : second);
 }

@@ -139,13 +139,13 @@ describe('schedules', () => {
 
       await handle.pause('test pause');
       await new Promise((resolve) => setTimeout(resolve, 1_000)); // a start in flight may land
-      const paused = (await handle.describe()).info.recentActions.length;
+      const paused = (await handle.describe()).info.numActionsTaken;
       await new Promise((resolve) => setTimeout(resolve, 5_000));
-      assert.equal((await handle.describe()).info.recentActions.length, paused, 'no start while paused');
+      assert.equal((await handle.describe()).info.numActionsTaken, paused, 'no start while paused');
 
       await handle.unpause('test resume');
       await waitFor(
-        async () => (await handle.describe()).info.recentActions.length > paused,
+        async () => (await handle.describe()).info.numActionsTaken > paused,
         'a start after resume',
         30_000,
       );

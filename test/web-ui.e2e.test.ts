@@ -81,8 +81,9 @@ describe('web ui', () => {
         60_000,
       );
       await page.screenshot({ path: path.join(OUTPUT, 'filter-by-fetch-source.png'), fullPage: true });
-      const text = await page.locator('body').innerText();
-      assert.match(text, /Running/);
+      // The run's own row says it is running.
+      const row = page.getByRole('row').filter({ hasText: started.workflowId });
+      assert.match(await row.first().innerText(), /running/i);
       await page.close();
 
       // The UI's "Request cancellation" is RequestCancelWorkflowExecution on the run's workflow id.

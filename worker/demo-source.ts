@@ -1,3 +1,4 @@
+import { Prisma } from '../prisma/generated/client.ts';
 import type { PrismaClient } from './db.ts';
 
 export const DEMO_SOURCE_ID = 'demo';
@@ -15,5 +16,10 @@ export async function ensureDemoSource(prisma: PrismaClient, partnerUrl: string)
     where: { id: DEMO_SOURCE_ID },
     create: { id: DEMO_SOURCE_ID, ...data, schedule: DEMO_SCHEDULE },
     update: { baseUrl: partnerUrl },
+  });
+  // Databases from before schedules existed get the demo schedule too (an operator's stays).
+  await prisma.source.updateMany({
+    where: { id: DEMO_SOURCE_ID, schedule: { equals: Prisma.DbNull } },
+    data: { schedule: DEMO_SCHEDULE },
   });
 }

@@ -152,12 +152,18 @@ async function main(): Promise<void> {
 
   const client = await connectClient(config);
   closers.push({ name: 'temporal client', close: () => client.connection.close() });
-  const synced = await syncSchedules({ temporal: client, prisma, taskQueue: config.temporal.taskQueue });
-  const changed = synced.filter((s) => s.change !== 'unchanged');
-  say(
-    `schedules synced: ${changed.map((s) => `${s.change} ${s.scheduleId}`).join(', ') || 'nothing changed'}` +
-      ` (${synced.length - changed.filter((s) => s.change === 'deleted').length} active)`,
-  );
+  try {
+    const synced = await syncSchedules({ temporal: client, prisma, taskQueue: config.temporal.taskQueue });
+    const changed = synced.filter((s) => s.change !== 'unchanged');
+    say(
+      `schedules synced: ${changed.map((s) => `${s.change} ${s.scheduleId}`).join(', ') || 'nothing changed'}` +
+        ` (${synced.length - changed.filter((s) => s.change === 'deleted').length} active)`,
+    );
+  } catch (err) {
+    // A bad schedule config must not keep the rest of the stack down: say it, fix, `schedules sync`.
+    if (!isUserFacingError(err)) throw err;
+    say(`schedules not synced: ${err.message}`);
+  }
   const publisher = await startPublisher(config, prisma, () => Promise.resolve(client), log);
   closers.push({ name: 'publisher', close: () => publisher.stop() });
   say(`outbox publisher delivering to ${redactUrl(config.outbox.webhookUrl)} and Temporal — ${since()}`);

@@ -3,15 +3,20 @@
  */
 import { isBusinessDate } from './business-key.ts';
 
-/** Today's calendar date `YYYY-MM-DD` in `timeZone` at instant `now`. */
+/**
+ * Today's calendar date `YYYY-MM-DD` in `timeZone` at instant `now`. Built from the formatter's
+ * parts, not a locale's layout (which ICU versions have changed): workflow code relies on it.
+ * @throws RangeError for an unknown timezone.
+ */
 export function dateInTimeZone(now: Date, timeZone: string): string {
-  // en-CA formats as YYYY-MM-DD.
-  return new Intl.DateTimeFormat('en-CA', {
+  const parts = new Intl.DateTimeFormat('en-US', {
     timeZone,
     year: 'numeric',
     month: '2-digit',
     day: '2-digit',
-  }).format(now);
+  }).formatToParts(now);
+  const part = (type: string) => parts.find((p) => p.type === type)?.value ?? '';
+  return `${part('year')}-${part('month')}-${part('day')}`;
 }
 
 /** Adds `days` to a `YYYY-MM-DD` date. */

@@ -56,7 +56,13 @@ export async function scheduledFetchWorkflow(input: ScheduledFetchInput): Promis
       'InvalidInput',
     );
   }
-  const businessDate = scheduledBusinessDate(nominal, input.timeZone, input.dateOffsetDays);
+  let businessDate: string;
+  try {
+    businessDate = scheduledBusinessDate(nominal, input.timeZone, input.dateOffsetDays);
+  } catch {
+    // An unknown timezone would fail every workflow task forever: fail the trigger instead.
+    throw ApplicationFailure.nonRetryable(`unknown timezone '${input.timeZone}'`, 'InvalidInput');
+  }
   const workflowId = workflowIdFor({ jobType: FETCH_RECORDS, sourceId: input.sourceId, businessDate });
   try {
     const result = await executeChild(fetchRecordsWorkflow, {
@@ -72,9 +78,9 @@ export async function scheduledFetchWorkflow(input: ScheduledFetchInput): Promis
       ],
       // Same rule as every other starter: a failed key may run again, a succeeded one never.
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
-      // The schedule's overlap policy may cancel or terminate this trigger: let the run stop
-      // cleanly (it records `cancelled`) rather than vanish.
-      parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+      // The run is shared (CLI and app starts of the date join it): an overlap policy that
+      // cancels or terminates this trigger must not take the run down with it.
+      parentClosePolicy: ParentClosePolicy.ABANDON,
       typedSearchAttributes: [
         { key: FETCH_SOURCE, value: input.sourceId },
         { key: FETCH_DATE, value: businessDate },

@@ -71,7 +71,8 @@ export function registerSchedules(program: Command, ctx: () => CliContext): void
       if (opts.json) return printJson({ dryRun: opts.dryRun === true, changes });
       const changed = changes.filter((x) => x.change !== 'unchanged');
       const verb = opts.dryRun ? 'would be' : '';
-      for (const x of changes) console.log(`${x.change.padEnd(9)}  ${x.scheduleId}`);
+      const prefix = opts.dryRun ? '(dry run) ' : '';
+      for (const x of changes) console.log(`${prefix}${x.change.padEnd(9)}  ${x.scheduleId}`);
       console.log(
         `${changed.length} schedule${changed.length === 1 ? '' : 's'} ${verb ? `${verb} ` : ''}changed, ` +
           `${changes.length - changed.length} unchanged`,
@@ -142,7 +143,7 @@ export function registerSchedules(program: Command, ctx: () => CliContext): void
 
   schedules
     .command('resume')
-    .description('start scheduling again (missed starts within the catch-up window run)')
+    .description('start scheduling again (starts that fell due while paused are skipped, not caught up)')
     .argument('<id>', 'source id or schedule id')
     .option('--reason <text>', 'why')
     .action(async (id: string, opts: { reason?: string }) => {
