@@ -175,6 +175,20 @@ describe('schedules', () => {
       assert.equal(await db.prisma.fetchRun.count({ where: { sourceId } }), 1);
       assert.equal(await db.prisma.fetchedRecord.count({ where: { sourceId } }), 30);
       const run = await db.prisma.fetchRun.findFirstOrThrow({ where: { sourceId } });
+      // Every starter ran or joined the one business-key workflow, never a workflow of its own.
+      assert.equal(run.workflowId, app.workflowId);
+      const byDate = `WorkflowType = 'scheduledFetchWorkflow' AND FetchSource = '${sourceId}' AND FetchDate = '${date}'`;
+      await waitFor(
+        async () => (await client.workflow.count(byDate)).count >= 2,
+        'both triggers found by FetchDate',
+        30_000,
+      );
+      for await (const trigger of client.workflow.list({ query: byDate })) {
+        const result = (await client.workflow.getHandle(trigger.workflowId, trigger.runId).result()) as {
+          workflowId: string;
+        };
+        assert.equal(result.workflowId, app.workflowId);
+      }
       assert.equal(
         await db.prisma.outboxEvent.count({ where: { aggregateId: run.id } }),
         run.pagesStored + 1,

@@ -14,7 +14,13 @@ import {
   WorkflowExecutionAlreadyStartedError,
   WorkflowIdReusePolicy,
 } from '@temporalio/common';
-import { executeChild, ParentClosePolicy, uuid4, workflowInfo } from '@temporalio/workflow';
+import {
+  executeChild,
+  ParentClosePolicy,
+  upsertSearchAttributes,
+  uuid4,
+  workflowInfo,
+} from '@temporalio/workflow';
 import { addDays, dateInTimeZone } from './business-date.ts';
 import { FETCH_RECORDS, workflowIdFor } from './business-key.ts';
 import { fetchRecordsWorkflow } from './fetch-records.ts';
@@ -64,6 +70,8 @@ export async function scheduledFetchWorkflow(input: ScheduledFetchInput): Promis
     throw ApplicationFailure.nonRetryable(`unknown timezone '${input.timeZone}'`, 'InvalidInput');
   }
   const workflowId = workflowIdFor({ jobType: FETCH_RECORDS, sourceId: input.sourceId, businessDate });
+  // Operators filter triggers by date too (FetchSource and JobType come with the schedule).
+  upsertSearchAttributes([{ key: FETCH_DATE, value: businessDate }]);
   try {
     const result = await executeChild(fetchRecordsWorkflow, {
       workflowId,
