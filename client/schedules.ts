@@ -95,6 +95,7 @@ interface DesiredSchedule {
 function desired(
   source: { id: string; timezone: string; schedule: unknown },
   taskQueue: string,
+  maxFutureDays: number,
 ): DesiredSchedule | { problem: string } {
   const parsed = sourceScheduleSchema.safeParse(source.schedule);
   try {
@@ -109,6 +110,11 @@ function desired(
     return { problem: `source '${source.id}': schedule ${issues.join('; ')}` };
   }
   const s = parsed.data;
+  if (s.dateOffsetDays > maxFutureDays) {
+    return {
+      problem: `source '${source.id}': schedule dateOffsetDays ${s.dateOffsetDays} would fetch future dates (the future-date policy allows at most ${maxFutureDays})`,
+    };
+  }
   const input: ScheduledFetchInput = {
     sourceId: source.id,
     timeZone: source.timezone,
@@ -188,7 +194,13 @@ export interface SyncChange {
  *   nothing is changed).
  */
 export async function syncSchedules(
-  ctx: { temporal: Client; prisma: Pick<PrismaClient, 'source'>; taskQueue: string },
+  ctx: {
+    temporal: Client;
+    prisma: Pick<PrismaClient, 'source'>;
+    taskQueue: string;
+    /** The future-date policy (DURABLE_FETCH_MAX_FUTURE_DAYS): the largest `dateOffsetDays`. Default 0. */
+    maxFutureDays?: number;
+  },
   opts: { dryRun?: boolean } = {},
 ): Promise<SyncChange[]> {
   const sources = await ctx.prisma.source.findMany({ where: { enabled: true }, orderBy: { id: 'asc' } });
@@ -196,7 +208,7 @@ export async function syncSchedules(
   const problems: string[] = [];
   for (const source of sources) {
     if (source.schedule === null) continue;
-    const d = desired(source, ctx.taskQueue);
+    const d = desired(source, ctx.taskQueue, ctx.maxFutureDays ?? 0);
     if ('problem' in d) problems.push(d.problem);
     else wanted.push(d);
   }

@@ -309,6 +309,11 @@ describe('schedules cli', { timeout: 600_000 }, () => {
       await runCli(['schedules', 'backfill', sourceId, '--from', '2026-10-03', '--to', '2026-10-01'], env),
       /--to is before --from/,
     );
+    // The future-date policy (default: nothing after today) holds for backfills too.
+    assertOneLineError(
+      await runCli(['schedules', 'backfill', sourceId, '--from', '2026-10-01', '--to', '2999-01-01'], env),
+      /--to: date 2999-01-01 is in the future/,
+    );
     const badDate = await runCli(
       ['schedules', 'backfill', sourceId, '--from', '2026-02-30', '--to', '2026-03-01'],
       env,

@@ -224,4 +224,20 @@ describe('schedules', () => {
       assert.equal(partner.ledger.count({ sourceId, cursor: null }), 1);
     });
   });
+
+  it('a schedule that would fetch future dates is refused by the future-date policy, unless the policy allows it', async () => {
+    const sourceId = 'sched-future';
+    await createSource(db.prisma, sourceId, partner.url);
+    await db.prisma.source.update({
+      where: { id: sourceId },
+      data: { schedule: { cron: '0 2 * * *', dateOffsetDays: 1 } },
+    });
+    await assert.rejects(syncSchedules(ctx(), { dryRun: true }), (err: Error) => {
+      assert.match(err.message, /source 'sched-future': schedule dateOffsetDays 1 would fetch future dates/);
+      return true;
+    });
+    const allowed = await syncSchedules({ ...ctx(), maxFutureDays: 1 }, { dryRun: true });
+    assert.ok(allowed.some((c) => c.sourceId === sourceId && c.change === 'created'));
+    await db.prisma.source.update({ where: { id: sourceId }, data: { schedule: Prisma.DbNull } });
+  });
 });

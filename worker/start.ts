@@ -153,7 +153,12 @@ async function main(): Promise<void> {
   const client = await connectClient(config);
   closers.push({ name: 'temporal client', close: () => client.connection.close() });
   try {
-    const synced = await syncSchedules({ temporal: client, prisma, taskQueue: config.temporal.taskQueue });
+    const synced = await syncSchedules({
+      temporal: client,
+      prisma,
+      taskQueue: config.temporal.taskQueue,
+      maxFutureDays: config.runs.maxFutureDays,
+    });
     const changed = synced.filter((s) => s.change !== 'unchanged');
     say(
       `schedules synced: ${changed.map((s) => `${s.change} ${s.scheduleId}`).join(', ') || 'nothing changed'}` +

@@ -1,7 +1,7 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import { ScheduleNotFoundError, type ScheduleOverlapPolicy } from '@temporalio/client';
 import { UserFacingError } from '../../worker/errors.ts';
-import { addDays } from '../../workflows/business-date.ts';
+import { addDays, checkBusinessDate } from '../../workflows/business-date.ts';
 import { isBusinessDate } from '../../workflows/business-key.ts';
 import type { CliContext } from '../cli-context.ts';
 import { table } from '../format.ts';
@@ -65,7 +65,12 @@ export function registerSchedules(program: Command, ctx: () => CliContext): void
     .action(async (opts: { dryRun?: boolean; json?: boolean }) => {
       const c = ctx();
       const changes = await syncSchedules(
-        { temporal: await c.temporal(), prisma: await c.prisma(), taskQueue: c.config.temporal.taskQueue },
+        {
+          temporal: await c.temporal(),
+          prisma: await c.prisma(),
+          taskQueue: c.config.temporal.taskQueue,
+          maxFutureDays: c.config.runs.maxFutureDays,
+        },
         { dryRun: opts.dryRun === true },
       );
       if (opts.json) return printJson({ dryRun: opts.dryRun === true, changes });
@@ -194,6 +199,13 @@ export function registerSchedules(program: Command, ctx: () => CliContext): void
             `schedule '${scheduleId}' is not a durable-fetch schedule`,
             'INVALID_INPUT',
           );
+        // The same future-date policy as every other start.
+        const check = checkBusinessDate(opts.to, {
+          now: new Date(),
+          timeZone: args.timeZone,
+          maxFutureDays: c.config.runs.maxFutureDays,
+        });
+        if (!check.ok) throw new UserFacingError(`--to: ${check.reason}`, 'INVALID_INPUT');
         // Nominal times whose business date (local date + offset) lies in [from, to].
         const start = startOfDayIn(addDays(opts.from, -args.dateOffsetDays), args.timeZone);
         const end = new Date(
