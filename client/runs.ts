@@ -7,6 +7,14 @@ import type { DurableFetchContext } from './start-fetch.ts';
 
 export type { FetchRun, RunStatus };
 
+/** Statuses a run does not leave by itself (a new execution of its key may take it up again). */
+export const FINISHED_STATUSES: readonly RunStatus[] = [
+  'succeeded',
+  'dead_lettered',
+  'cancelled',
+  'compensated',
+];
+
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
@@ -68,7 +76,7 @@ export async function cancelRun(
 ): Promise<{ run: FetchRun; requested: boolean } | undefined> {
   const run = await getRun(ctx, id);
   if (!run) return undefined;
-  if (['succeeded', 'dead_lettered', 'cancelled', 'compensated'].includes(run.status)) {
+  if (FINISHED_STATUSES.includes(run.status)) {
     return { run, requested: false };
   }
   await ctx.temporal.workflow.getHandle(run.workflowId).cancel();

@@ -4,7 +4,7 @@ import type { EventStore, PartnerEvent } from './events.ts';
 import type { ActiveFault } from './faults.ts';
 import { HttpError, readJsonBody, sendJson } from './http-io.ts';
 import type { LedgerInput } from './ledger.ts';
-import type { RecordsContext } from './records-route.ts';
+import { delayFault, type RecordsContext } from './records-route.ts';
 
 /** Longest `Idempotency-Key` (= event id) accepted. */
 export const MAX_EVENT_ID_LENGTH = 200;
@@ -107,14 +107,8 @@ export async function handleEvents(
     case 'delay': {
       // A publisher that times out while we hang is recorded when it leaves; the event is still
       // applied afterwards, so its redelivery is a duplicate.
-      const onClientGone = () => {
-        if (!ctx.isClosing() && !res.writableEnded)
-          ctx.ledger.record({ ...entry, status: 499, fault: 'client_closed' });
-      };
-      res.once('close', onClientGone);
-      const fired = await ctx.delay(fault?.delayMs ?? 0);
-      res.off('close', onClientGone);
-      if (fired) return applyAndRespond(res, event, entry, ctx, fault);
+      if (await delayFault(res, entry, ctx, fault?.delayMs ?? 0))
+        return applyAndRespond(res, event, entry, ctx, fault);
       // Cancelled by close(): never applied nor answered, so no ledger entry.
       ctx.events.countFaulted(event.id);
       req.socket.destroy();

@@ -38,6 +38,30 @@ function firstPage(query: URLSearchParams, sourceId: string, ctx: RecordsContext
   return buildPage(sourceId, date, fromSeq, Math.min(limit, ctx.maxPageSize), total);
 }
 
+/**
+ * Waits out a `delay` fault of `ms`; resolves false when the partner closed meanwhile. A client
+ * that gives up while we hang (a timeout, a cancelled run) is recorded when it leaves, as a 499
+ * `client_closed` entry: tests see the abort reach the partner. The caller still completes the
+ * work afterwards.
+ */
+export async function delayFault(
+  res: ServerResponse,
+  entry: LedgerInput,
+  ctx: Pick<RecordsContext, 'ledger' | 'delay' | 'isClosing'>,
+  ms: number,
+): Promise<boolean> {
+  const onClientGone = () => {
+    if (!ctx.isClosing() && !res.writableEnded)
+      ctx.ledger.record({ ...entry, status: 499, fault: 'client_closed' });
+  };
+  res.once('close', onClientGone);
+  try {
+    return await ctx.delay(ms);
+  } finally {
+    res.off('close', onClientGone);
+  }
+}
+
 /** Computes the normal (unfaulted) response: 200 with a page, or 400 with `{ error, message }`. */
 function evaluate(
   query: URLSearchParams,
@@ -114,20 +138,11 @@ export async function handleRecords(
     case undefined:
     case 'truncate':
       return respond(res, query, sourceId, entry, ctx, fault);
-    case 'delay': {
-      // A client that gives up while we hang (a timeout, a cancelled run) is recorded when it
-      // leaves: tests see the abort reach the partner. The work still completes afterwards.
-      const onClientGone = () => {
-        if (!ctx.isClosing() && !res.writableEnded)
-          ctx.ledger.record({ ...entry, status: 499, fault: 'client_closed' });
-      };
-      res.once('close', onClientGone);
-      const fired = await ctx.delay(fault?.delayMs ?? 0);
-      res.off('close', onClientGone);
+    case 'delay':
       // Cancelled by close(): the request was never served, so it leaves no ledger entry.
-      if (fired) respond(res, query, sourceId, entry, ctx, fault);
+      if (await delayFault(res, entry, ctx, fault?.delayMs ?? 0))
+        respond(res, query, sourceId, entry, ctx, fault);
       return;
-    }
     case 'reset':
       ctx.ledger.record({ ...entry, status: 0, fault: kind });
       req.socket.resetAndDestroy();

@@ -3,7 +3,6 @@
 // the point, PostgreSQL must hold each business row, outbox event and idempotency record once, and
 // every repeat request the partner saw must carry the same Idempotency-Key as the first.
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { Client } from '@temporalio/client';
@@ -80,20 +79,9 @@ async function within<T>(promise: Promise<T>, ms: number, describe: () => string
   }
 }
 
-/** A worker process and how it ended: its exit code, or the signal that killed it. */
-interface WorkerProcess extends Spawned {
-  /** Settles once the process has exited and its output is fully read ('close', not 'exit'). */
-  ended: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-function spawnWorker(env: Record<string, string>): WorkerProcess {
-  const proc = spawnTs(['bin/durable-fetch.js', 'worker'], env);
-  // Listening from the start: a process that dies at once still reports how.
-  const ended = once(proc.child, 'close').then(([code, signal]) => ({
-    code: code as number | null,
-    signal: signal as NodeJS.Signals | null,
-  }));
-  return { ...proc, ended };
+/** A `durable-fetch worker` process; `ended` tells its exit code or the signal that killed it. */
+function spawnWorker(env: Record<string, string>): Spawned {
+  return spawnTs(['bin/durable-fetch.js', 'worker'], env);
 }
 
 async function runState(db: TestDatabase, sourceId: string) {
@@ -187,7 +175,7 @@ async function crashAndRecover(point: WorkerCrashPoint): Promise<number> {
   const sourceId = `crash-${point}`;
   const db = await useTestDatabase();
   let partner: PartnerServer | undefined;
-  const workers: WorkerProcess[] = [];
+  const workers: Spawned[] = [];
   const taskQueue = `test-crash-${point}-${randomUUID()}`;
   const startWorker = (crash?: WorkerCrashPoint) => {
     const worker = spawnWorker({

@@ -6,7 +6,6 @@
 // turns the re-delivery into a recorded duplicate: applied once, stored once, nothing lost.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
 import { describe, it } from 'node:test';
 import { JetStreamApiError, jetstreamManager, type StreamInfo } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
@@ -22,20 +21,9 @@ const WEBHOOK_TOPIC = 'crash.webhook_event';
 const NATS_TOPIC = 'crash.nats_event';
 const ROUTES = `${WEBHOOK_TOPIC}=webhook,${NATS_TOPIC}=nats`;
 
-/** A publisher process and how it ended: its exit code, or the signal that killed it. */
-interface PublisherProcess extends Spawned {
-  /** Settles once the process has exited and its output is fully read ('close', not 'exit'). */
-  ended: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-function spawnPublisher(env: Record<string, string>): PublisherProcess {
-  const proc = spawnTs(['bin/durable-fetch.js', 'publisher'], env);
-  // Listening from the start: a process that dies at once still reports how.
-  const ended = once(proc.child, 'close').then(([code, signal]) => ({
-    code: code as number | null,
-    signal: signal as NodeJS.Signals | null,
-  }));
-  return { ...proc, ended };
+/** A `durable-fetch publisher` process; `ended` tells its exit code or the signal that killed it. */
+function spawnPublisher(env: Record<string, string>): Spawned {
+  return spawnTs(['bin/durable-fetch.js', 'publisher'], env);
 }
 
 /** Rejects with `describe()` when `promise` has not settled after `ms` (so `finally` blocks run). */
@@ -115,7 +103,7 @@ async function crashAfterAck(sink: 'webhook' | 'nats'): Promise<{ takeoverMs: nu
     throw err;
   });
   let partner: PartnerServer | undefined;
-  const publishers: PublisherProcess[] = [];
+  const publishers: Spawned[] = [];
   try {
     partner = await startPartner({ port: 0 });
     const env = {

@@ -8,8 +8,6 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it, type TestContext } from 'node:test';
-import { jetstreamManager } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
 import { ApplicationFailure } from '@temporalio/common';
 import pg from 'pg';
 import { createHttpClient } from '../activities/http.ts';
@@ -34,6 +32,7 @@ import {
   orderPerAggregate,
   outboxRows,
   takeoversOf,
+  testNatsStream,
   testPublisher,
   waitFor,
 } from './helpers/outbox.ts';
@@ -513,19 +512,12 @@ describe('outbox publisher', () => {
   it("nats: a re-delivery after a takeover is dropped by the stream's duplicate window", async (t) => {
     const { prisma } = await freshDatabase(t);
     const run = uid();
-    const stream = `DF_TEST_OUTBOX_${run}`;
-    const subjectPrefix = `dftest.${run}`;
+    const { stream, subjectPrefix, jsm } = await testNatsStream(t, 'OUTBOX');
     const topic = `natstest.event`;
     const events = await insertEvents(prisma, {
       aggregates: [`nats-a-${run}`, `nats-b-${run}`],
       perAggregate: 5,
       topic,
-    });
-    const nc = await connect({ servers: '127.0.0.1:4222' });
-    const jsm = await jetstreamManager(nc);
-    t.after(async () => {
-      await jsm.streams.delete(stream).catch(() => false);
-      await nc.close();
     });
     const sink = createNatsSink({
       servers: 'nats://127.0.0.1:4222',
@@ -696,18 +688,11 @@ describe('outbox publisher', () => {
   });
 
   it('nats: after its stream is deleted, the sink fails one delivery (retryable), then re-creates the stream and delivers', async (t) => {
-    const run = uid();
-    const stream = `DF_TEST_RECREATE_${run}`;
-    const nc = await connect({ servers: '127.0.0.1:4222' });
-    const jsm = await jetstreamManager(nc);
-    t.after(async () => {
-      await jsm.streams.delete(stream).catch(() => false);
-      await nc.close();
-    });
+    const { stream, subjectPrefix, jsm } = await testNatsStream(t, 'RECREATE');
     const sink = createNatsSink({
       servers: 'nats://127.0.0.1:4222',
       stream,
-      subjectPrefix: `dftest.${run}`,
+      subjectPrefix,
       duplicateWindowMs: 60_000,
       timeoutMs: 2_000,
     });

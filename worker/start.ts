@@ -8,7 +8,6 @@
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { startPartner } from '../partner/server.ts';
-import { startPeriodicCleanup } from '../activities/cleanup.ts';
 import { enqueueFetch, getEnqueuedFetch, type EnqueuedFetchState } from '../client/enqueue-fetch.ts';
 import { syncSchedules } from '../client/schedules.ts';
 import type { fetchRecordsWorkflow } from '../workflows/fetch-records.ts';
@@ -133,8 +132,8 @@ async function main(): Promise<void> {
     taskQueue: config.temporal.taskQueue,
     deps,
   });
-  const cleanup = startPeriodicCleanup(prisma, { intervalMs: config.runs.cleanupIntervalMs, log });
-  closers.push({ name: 'cleanup', close: () => cleanup.stop() });
+  // No cleanup pass of the worker's own here: the publisher started below runs one pass for all
+  // (expired idempotency records, staged pages and published events) in this process.
   // A worker that dies takes the stack down cleanly instead of leaving it half-alive.
   const running = worker.run().catch(async (err: unknown) => {
     console.error('[durable-fetch] worker stopped with an error:', err);

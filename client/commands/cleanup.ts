@@ -7,9 +7,10 @@ const RETENTION_HELP = `
 Idempotency records and staged pages expire DURABLE_FETCH_IDEMPOTENCY_RETENTION_DAYS (default 30)
 after they were written. That retention is the dedupe window: a step repeated within it returns its
 stored result, a step repeated after it is no longer recognised as a repeat, so expired rows can go.
-Workers run this same pass every DURABLE_FETCH_CLEANUP_INTERVAL_MS (default 600000 = 10 min; 0 turns
-it off); this command runs one pass now. Published outbox events go after
-DURABLE_FETCH_OUTBOX_RETENTION_DAYS (default 7); pending and dead ones are never deleted. Safe to
+Published outbox events go after DURABLE_FETCH_OUTBOX_RETENTION_DAYS (default 7); pending and dead
+ones are never deleted. Workers (expired rows) and publishers (expired rows and published events)
+run a pass every DURABLE_FETCH_CLEANUP_INTERVAL_MS (default 600000 = 10 min; 0 turns it off); this
+command runs one pass now. Safe to
 run while workers and publishers run: concurrent passes skip each other's rows and never delete a
 row twice.`;
 

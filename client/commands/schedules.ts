@@ -5,6 +5,7 @@ import { addDays, checkBusinessDate } from '../../workflows/business-date.ts';
 import { isBusinessDate } from '../../workflows/business-key.ts';
 import type { CliContext } from '../cli-context.ts';
 import { table } from '../format.ts';
+import { FINISHED_STATUSES } from '../runs.ts';
 import { OVERLAP_POLICIES, resolveScheduleId, startOfDayIn, syncSchedules } from '../schedules.ts';
 import { printJson } from './output.ts';
 
@@ -30,8 +31,6 @@ function parseDate(value: string): string {
 }
 
 const iso = (d: Date | undefined) => d?.toISOString() ?? '';
-
-const FINAL: string[] = ['succeeded', 'dead_lettered', 'cancelled', 'compensated'];
 
 /** `durable-fetch schedules sync|list|describe|pause|resume|trigger|backfill` */
 export function registerSchedules(program: Command, ctx: () => CliContext): void {
@@ -238,7 +237,9 @@ export function registerSchedules(program: Command, ctx: () => CliContext): void
           runs = rows.map((r) => ({ date: r.businessDate.toISOString().slice(0, 10), status: r.status }));
           // A date that had failed or was cancelled before is run again: only its new outcome counts.
           const done = rows.filter(
-            (r) => r.status === 'succeeded' || (FINAL.includes(r.status) && r.updatedAt >= requestedAt),
+            (r) =>
+              r.status === 'succeeded' ||
+              (FINISHED_STATUSES.includes(r.status) && r.updatedAt >= requestedAt),
           );
           const line = `backfill ${scheduleId}: ${done.length}/${dates.length} dates done`;
           if (line !== last) console.error(line);

@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import type { TestContext } from 'node:test';
+import { type JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { Publisher, type PublisherOptions } from '../../worker/outbox/publisher.ts';
@@ -104,4 +107,23 @@ export function orderPerAggregate(
     applied: group([...applied].sort((a, b) => a.appliedSeq - b.appliedSeq)),
     inserted: group(inserted),
   };
+}
+
+/**
+ * A JetStream stream name and subject prefix of the test's own on the local NATS server (shared by
+ * every test run), with a manager; the stream and the connection are dropped after the test.
+ */
+export async function testNatsStream(
+  t: TestContext,
+  label: string,
+): Promise<{ stream: string; subjectPrefix: string; jsm: JetStreamManager }> {
+  const run = randomUUID().slice(0, 8);
+  const stream = `DF_TEST_${label}_${run}`;
+  const nc = await connect({ servers: '127.0.0.1:4222' });
+  const jsm = await jetstreamManager(nc);
+  t.after(async () => {
+    await jsm.streams.delete(stream).catch(() => false);
+    await nc.close();
+  });
+  return { stream, subjectPrefix: `dftest.${run}`, jsm };
 }

@@ -10,6 +10,12 @@ export interface Spawned {
   waitFor(pattern: RegExp, timeoutMs: number): Promise<RegExpMatchArray>;
   /** Sends `signal` and resolves with the exit code (SIGKILL after `timeoutMs`, then rejects). */
   stop(signal: NodeJS.Signals, timeoutMs: number): Promise<number | null>;
+  /**
+   * Settles once the process has exited and its output is fully read ('close', not 'exit'), with
+   * its exit code or the signal that killed it. Listening from the start: a process that dies at
+   * once still reports how.
+   */
+  ended: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
 /** Spawns `node --import tsx <args>` in the project root with only PATH/HOME plus `env`. */
@@ -28,8 +34,12 @@ export function spawnTs(args: string[], env: Record<string, string>): Spawned {
   child.stdout?.on('data', onData);
   child.stderr?.on('data', onData);
   const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+  const ended = (once(child, 'close') as Promise<[number | null, NodeJS.Signals | null]>).then(
+    ([code, signal]) => ({ code, signal }),
+  );
   return {
     child,
+    ended,
     output: () => text,
     waitFor(pattern, timeoutMs) {
       return new Promise((resolve, reject) => {
