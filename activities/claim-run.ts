@@ -106,13 +106,13 @@ export function createClaimRun(deps: ActivityDeps) {
              lease_until = now() + make_interval(secs => ${ttlSeconds}),
              workflow_id = ${input.workflowId}, workflow_run_id = ${input.workflowRunId},
              started_at = COALESCE(started_at, now()), updated_at = now(),
-             finished_at = CASE WHEN status IN ('cancelled', 'dead_lettered') THEN NULL ELSE finished_at END
+             finished_at = CASE WHEN status IN ('cancelled', 'dead_lettered', 'compensated') THEN NULL ELSE finished_at END
        WHERE job_type = ${key.jobType} AND source_id = ${key.sourceId} AND business_date = ${date}::date
          AND (status IN ('queued', 'retry_wait')
               OR (status = 'running' AND (workflow_id = ${input.workflowId} OR lease_until < now()))
               -- A new execution of the business-key workflow (Temporal allows one after a failed,
               -- cancelled or terminated run) takes the key up again and resumes from its pages.
-              OR (status IN ('cancelled', 'dead_lettered') AND workflow_id = ${input.workflowId}
+              OR (status IN ('cancelled', 'dead_lettered', 'compensated') AND workflow_id = ${input.workflowId}
                   AND workflow_run_id IS DISTINCT FROM ${input.workflowRunId}))
       RETURNING ${RUN_COLUMNS}`;
     const row = claimed[0];
@@ -131,6 +131,7 @@ export function createClaimRun(deps: ActivityDeps) {
         recordsStored: row.records_stored,
         pageSize: source.pageSize,
         retryPolicy,
+        submitSummary: source.submitSummary,
       };
     }
     const [current] = await prisma.$queryRaw<RunRow[]>`

@@ -16,13 +16,23 @@ export const WORKER_CRASH_POINTS = [
   'after-complete',
 ] as const;
 
+/** Crash points of a worker's downstream (non-idempotent) step, issue #6. */
+export const DOWNSTREAM_CRASH_POINTS = [
+  /** submitSummary: the partner created the submission; its outcome is not recorded yet. */
+  'after-submit',
+] as const;
+
 /** Crash points of the outbox publisher. */
 export const PUBLISHER_CRASH_POINTS = [
   /** A sink acknowledged an event; the publisher has not marked it published. */
   'publisher-after-ack',
 ] as const;
 
-export const CRASH_POINTS = [...WORKER_CRASH_POINTS, ...PUBLISHER_CRASH_POINTS] as const;
+export const CRASH_POINTS = [
+  ...WORKER_CRASH_POINTS,
+  ...DOWNSTREAM_CRASH_POINTS,
+  ...PUBLISHER_CRASH_POINTS,
+] as const;
 
 export type WorkerCrashPoint = (typeof WORKER_CRASH_POINTS)[number];
 export type CrashPoint = (typeof CRASH_POINTS)[number];

@@ -9,6 +9,7 @@ import type { FetchPageInput, FetchPageResult } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
 import { failure } from './errors.ts';
 import { crashPoint } from './crash-points.ts';
+import { heartbeatEvery } from './heartbeat.ts';
 import { renewLease } from './lease.ts';
 import { fetchPartnerPage } from './partner-client.ts';
 import { bearerToken, loadEnabledSource } from './sources.ts';
@@ -63,13 +64,8 @@ export function createFetchPage(deps: ActivityDeps) {
       cursor: at.cursor,
       recordCount: at.recordCount,
     });
-    // Heartbeat on a timer too, not only between partner pages: a request that hangs must still
-    // keep the activity alive and, above all, let a cancellation reach it (Temporal delivers it in
-    // the reply to a heartbeat), which then aborts the request through cancellationSignal (R9).
-    const ticker = setInterval(
-      () => ctx.heartbeat(progress()),
-      Math.min(1000, (ctx.info.heartbeatTimeoutMs ?? 30_000) / 3),
-    );
+    // On a timer too, not only between partner pages: a hanging request must still see a cancel.
+    const stopHeartbeats = heartbeatEvery(ctx, progress);
     try {
       while (!at.complete && at.recordCount < input.pageSize) {
         const page = await fetchPartnerPage(deps.http, {
@@ -123,7 +119,7 @@ export function createFetchPage(deps: ActivityDeps) {
         ctx.heartbeat(progress());
       }
     } finally {
-      clearInterval(ticker);
+      stopHeartbeats();
     }
     return { recordCount: at.recordCount, nextCursor: at.complete ? null : at.cursor };
   };

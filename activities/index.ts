@@ -7,6 +7,7 @@ import type { ActivityDeps } from './deps.ts';
 import { classify } from './errors.ts';
 import { withRetryTiming } from './retry-timing.ts';
 import { createFetchPage } from './fetch-page.ts';
+import { createDownstreamActivities } from './downstream.ts';
 import { createFinishRun } from './finish-run.ts';
 import { createStorePage } from './store-page.ts';
 
@@ -32,7 +33,15 @@ function classified<A extends unknown[], R>(
 
 /** Builds every activity the worker registers; names are the activity type names in Temporal. */
 export function createActivities(deps: ActivityDeps) {
+  const downstream = createDownstreamActivities(deps);
+  const wrapped = Object.fromEntries(
+    Object.entries(downstream).map(([name, fn]) => [
+      name,
+      classified(name, fn as (...a: unknown[]) => Promise<unknown>),
+    ]),
+  ) as typeof downstream;
   return {
+    ...wrapped,
     claimRun: classified('claimRun', createClaimRun(deps)),
     fetchPage: classified('fetchPage', createFetchPage(deps)),
     storePage: classified('storePage', createStorePage(deps)),

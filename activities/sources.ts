@@ -2,6 +2,17 @@ import type { PrismaClient, Source } from '../prisma/generated/client.ts';
 import { failure } from './errors.ts';
 
 /**
+ * A source whether or not it is enabled: undoing a run's effects (compensation) stays allowed
+ * after a source is disabled.
+ * @throws ApplicationFailure NotFound (deleted).
+ */
+export async function loadSource(prisma: Pick<PrismaClient, 'source'>, sourceId: string): Promise<Source> {
+  const source = await prisma.source.findUnique({ where: { id: sourceId } });
+  if (!source) throw failure('NotFound', 'SOURCE_NOT_FOUND', `source '${sourceId}' does not exist`);
+  return source;
+}
+
+/**
  * The source of a run, re-checked at run time (R2): it must still exist and be enabled.
  * @throws ApplicationFailure NotFound (deleted), PermissionDenied (disabled).
  */

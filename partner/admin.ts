@@ -3,6 +3,7 @@ import type { EventFilter, EventStore } from './events.ts';
 import { type FaultInjector, InvalidFaultSpecError } from './faults.ts';
 import { HttpError, readJsonBody, sendJson } from './http-io.ts';
 import type { Ledger, LedgerFilter } from './ledger.ts';
+import { SUBMISSION_ACTIONS, type SubmissionAction, type SubmissionStore } from './submissions.ts';
 
 function methodNotAllowed(allowed: string[]): HttpError {
   return new HttpError(405, 'method_not_allowed', `use ${allowed.join(' or ')}`);
@@ -13,15 +14,27 @@ export interface AdminContext {
   ledger: Ledger;
   faults: FaultInjector;
   events: EventStore;
+  submissions: SubmissionStore;
 }
 
 function ledgerFilter(query: URLSearchParams): LedgerFilter {
   const filter: LedgerFilter = {};
-  for (const name of ['path', 'sourceId', 'date', 'fault', 'topic', 'aggregateId'] as const) {
+  for (const name of ['path', 'sourceId', 'date', 'fault', 'topic', 'aggregateId', 'reference'] as const) {
     const value = query.get(name);
     if (value) filter[name] = value;
   }
+  const action = query.get('action');
+  if (action) {
+    if (!isSubmissionAction(action)) {
+      throw new HttpError(400, 'invalid_filter', `"action" must be one of ${SUBMISSION_ACTIONS.join(', ')}`);
+    }
+    filter.action = action;
+  }
   return filter;
+}
+
+function isSubmissionAction(value: string): value is SubmissionAction {
+  return (SUBMISSION_ACTIONS as readonly string[]).includes(value);
 }
 
 function eventFilter(query: URLSearchParams): EventFilter {
@@ -46,10 +59,13 @@ async function addFault(req: IncomingMessage, res: ServerResponse, faults: Fault
 
 /**
  * Serves the admin API (never recorded in the ledger, never faulted):
- * - `GET|DELETE /_admin/ledger[?path=&sourceId=&date=&fault=&topic=&aggregateId=]`;
+ * - `GET|DELETE /_admin/ledger[?path=&sourceId=&date=&fault=&topic=&aggregateId=&action=&reference=]`
+ *   (an unknown `action` is a 400 `invalid_filter`);
  * - `GET|POST|DELETE /_admin/faults`;
  * - `GET /_admin/events[?aggregateId=&topic=]` → `{ events, deliveries, duplicates }` (applied events
- *   in applied order; both counts for the same filter, see `EventStore`), `DELETE /_admin/events`.
+ *   in applied order; both counts for the same filter, see `EventStore`), `DELETE /_admin/events`;
+ * - `GET /_admin/submissions[?reference=]` → `{ submissions }` (any status, oldest first, with their
+ *   summaries), `DELETE /_admin/submissions`.
  * DELETEs answer `{ cleared: n }`. Throws `HttpError` (400 bad JSON or spec, 404, 405) for the
  * caller to answer.
  */
@@ -57,7 +73,7 @@ export async function handleAdmin(
   req: IncomingMessage,
   res: ServerResponse,
   url: URL,
-  { ledger, faults, events }: AdminContext,
+  { ledger, faults, events, submissions }: AdminContext,
 ): Promise<void> {
   switch (url.pathname) {
     case '/_admin/ledger':
@@ -92,6 +108,15 @@ export async function handleAdmin(
         events.clear();
         return sendJson(res, 200, { cleared });
       }
+      throw methodNotAllowed(['GET', 'DELETE']);
+    case '/_admin/submissions':
+      if (req.method === 'GET') {
+        const reference = url.searchParams.get('reference');
+        return sendJson(res, 200, {
+          submissions: reference ? submissions.byReference(reference) : submissions.list(),
+        });
+      }
+      if (req.method === 'DELETE') return sendJson(res, 200, { cleared: submissions.clear() });
       throw methodNotAllowed(['GET', 'DELETE']);
     default:
       throw new HttpError(404, 'not_found', `no admin route ${url.pathname}`);

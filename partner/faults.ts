@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_REFERENCE_LENGTH, SUBMISSION_ACTIONS, type SubmissionAction } from './submissions.ts';
 
 /**
  * What an injected fault does to a matching request:
@@ -8,24 +9,41 @@ import { z } from 'zod';
  * - `truncate`: send headers and half the body, then destroy the socket.
  * On the events route a `status` or `reset` fault leaves the event unapplied; `delay` applies it
  * after the wait. Only these three kinds are valid there.
+ * On the submissions route (also only these three kinds) the fault's `phase` decides whether the
+ * effect (create, confirm, void) happens: `before` (default) faults hit before it (`status`/`reset`:
+ * no effect; `delay`: the effect happens after the wait, unless the client left or the partner
+ * closed meanwhile), `after` faults hit once it happened (`status`: an error answer for a done
+ * effect; `reset`: a lost answer; `delay`: the answer after the wait, if the client is still there).
  */
 /** `malformed`: 200 with a body that is not JSON; `schema`: 200 with JSON of the wrong shape. */
 export type FaultKind = 'status' | 'reset' | 'delay' | 'truncate' | 'malformed' | 'schema';
 
-/** The route a fault hits: `GET /sources/:sourceId/records` or `POST /events`. */
-export type FaultRoute = 'records' | 'events';
+/**
+ * The route a fault hits: `GET /sources/:sourceId/records`, `POST /events`, or the submissions
+ * routes (`POST /submissions`, `POST /submissions/:id/confirm|void`, `GET /submissions?reference=`).
+ */
+export type FaultRoute = 'records' | 'events' | 'submissions';
+
+/** Whether a submissions fault hits before the request's effect or after it. */
+export type FaultPhase = 'before' | 'after';
 
 /** Fault kinds valid on the events route. */
 export const EVENTS_FAULT_KINDS: readonly FaultKind[] = ['status', 'reset', 'delay'];
 
+/** Fault kinds valid on the submissions route. */
+export const SUBMISSIONS_FAULT_KINDS: readonly FaultKind[] = ['status', 'reset', 'delay'];
+
 const faultSpecSchema = z
   .strictObject({
-    route: z.enum(['records', 'events']).optional(),
+    route: z.enum(['records', 'events', 'submissions']).optional(),
     sourceId: z.string().min(1).optional(),
     date: z.string().min(1).optional(),
     cursor: z.string().min(1).nullable().optional(),
     aggregateId: z.string().min(1).optional(),
     eventId: z.string().min(1).max(200).optional(),
+    action: z.enum(SUBMISSION_ACTIONS).optional(),
+    reference: z.string().min(1).max(MAX_REFERENCE_LENGTH).optional(),
+    phase: z.enum(['before', 'after']).optional(),
     afterRequests: z.int().min(0).optional(),
     times: z.int().min(1).optional(),
     kind: z.enum(['status', 'reset', 'delay', 'truncate', 'malformed', 'schema']),
@@ -49,14 +67,31 @@ const faultSpecSchema = z
     message: 'route "events" takes only kinds "status", "reset" and "delay"',
     path: ['kind'],
   })
+  .refine((s) => s.route !== 'submissions' || SUBMISSIONS_FAULT_KINDS.includes(s.kind), {
+    message: 'route "submissions" takes only kinds "status", "reset" and "delay"',
+    path: ['kind'],
+  })
   .refine(
     (s) =>
-      s.route !== 'events' || (s.sourceId === undefined && s.date === undefined && s.cursor === undefined),
+      (s.route ?? 'records') === 'records' ||
+      (s.sourceId === undefined && s.date === undefined && s.cursor === undefined),
     { message: '"sourceId", "date" and "cursor" match records requests only', path: ['route'] },
   )
   .refine((s) => s.route === 'events' || (s.aggregateId === undefined && s.eventId === undefined), {
     message: '"aggregateId" and "eventId" need route "events"',
     path: ['route'],
+  })
+  .refine((s) => s.route === 'submissions' || (s.action === undefined && s.reference === undefined), {
+    message: '"action" and "reference" need route "submissions"',
+    path: ['route'],
+  })
+  .refine((s) => s.route === 'submissions' || s.phase === undefined, {
+    message: '"phase" needs route "submissions"',
+    path: ['phase'],
+  })
+  .refine((s) => s.phase !== 'after' || s.action !== 'lookup', {
+    message: 'phase "after" is not valid with action "lookup" (a lookup has no effect)',
+    path: ['phase'],
   });
 
 /** A fault to inject, as accepted by `POST /_admin/faults` and `FaultInjector.add`. */
@@ -73,6 +108,18 @@ export interface FaultSpec {
   aggregateId?: string;
   /** Only deliveries of this event id (absent = any). Events route only. */
   eventId?: string;
+  /** Only requests of this action (absent = any). Submissions route only. */
+  action?: SubmissionAction;
+  /**
+   * Only requests about this reference (absent = any): the submitted or looked-up reference, or for
+   * confirm/void the target submission's. Submissions route only.
+   */
+  reference?: string;
+  /**
+   * Whether the fault hits before the request's effect (default) or after it; `after` is not valid
+   * with action `lookup`. Submissions route only.
+   */
+  phase?: FaultPhase;
   /** Let the first n matching requests through untouched. Default 0. */
   afterRequests?: number;
   /** How many matching requests the fault hits before it expires. Default 1. */
@@ -111,8 +158,16 @@ export interface EventsFaultTarget {
   aggregateId: string;
 }
 
+/** The facts of a (well-formed, known-target) submissions request that faults match on. */
+export interface SubmissionsFaultTarget {
+  route: 'submissions';
+  action: SubmissionAction;
+  /** The submitted or looked-up reference; for confirm/void the target submission's. */
+  reference: string;
+}
+
 /** The request a fault may hit; only faults of the same route ever match it. */
-export type FaultTarget = RecordsFaultTarget | EventsFaultTarget;
+export type FaultTarget = RecordsFaultTarget | EventsFaultTarget | SubmissionsFaultTarget;
 
 /** Thrown by `FaultInjector.add` for an invalid spec; `message` says what is wrong. */
 export class InvalidFaultSpecError extends Error {
@@ -135,6 +190,12 @@ function targets(fault: ActiveFault, target: FaultTarget): boolean {
     return (
       (fault.aggregateId === undefined || fault.aggregateId === target.aggregateId) &&
       (fault.eventId === undefined || fault.eventId === target.eventId)
+    );
+  }
+  if (target.route === 'submissions') {
+    return (
+      (fault.action === undefined || fault.action === target.action) &&
+      (fault.reference === undefined || fault.reference === target.reference)
     );
   }
   return (

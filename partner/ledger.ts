@@ -1,5 +1,6 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import type { SubmissionAction } from './submissions.ts';
 
 /** One request the partner served (or deliberately failed). Never holds credentials. */
 export interface LedgerEntry {
@@ -31,6 +32,17 @@ export interface LedgerEntry {
    * already applied; absent when no event was applied or recognised (a fault or an invalid request).
    */
   duplicate?: boolean;
+  /** Submissions routes only: what the request does (absent when the path or method names none). */
+  action?: SubmissionAction;
+  /** Submissions routes only: the submitted reference, the target submission's, or the looked-up one. */
+  reference?: string;
+  /** Submissions routes only: the submission concerned, when known (for a submit, once created). */
+  submissionId?: string;
+  /**
+   * Submissions routes only: true when this request created a submission or changed its status
+   * (also when a fault then failed, lost or delayed the answer), false otherwise.
+   */
+  effect?: boolean;
 }
 
 /** Filter of `entries`/`count`; every given field must match. `cursor: null` = first pages. */
@@ -44,6 +56,8 @@ export interface LedgerFilter {
   fault?: string;
   topic?: string;
   aggregateId?: string;
+  action?: SubmissionAction;
+  reference?: string;
 }
 
 /** Ledger entry as the server hands it over, before `seq` and `at` are assigned. */
@@ -58,7 +72,9 @@ function matches(entry: LedgerEntry, filter: LedgerFilter): boolean {
     (filter.status === undefined || entry.status === filter.status) &&
     (filter.fault === undefined || entry.fault === filter.fault) &&
     (filter.topic === undefined || entry.topic === filter.topic) &&
-    (filter.aggregateId === undefined || entry.aggregateId === filter.aggregateId)
+    (filter.aggregateId === undefined || entry.aggregateId === filter.aggregateId) &&
+    (filter.action === undefined || entry.action === filter.action) &&
+    (filter.reference === undefined || entry.reference === filter.reference)
   );
 }
 

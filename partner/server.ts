@@ -7,6 +7,8 @@ import { HttpError, sendError, sendJson } from './http-io.ts';
 import { Ledger } from './ledger.ts';
 import { handleRecords, type RecordsContext } from './records-route.ts';
 import { defaultRecordCount } from './records.ts';
+import { handleSubmissions, isSubmissionsPath, type SubmissionsContext } from './submissions-route.ts';
+import { SubmissionStore } from './submissions.ts';
 
 export interface PartnerOptions {
   /** Interface to listen on. Default 127.0.0.1. */
@@ -32,12 +34,17 @@ export interface PartnerServer {
   faults: FaultInjector;
   /** Events applied by `POST /events`, deduplicated by event id (same instance as the admin API). */
   events: EventStore;
+  /**
+   * Submissions created by `POST /submissions` (never deduplicated), confirmed or voided by id (same
+   * instance as the admin API).
+   */
+  submissions: SubmissionStore;
   /** Stops accepting, ends keep-alive sockets and pending delayed responses; resolves when closed. */
   close(): Promise<void>;
 }
 
 /** Everything the routes share. */
-type PartnerContext = RecordsContext & EventsContext;
+type PartnerContext = RecordsContext & EventsContext & SubmissionsContext;
 
 const RECORDS_ROUTE = /^\/sources\/([^/]+)\/records$/;
 const SOURCE_ID = /^[A-Za-z0-9._~:-]{1,128}$/;
@@ -68,6 +75,7 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: PartnerCont
   };
   try {
     if (url.pathname === '/events') return await handleEvents(req, res, url, ctx);
+    if (isSubmissionsPath(url.pathname)) return await handleSubmissions(req, res, url, ctx);
     const match = RECORDS_ROUTE.exec(url.pathname);
     if (!match?.[1]) throw new HttpError(404, 'not_found', `no route ${req.method} ${url.pathname}`);
     await handleRecords(req, res, url, decodeSourceId(match[1]), ctx);
@@ -101,8 +109,9 @@ function listen(server: Server, port: number, host: string): Promise<number> {
 
 /**
  * Starts the demo partner API: deterministic records, a webhook endpoint applying each event once
- * (`POST /events`), a ledger counting every request served and fault injection. Resolves once listening; rejects on invalid options or a bind error (e.g.
- * EADDRINUSE). Side effects: binds a port; with `ledgerFile`, appends to that file.
+ * (`POST /events`), a non-idempotent submissions API (`/submissions`, see `handleSubmissions`), a
+ * ledger counting every request served and fault injection. Resolves once listening; rejects on
+ * invalid options or a bind error (e.g. EADDRINUSE). Side effects: binds a port; with `ledgerFile`, appends to that file.
  */
 export async function startPartner(options: PartnerOptions = {}): Promise<PartnerServer> {
   validateOptions(options);
@@ -115,6 +124,7 @@ export async function startPartner(options: PartnerOptions = {}): Promise<Partne
     ledger: new Ledger(options.ledgerFile),
     faults: new FaultInjector(),
     events: new EventStore(),
+    submissions: new SubmissionStore(),
     recordCount: options.recordCount ?? defaultRecordCount,
     maxPageSize: options.maxPageSize ?? 50,
     delay: (ms) =>
@@ -145,6 +155,7 @@ export async function startPartner(options: PartnerOptions = {}): Promise<Partne
     ledger: ctx.ledger,
     faults: ctx.faults,
     events: ctx.events,
+    submissions: ctx.submissions,
     close: () => {
       // Order matters: cancel delayed responses first so none fires into a closing server, then
       // stop accepting, then drop every socket (idle keep-alive ones would otherwise hold close()).

@@ -45,6 +45,14 @@ export function workflowIdFor(key: BusinessKey): string {
   return `fetch/${key.jobType}/${key.sourceId}/${key.businessDate}`;
 }
 
+/**
+ * Workflow id of the compensation of a business key's run: `compensate/<jobType>/<sourceId>/<date>`
+ * (issue #6). One at a time per key; a later one (after `compensations retry`) reuses the id.
+ */
+export function compensationWorkflowIdFor(key: BusinessKey): string {
+  return `compensate/${key.jobType}/${key.sourceId}/${key.businessDate}`;
+}
+
 /** Parses a workflow id made by {@link workflowIdFor}; undefined for anything else. */
 export function parseWorkflowId(workflowId: string): BusinessKey | undefined {
   const parts = workflowId.split('/');

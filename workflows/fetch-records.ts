@@ -4,26 +4,48 @@
  * workflow type name of every run already in history.
  */
 import {
-  ActivityFailure,
   ApplicationFailure,
   CancellationScope,
   continueAsNew,
   ContinueAsNew,
   isCancellation,
   log,
-  TimeoutFailure,
   CancelledFailure,
+  ParentClosePolicy,
   proxyActivities,
-  upsertSearchAttributes,
+  startChild,
   workflowInfo,
+  WorkflowIdReusePolicy,
 } from '@temporalio/workflow';
 import type { FetchActivities } from '../activities/index.ts';
+import { compensationWorkflowIdFor, FETCH_RECORDS } from './business-key.ts';
+import { compensateRunWorkflow } from './compensate-run.ts';
+import { errorOf, setStatus } from './outcome.ts';
 import { type PartnerPresetName, RETRY_PRESETS } from './retry-presets.ts';
-import type { FetchRecordsInput, FetchRecordsResult, ResumeState } from './types.ts';
+import {
+  type FetchRecordsInput,
+  type FetchRecordsResult,
+  type ReconcileActionResult,
+  type ResumeState,
+  SUBMIT_SUMMARY,
+} from './types.ts';
 
-const db = proxyActivities<Pick<FetchActivities, 'claimRun' | 'storePage' | 'completeRun' | 'finishRun'>>(
-  RETRY_PRESETS.database,
-);
+const db = proxyActivities<
+  Pick<
+    FetchActivities,
+    | 'claimRun'
+    | 'storePage'
+    | 'completeRun'
+    | 'finishRun'
+    | 'recordDownstreamIntent'
+    | 'markNeedsManual'
+    | 'pendingCompensations'
+  >
+>(RETRY_PRESETS.database);
+/** The non-idempotent call, the repeat-safe one, and the lookup that settles unknown outcomes. */
+const submit = proxyActivities<Pick<FetchActivities, 'submitSummary'>>(RETRY_PRESETS.downstreamSubmit);
+const confirm = proxyActivities<Pick<FetchActivities, 'confirmSubmission'>>(RETRY_PRESETS.downstreamCall);
+const lookup = proxyActivities<Pick<FetchActivities, 'reconcileDownstream'>>(RETRY_PRESETS.reconcileLookup);
 /** One proxy per partner preset: a source picks its preset by name (`Source.retryPolicy`). */
 const partnerProxy = (name: PartnerPresetName) =>
   proxyActivities<Pick<FetchActivities, 'fetchPage'>>(RETRY_PRESETS[name]);
@@ -85,6 +107,8 @@ export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<Fe
       recordsStored: claim.recordsStored,
       pageSize: input.pageSize ?? claim.pageSize,
       retryPolicy: claim.retryPolicy,
+      round: claim.attempt,
+      submitSummary: claim.submitSummary,
     };
     setStatus('running');
   }
@@ -93,7 +117,7 @@ export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<Fe
     return await fetchAndStore(input, state);
   } catch (err) {
     // continueAsNew() ends this execution by throwing: the run goes on, nothing to record.
-    if (!(err instanceof ContinueAsNew)) await finish(state, err);
+    if (!(err instanceof ContinueAsNew)) await finish(input, state, err);
     throw err;
   }
 }
@@ -101,9 +125,10 @@ export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<Fe
 /**
  * Records how the run ended when it did not succeed: `cancelled` (a cancel from the CLI, the
  * app or the Web UI), or `dead_lettered` with the error type. Runs even when the workflow is being
- * cancelled, so that the row never stays `running`.
+ * cancelled, so that the row never stays `running`. Then starts the compensation when the run
+ * left downstream effects to undo or reconcile (issue #6).
  */
-async function finish(state: ResumeState, err: unknown): Promise<void> {
+async function finish(input: FetchRecordsInput, state: ResumeState, err: unknown): Promise<void> {
   const cancelled = isCancellation(err);
   setStatus(cancelled ? 'cancelled' : 'failed');
   try {
@@ -123,21 +148,45 @@ async function finish(state: ResumeState, err: unknown): Promise<void> {
       error: String(finishErr),
     });
   }
+  if (state.submitSummary) await startCompensation(input, state, cancelled);
 }
 
-/** DESIGN error type and message of what ended a run. Temporal's own timeouts map to DESIGN types. */
-function errorOf(err: unknown): { errorType: string; errorMessage: string } {
-  const cause = err instanceof ActivityFailure ? err.cause : err;
-  if (cause instanceof ApplicationFailure)
-    return { errorType: cause.type ?? 'Internal', errorMessage: cause.message };
-  if (cause instanceof TimeoutFailure) {
-    const deadline = cause.timeoutType === 'SCHEDULE_TO_CLOSE';
-    return {
-      errorType: deadline ? 'DeadlineExceeded' : 'Timeout',
-      errorMessage: `activity ${deadline ? 'deadline' : 'timeout'} (${cause.timeoutType}) exceeded`,
-    };
+/**
+ * Starts the compensation workflow of this claim when it has actions to settle. It outlives this
+ * workflow (parent close policy ABANDON) and has its own id, derived from the business key.
+ */
+async function startCompensation(input: FetchRecordsInput, state: ResumeState, cancelled: boolean) {
+  const round = state.round ?? 1;
+  const workflowId = compensationWorkflowIdFor({
+    jobType: FETCH_RECORDS,
+    sourceId: input.sourceId,
+    businessDate: input.businessDate,
+  });
+  try {
+    await CancellationScope.nonCancellable(async () => {
+      const pending = await db.pendingCompensations({ fetchRunId: state.fetchRunId, round });
+      if (pending.length === 0) return;
+      await startChild(compensateRunWorkflow, {
+        workflowId,
+        args: [
+          {
+            fetchRunId: state.fetchRunId,
+            sourceId: input.sourceId,
+            businessDate: input.businessDate,
+            round,
+            reason: cancelled ? 'cancelled' : 'failed',
+          },
+        ],
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+        workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+        typedSearchAttributes: workflowInfo().typedSearchAttributes,
+      });
+      log.info('compensation started', { workflowId, actions: pending.length });
+    });
+  } catch (startErr) {
+    // E.g. an operator's compensation of this key is running: it settles these rows too.
+    log.error('could not start the compensation', { workflowId, error: String(startErr) });
   }
-  return { errorType: 'Internal', errorMessage: cause instanceof Error ? cause.message : String(cause) };
 }
 
 /** The page loop of one execution: fetch → store until done, then complete (or continue as new). */
@@ -180,6 +229,8 @@ async function fetchAndStore(input: FetchRecordsInput, start: ResumeState): Prom
     pagesThisExecution++;
   }
 
+  if (state.submitSummary) await submitSummary(input, state);
+
   // Not cancellable: once completeRun may commit, its answer decides the run's end state.
   const done = await CancellationScope.nonCancellable(() =>
     db.completeRun({
@@ -193,6 +244,57 @@ async function fetchAndStore(input: FetchRecordsInput, start: ResumeState): Prom
   return { status: 'succeeded', fetchRunId: state.fetchRunId, pages: done.pages, records: done.records };
 }
 
-function setStatus(status: string): void {
-  upsertSearchAttributes([{ key: { name: 'FetchStatus', type: 'KEYWORD' }, value: status }]);
+/** Calls of the non-idempotent submit a run makes at most, each after a lookup found nothing. */
+export const MAX_SUBMIT_CALLS = 3;
+
+/**
+ * The demo job's non-idempotent step (issue #6): submit the run's summary downstream, then
+ * confirm it. Recorded in the compensation ledger before and after the call. An unknown outcome
+ * is reconciled (looked up by reference) before anything else: found → recorded and confirmed;
+ * not found → called again, at most {@link MAX_SUBMIT_CALLS} times in all; the lookup itself
+ * failing past its budget → `needs_manual` and the run fails.
+ */
+async function submitSummary(input: FetchRecordsInput, state: ResumeState): Promise<void> {
+  const run = { fetchRunId: state.fetchRunId, leaseToken: state.leaseToken, sourceId: input.sourceId };
+  const intent = await db.recordDownstreamIntent({
+    ...run,
+    businessDate: input.businessDate,
+    round: state.round ?? 1,
+    action: SUBMIT_SUMMARY,
+    step: 1,
+  });
+  const actionId = intent.actionId;
+  let partnerId = intent.partnerId;
+  let attempts = intent.attempts;
+  let last = { errorType: 'UpstreamUnavailable', errorMessage: 'no call made' };
+  while (partnerId === null) {
+    if (attempts >= MAX_SUBMIT_CALLS) {
+      throw ApplicationFailure.nonRetryable(
+        `downstream submission failed ${attempts} times (${last.errorMessage})`,
+        last.errorType,
+      );
+    }
+    try {
+      ({ partnerId } = await submit.submitSummary({ ...run, actionId, expectedAttempts: attempts }));
+    } catch (err) {
+      if (errorOf(err).errorType !== 'OutcomeUnknown') throw err;
+      last = errorOf(err);
+      const settled = await reconcile(actionId);
+      if (settled.found) partnerId = settled.partnerId;
+      else attempts = settled.attempts;
+    }
+  }
+  await confirm.confirmSubmission({ ...run, actionId });
+}
+
+/** Looks an unknown outcome up; a lookup that keeps failing hands the action to a human. */
+async function reconcile(actionId: string): Promise<ReconcileActionResult> {
+  try {
+    return await lookup.reconcileDownstream({ actionId, onAbsent: 'retry' });
+  } catch (err) {
+    if (!isCancellation(err)) {
+      await CancellationScope.nonCancellable(() => db.markNeedsManual({ actionId, ...errorOf(err) }));
+    }
+    throw err;
+  }
 }

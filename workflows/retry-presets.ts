@@ -57,6 +57,67 @@ export const RETRY_PRESETS = {
       nonRetryableErrorTypes,
     },
   },
+  /**
+   * A non-idempotent downstream call (issue #6). The activity never lets a failure of the call
+   * itself reach Temporal's retry: an unknown outcome ends it as OutcomeUnknown (non-retryable)
+   * and the workflow reconciles. What Temporal does retry is a worker that died mid-call (noticed
+   * by the 5 s heartbeat timeout) or a failed ledger write: the retried attempt sees the intent
+   * recorded before it and reconciles instead of calling again.
+   */
+  downstreamSubmit: {
+    startToCloseTimeout: '1 minute',
+    scheduleToCloseTimeout: '5 minutes',
+    heartbeatTimeout: '5 seconds',
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    retry: {
+      initialInterval: '1 second',
+      backoffCoefficient: 2,
+      maximumInterval: '10 seconds',
+      maximumAttempts: 5,
+      nonRetryableErrorTypes,
+    },
+  },
+  /** A downstream call that is idempotent by the partner's id (confirm): retried like a read. */
+  downstreamCall: {
+    startToCloseTimeout: '30 seconds',
+    scheduleToCloseTimeout: '5 minutes',
+    heartbeatTimeout: '5 seconds',
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    retry: {
+      initialInterval: '1 second',
+      backoffCoefficient: 2,
+      maximumInterval: '30 seconds',
+      maximumAttempts: 8,
+      nonRetryableErrorTypes,
+    },
+  },
+  /** Looking up an effect by its reference to settle an unknown outcome: then `needs_manual`. */
+  reconcileLookup: {
+    startToCloseTimeout: '30 seconds',
+    scheduleToCloseTimeout: '2 minutes',
+    heartbeatTimeout: '5 seconds',
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    retry: {
+      initialInterval: '500 milliseconds',
+      backoffCoefficient: 2,
+      maximumInterval: '5 seconds',
+      maximumAttempts: 5,
+      nonRetryableErrorTypes,
+    },
+  },
+  /** Undoing an effect (void): a bounded budget, then `needs_manual` — never swallowed. */
+  compensation: {
+    startToCloseTimeout: '30 seconds',
+    scheduleToCloseTimeout: '5 minutes',
+    heartbeatTimeout: '5 seconds',
+    retry: {
+      initialInterval: '500 milliseconds',
+      backoffCoefficient: 2,
+      maximumInterval: '5 seconds',
+      maximumAttempts: 5,
+      nonRetryableErrorTypes,
+    },
+  },
 } as const satisfies Record<string, ActivityOptions>;
 
 export type RetryPresetName = keyof typeof RETRY_PRESETS;

@@ -45,6 +45,10 @@ export interface ResumeState {
   pageSize: number;
   /** The source's partner retry preset, fixed for the run. */
   retryPolicy: PartnerPresetName;
+  /** The claim's `attempt`: downstream actions of this claim are recorded under it (issue #6). */
+  round?: number;
+  /** Whether the run ends with the downstream submission step (Source.submitSummary). */
+  submitSummary?: boolean;
 }
 
 export type FetchRecordsResult =
@@ -72,6 +76,7 @@ export type ClaimResult =
       recordsStored: number;
       pageSize: number;
       retryPolicy: PartnerPresetName;
+      submitSummary: boolean;
     }
   /** The business key's run already succeeded: nothing to do, its outcome is reported. */
   | { outcome: 'succeeded'; fetchRunId: string; pages: number; records: number }
@@ -141,4 +146,92 @@ export interface FinishRunInput {
   errorType?: string;
   /** Already redacted by the activity that failed. */
   errorMessage?: string;
+}
+
+/** Downstream actions a run may take (the compensation ledger's `action`). */
+export const SUBMIT_SUMMARY = 'submit-summary';
+
+/** Where a non-idempotent downstream action stands (table `downstream_action`). */
+export type DownstreamStateName =
+  | 'attempting'
+  | 'unknown'
+  | 'confirmed'
+  | 'compensating'
+  | 'compensated'
+  | 'not_applied'
+  | 'needs_manual'
+  | 'resolved';
+
+export interface RecordIntentInput {
+  fetchRunId: string;
+  leaseToken: string;
+  sourceId: string;
+  businessDate: string;
+  round: number;
+  action: string;
+  /** Order within the run; compensations run in reverse. */
+  step: number;
+}
+
+/** A ledger row as activities hand it to workflows: ids and counters only. */
+export interface DownstreamActionView {
+  actionId: string;
+  state: DownstreamStateName;
+  attempts: number;
+  partnerId: string | null;
+}
+
+export interface SubmitSummaryInput {
+  actionId: string;
+  fetchRunId: string;
+  leaseToken: string;
+  sourceId: string;
+  /**
+   * Calls the workflow knows were made before this one. The activity calls the partner only when
+   * the ledger agrees: more calls there means an earlier attempt died with its outcome unrecorded.
+   */
+  expectedAttempts: number;
+}
+
+export interface ReconcileActionInput {
+  actionId: string;
+  /**
+   * What "not found at the partner" leads to: `retry` (the run may call again: back to
+   * `attempting`) or `settle` (compensation: `not_applied`).
+   */
+  onAbsent: 'retry' | 'settle';
+}
+
+export type ReconcileActionResult =
+  { found: true; partnerId: string; partnerState: string } | { found: false; attempts: number };
+
+export interface ConfirmSubmissionInput {
+  actionId: string;
+  fetchRunId: string;
+  leaseToken: string;
+  sourceId: string;
+}
+
+export interface MarkNeedsManualInput {
+  actionId: string;
+  errorType: string;
+  errorMessage: string;
+}
+
+export interface CompensateRunInput {
+  fetchRunId: string;
+  sourceId: string;
+  businessDate: string;
+  /** The claim whose actions are undone; a later claim of the same key has its own rows. */
+  round: number;
+  /** Why: the run failed for good, was cancelled, or an operator asked (`compensations retry`). */
+  reason: 'failed' | 'cancelled' | 'operator';
+}
+
+export interface CompensateRunResult {
+  compensated: number;
+  notApplied: number;
+  needsManual: number;
+  /** The run's status afterwards: `compensated` once every action is settled. */
+  runStatus: string;
 }

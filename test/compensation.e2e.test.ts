@@ -1,0 +1,324 @@
+// Compensation and reconciliation of a non-idempotent downstream call (issue #6, R4, R11), end to
+// end on the shared Temporal server, a cloned database and the demo partner over real sockets. The
+// judge is the partner's own store and ledger: how many submissions exist, which are live, how many
+// voids took effect.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type Client, WorkflowFailedError } from '@temporalio/client';
+import { createHttpClient } from '../activities/http.ts';
+import { startFetch, type DurableFetchContext } from '../client/start-fetch.ts';
+import { startPartner, type PartnerServer } from '../partner/server.ts';
+import type { DownstreamAction } from '../prisma/generated/client.ts';
+import { compensationWorkflowIdFor } from '../workflows/business-key.ts';
+import type { CompensateRunResult } from '../workflows/types.ts';
+import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
+import { createSource, testDeps } from './helpers/deps.ts';
+import { spawnTs, type Spawned } from './helpers/process.ts';
+import { temporalAddress, testClient, testWorker, type TestWorker } from './helpers/temporal.ts';
+
+const DATE = '2026-05-20';
+const RECORDS = 40;
+let db: TestDatabase;
+let partner: PartnerServer;
+let client: Client;
+/** Partner calls time out after 1 s here, so a 3 s delay fault is a timeout. */
+let worker: TestWorker;
+let ctx: DurableFetchContext;
+
+before(async () => {
+  db = await useTestDatabase();
+  partner = await startPartner({ port: 0, recordCount: () => RECORDS });
+  client = await testClient();
+  const http = createHttpClient({ connectTimeoutMs: 1_000, responseTimeoutMs: 1_000 });
+  worker = await testWorker(testDeps(db.prisma, { http }));
+  ctx = {
+    temporal: client,
+    prisma: db.prisma,
+    taskQueue: worker.taskQueue,
+    now: () => new Date('2026-11-29T12:00:00Z'),
+  };
+});
+after(async () => {
+  await client?.connection.close();
+  await partner?.close();
+  await db?.drop();
+});
+
+/** The reference the partner is given for a run's summary: the action's key, first claim. */
+const referenceOf = (sourceId: string) => `fetch-records:${sourceId}:${DATE}:submit-summary:r1`;
+
+async function submittingSource(sourceId: string): Promise<void> {
+  await createSource(db.prisma, sourceId, partner.url);
+  await db.prisma.source.update({ where: { id: sourceId }, data: { submitSummary: true } });
+}
+
+async function start(sourceId: string, c: DurableFetchContext = ctx) {
+  const started = await startFetch(c, { sourceId, date: DATE, requestedBy: 'test' });
+  return started.handle;
+}
+
+/** The compensation workflow of a source's run (started by the run itself). */
+function compensation(sourceId: string) {
+  return client.workflow.getHandle<() => Promise<CompensateRunResult>>(
+    compensationWorkflowIdFor({ jobType: 'fetch-records', sourceId, businessDate: DATE }),
+  );
+}
+
+async function ledgerRow(sourceId: string): Promise<DownstreamAction> {
+  const rows = await db.prisma.downstreamAction.findMany({ where: { run: { sourceId } } });
+  assert.equal(rows.length, 1, 'one ledger row per action');
+  return rows[0] as DownstreamAction;
+}
+
+async function runStatus(sourceId: string): Promise<string> {
+  return (await db.prisma.fetchRun.findFirstOrThrow({ where: { sourceId } })).status;
+}
+
+/** What the partner holds for a reference: every submission, and the statuses. */
+function atPartner(sourceId: string) {
+  const all = partner.submissions.byReference(referenceOf(sourceId));
+  return { count: all.length, statuses: all.map((s) => s.status), ids: all.map((s) => s.id) };
+}
+
+/** Submit calls that reached the partner's processing and created a submission. */
+function submitEffects(sourceId: string): number {
+  return partner.ledger
+    .entries({ action: 'submit', reference: referenceOf(sourceId) })
+    .filter((e) => e.effect).length;
+}
+
+function voidEffects(sourceId: string): number {
+  return partner.ledger.entries({ action: 'void', reference: referenceOf(sourceId) }).filter((e) => e.effect)
+    .length;
+}
+
+describe('compensation', { concurrency: true }, () => {
+  it('a run submits its summary once and confirms it; the ledger row is confirmed', async () => {
+    await submittingSource('comp-happy');
+    const result = await worker.run(async () => (await start('comp-happy')).result());
+    assert.equal(result.status, 'succeeded');
+    assert.deepEqual(atPartner('comp-happy').statuses, ['confirmed']);
+    const row = await ledgerRow('comp-happy');
+    assert.deepEqual(
+      [row.state, row.partnerState, row.attempts, row.lookups, row.partnerId],
+      ['confirmed', 'confirmed', 1, 0, atPartner('comp-happy').ids[0]],
+    );
+    const [submitted] = partner.submissions.byReference(referenceOf('comp-happy'));
+    assert.deepEqual(submitted?.summary, { pages: 1, records: RECORDS }, 'counts only, no records');
+  });
+
+  it('confirm fails permanently after the submit: exactly one void of that submission, nothing live, run compensated', async () => {
+    await submittingSource('comp-confirm');
+    partner.faults.add({
+      route: 'submissions',
+      action: 'confirm',
+      reference: referenceOf('comp-confirm'),
+      kind: 'status',
+      status: 422,
+      times: 5,
+    });
+    const outcome = await worker.run(async () => {
+      const err = await (await start('comp-confirm')).result().catch((e: unknown) => e);
+      return { err, compensation: await compensation('comp-confirm').result() };
+    });
+    assert.ok(outcome.err instanceof WorkflowFailedError, String(outcome.err));
+    assert.deepEqual(outcome.compensation, {
+      compensated: 1,
+      notApplied: 0,
+      needsManual: 0,
+      runStatus: 'compensated',
+    });
+    assert.deepEqual(atPartner('comp-confirm').statuses, ['voided']);
+    assert.equal(voidEffects('comp-confirm'), 1);
+    assert.equal(partner.submissions.live(referenceOf('comp-confirm')).length, 0);
+    const row = await ledgerRow('comp-confirm');
+    assert.deepEqual([row.state, row.partnerState, row.compensationAttempts], ['compensated', 'voided', 1]);
+    assert.equal(await runStatus('comp-confirm'), 'compensated');
+  });
+
+  it('submit times out after the partner created the submission: reconciliation finds it, no second submission', async () => {
+    await submittingSource('comp-after');
+    partner.faults.add({
+      route: 'submissions',
+      action: 'submit',
+      reference: referenceOf('comp-after'),
+      phase: 'after',
+      kind: 'delay',
+      delayMs: 3_000,
+    });
+    const result = await worker.run(async () => (await start('comp-after')).result());
+    assert.equal(result.status, 'succeeded');
+    assert.deepEqual(
+      atPartner('comp-after').statuses,
+      ['confirmed'],
+      'one submission, adopted and confirmed',
+    );
+    assert.equal(submitEffects('comp-after'), 1);
+    const row = await ledgerRow('comp-after');
+    assert.deepEqual([row.state, row.attempts, row.lookups], ['confirmed', 1, 1]);
+  });
+
+  it('submit times out before any effect: reconciliation finds nothing, one retry creates exactly one submission', async () => {
+    await submittingSource('comp-before');
+    partner.faults.add({
+      route: 'submissions',
+      action: 'submit',
+      reference: referenceOf('comp-before'),
+      phase: 'before',
+      kind: 'delay',
+      delayMs: 3_000,
+    });
+    const result = await worker.run(async () => (await start('comp-before')).result());
+    assert.equal(result.status, 'succeeded');
+    assert.deepEqual(atPartner('comp-before').statuses, ['confirmed']);
+    const submits = partner.ledger.entries({ action: 'submit', reference: referenceOf('comp-before') });
+    assert.deepEqual(
+      submits.map((e) => [e.status, e.effect]),
+      [
+        [499, false],
+        [201, true],
+      ],
+      'the abandoned call left nothing; the one retry created one',
+    );
+    const lookups = partner.ledger.entries({ action: 'lookup', reference: referenceOf('comp-before') });
+    assert.equal(lookups.length, 1, 'looked up before calling again');
+    assert.ok(lookups[0] && submits[1] && lookups[0].seq < submits[1].seq);
+    const row = await ledgerRow('comp-before');
+    assert.deepEqual([row.state, row.attempts, row.lookups], ['confirmed', 2, 1]);
+  });
+
+  it('a run cancelled mid-way (the Web UI’s cancel call) is compensated: nothing stays live at the partner', async () => {
+    await submittingSource('comp-cancel');
+    // Confirm hangs long enough for the cancel to land while it is in flight.
+    partner.faults.add({
+      route: 'submissions',
+      action: 'confirm',
+      reference: referenceOf('comp-cancel'),
+      kind: 'delay',
+      delayMs: 60_000,
+    });
+    const slow = await testWorker(testDeps(db.prisma));
+    const outcome = await slow.run(async () => {
+      const handle = await start('comp-cancel', { ...ctx, taskQueue: slow.taskQueue });
+      const confirming = () => partner.faults.list().every((f) => f.reference !== referenceOf('comp-cancel'));
+      for (let i = 0; i < 200 && !confirming(); i++) await sleep(100);
+      assert.ok(confirming(), 'the partner holds the confirm call');
+      await handle.cancel();
+      const err = await handle.result().catch((e: unknown) => e);
+      return { err, compensation: await compensation('comp-cancel').result() };
+    });
+    assert.ok(outcome.err instanceof WorkflowFailedError, String(outcome.err));
+    assert.equal(outcome.compensation.compensated, 1);
+    assert.equal(partner.submissions.live(referenceOf('comp-cancel')).length, 0);
+    assert.deepEqual(atPartner('comp-cancel').statuses, ['voided']);
+    assert.equal(voidEffects('comp-cancel'), 1);
+    assert.equal((await ledgerRow('comp-cancel')).state, 'compensated');
+    assert.equal(await runStatus('comp-cancel'), 'compensated');
+  });
+
+  it('a void that keeps failing is retried within its budget, then needs_manual; the run stays flagged', async () => {
+    await submittingSource('comp-void');
+    const reference = referenceOf('comp-void');
+    partner.faults.add({ route: 'submissions', action: 'confirm', reference, kind: 'status', status: 422 });
+    partner.faults.add({
+      route: 'submissions',
+      action: 'void',
+      reference,
+      kind: 'status',
+      status: 503,
+      times: 50,
+    });
+    const result = await worker.run(async () => {
+      await (await start('comp-void')).result().catch(() => undefined);
+      return compensation('comp-void').result();
+    });
+    assert.deepEqual(result, { compensated: 0, notApplied: 0, needsManual: 1, runStatus: 'dead_lettered' });
+    const voids = partner.ledger.entries({ action: 'void', reference });
+    assert.equal(voids.length, 5, 'the compensation preset allows five attempts');
+    assert.ok(voids.every((e) => e.status === 503 && !e.effect));
+    assert.deepEqual(atPartner('comp-void').statuses, ['submitted'], 'still live: a human must look');
+    const row = await ledgerRow('comp-void');
+    assert.deepEqual(
+      [row.state, row.compensationAttempts, row.lastErrorType],
+      ['needs_manual', 5, 'UpstreamUnavailable'],
+    );
+    assert.equal(await runStatus('comp-void'), 'dead_lettered');
+  });
+
+  it('a lookup that keeps failing hands the action to a human instead of calling again', async () => {
+    await submittingSource('comp-lookup');
+    const reference = referenceOf('comp-lookup');
+    // The submit's effect happens, its answer is a 500; every lookup then fails.
+    partner.faults.add({
+      route: 'submissions',
+      action: 'submit',
+      reference,
+      phase: 'after',
+      kind: 'status',
+      status: 500,
+    });
+    partner.faults.add({
+      route: 'submissions',
+      action: 'lookup',
+      reference,
+      kind: 'status',
+      status: 503,
+      times: 50,
+    });
+    const err = await worker.run(async () => (await start('comp-lookup')).result().catch((e: unknown) => e));
+    assert.ok(err instanceof WorkflowFailedError, String(err));
+    assert.equal(submitEffects('comp-lookup'), 1, 'never called blindly again');
+    assert.equal(partner.ledger.entries({ action: 'lookup', reference }).length, 5);
+    const row = await ledgerRow('comp-lookup');
+    assert.deepEqual(
+      [row.state, row.attempts, row.lastErrorType],
+      ['needs_manual', 1, 'UpstreamUnavailable'],
+    );
+    assert.equal(await runStatus('comp-lookup'), 'dead_lettered');
+  });
+
+  it('a worker SIGKILLed between the submit’s effect and recording it: after restart, reconciliation settles it without a duplicate', async () => {
+    const sourceId = 'comp-crash';
+    await submittingSource(sourceId);
+    const taskQueue = `test-comp-crash-${randomUUID()}`;
+    const workers: Spawned[] = [];
+    const spawnWorker = (crash?: string) => {
+      const w = spawnTs(['bin/durable-fetch.js', 'worker'], {
+        DATABASE_URL: db.url,
+        TEMPORAL_ADDRESS: temporalAddress(),
+        DURABLE_FETCH_TASK_QUEUE: taskQueue,
+        LOG_LEVEL: 'warn',
+        ...(crash ? { DURABLE_FETCH_CRASH_POINT: crash } : {}),
+      });
+      workers.push(w);
+      return w;
+    };
+    try {
+      const a = spawnWorker('after-submit');
+      await a.waitFor(/worker polling task queue/, 60_000);
+      const handle = await start(sourceId, { ...ctx, taskQueue });
+      assert.deepEqual(await a.ended, { code: null, signal: 'SIGKILL' }, a.output());
+      // The point is where it claims to be: the effect exists, the ledger does not know its id.
+      assert.equal(atPartner(sourceId).count, 1);
+      const dead = await ledgerRow(sourceId);
+      assert.deepEqual([dead.state, dead.attempts, dead.partnerId], ['attempting', 1, null]);
+
+      const b = spawnWorker();
+      await b.waitFor(/worker polling task queue/, 60_000);
+      const result = await handle.result();
+      assert.equal(result.status, 'succeeded');
+      assert.equal(await b.stop('SIGTERM', 30_000), 0, b.output());
+    } finally {
+      for (const w of workers) await w.stop('SIGKILL', 5_000);
+    }
+    assert.equal(submitEffects(sourceId), 1, 'no second submission');
+    assert.deepEqual(atPartner(sourceId).statuses, ['confirmed']);
+    const row = await ledgerRow(sourceId);
+    assert.deepEqual(
+      [row.state, row.attempts, row.lookups, row.partnerId],
+      ['confirmed', 1, 1, atPartner(sourceId).ids[0]],
+    );
+  });
+});

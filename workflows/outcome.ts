@@ -1,0 +1,30 @@
+/**
+ * How a workflow reports what happened: the DESIGN error type of a failure, and the `FetchStatus`
+ * search attribute operators filter on in the Web UI. Deterministic; workflow code only.
+ */
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  TimeoutFailure,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+
+/** DESIGN error type and message of a failure. Temporal's own timeouts map to DESIGN types. */
+export function errorOf(err: unknown): { errorType: string; errorMessage: string } {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (cause instanceof ApplicationFailure)
+    return { errorType: cause.type ?? 'Internal', errorMessage: cause.message };
+  if (cause instanceof TimeoutFailure) {
+    const deadline = cause.timeoutType === 'SCHEDULE_TO_CLOSE';
+    return {
+      errorType: deadline ? 'DeadlineExceeded' : 'Timeout',
+      errorMessage: `activity ${deadline ? 'deadline' : 'timeout'} (${cause.timeoutType}) exceeded`,
+    };
+  }
+  return { errorType: 'Internal', errorMessage: cause instanceof Error ? cause.message : String(cause) };
+}
+
+/** Sets the workflow's `FetchStatus` search attribute (visible and filterable in the Web UI). */
+export function setStatus(status: string): void {
+  upsertSearchAttributes([{ key: { name: 'FetchStatus', type: 'KEYWORD' }, value: status }]);
+}
