@@ -77,13 +77,32 @@ describe('processes', () => {
         .trim()
         .split('\n');
       const entries = ledger.map(
-        (l) => JSON.parse(l) as { path: string; sourceId?: string; status: number; duplicate?: boolean },
+        (l) =>
+          JSON.parse(l) as {
+            path: string;
+            sourceId?: string;
+            status: number;
+            duplicate?: boolean;
+            action?: string;
+            effect?: boolean;
+          },
       );
-      const fetches = entries.filter((e) => e.path !== '/events');
+      const fetches = entries.filter((e) => e.path.startsWith('/sources/'));
       const events = entries.filter((e) => e.path === '/events');
       assert.ok(fetches.length >= Number(pages));
       assert.ok(fetches.every((e) => e.sourceId === 'demo' && e.status === 200));
       assert.equal(events.filter((e) => e.status === 200 && e.duplicate === false).length, Number(pages) + 1);
+      // The demo job's downstream step: one submission, confirmed, recorded in the ledger (issue #6).
+      const submissions = entries.filter((e) => e.action !== undefined);
+      assert.deepEqual(
+        submissions.map((e) => [e.action, e.status, e.effect]),
+        [
+          ['submit', 201, true],
+          ['confirm', 200, true],
+        ],
+      );
+      const action = await db.prisma.downstreamAction.findFirstOrThrow({ where: { fetchRunId: run.id } });
+      assert.deepEqual([action.state, action.partnerState], ['confirmed', 'confirmed']);
     } finally {
       await start.stop('SIGKILL', 5_000);
     }

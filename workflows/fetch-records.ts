@@ -256,13 +256,17 @@ export const MAX_SUBMIT_CALLS = 3;
  */
 async function submitSummary(input: FetchRecordsInput, state: ResumeState): Promise<void> {
   const run = { fetchRunId: state.fetchRunId, leaseToken: state.leaseToken, sourceId: input.sourceId };
-  const intent = await db.recordDownstreamIntent({
-    ...run,
-    businessDate: input.businessDate,
-    round: state.round ?? 1,
-    action: SUBMIT_SUMMARY,
-    step: 1,
-  });
+  // Not cancellable: a cancel must find the intent either written or not, never in flight, so
+  // that the compensation started right after sees every row this run wrote.
+  const intent = await CancellationScope.nonCancellable(() =>
+    db.recordDownstreamIntent({
+      ...run,
+      businessDate: input.businessDate,
+      round: state.round ?? 1,
+      action: SUBMIT_SUMMARY,
+      step: 1,
+    }),
+  );
   const actionId = intent.actionId;
   let partnerId = intent.partnerId;
   let attempts = intent.attempts;
