@@ -263,7 +263,8 @@ export function createDownstreamActivities(deps: ActivityDeps) {
              SET state = CASE WHEN state = 'compensating' THEN state ELSE 'confirmed' END,
                  partner_id = ${adopted.id}, partner_state = ${adopted.status},
                  confirmed_at = now(), updated_at = now()
-           WHERE id = ${row.id}::uuid AND partner_id IS NULL`;
+           WHERE id = ${row.id}::uuid AND partner_id IS NULL
+             AND state IN ('attempting', 'unknown', 'compensating')`;
         deps.log.info({ actionId: row.id, partnerId: adopted.id }, 'reconciliation found the effect');
         return { found: true, partnerId: adopted.id, partnerState: adopted.status };
       }
@@ -368,7 +369,7 @@ export function createDownstreamActivities(deps: ActivityDeps) {
      * unsettled; returns the run's status either way. Idempotent.
      */
     async settleCompensatedRun(input: { fetchRunId: string }): Promise<{ status: string }> {
-      return settleRun(deps, input.fetchRunId);
+      return settleRun(prisma, input.fetchRunId);
     },
   };
 
@@ -400,13 +401,13 @@ export function createDownstreamActivities(deps: ActivityDeps) {
   }
 }
 
-/** See `settleCompensatedRun`; shared with the CLI's `compensations resolve`. */
+/** See `settleCompensatedRun`; shared with `compensations resolve`, which runs it in its transaction. */
 export async function settleRun(
-  deps: Pick<ActivityDeps, 'prisma'>,
+  db: Pick<ActivityDeps['prisma'], '$queryRaw'>,
   fetchRunId: string,
 ): Promise<{ status: string }> {
   const unsettled = UNSETTLED_STATES.join(',');
-  const rows = await deps.prisma.$queryRaw<{ status: string }[]>`
+  const rows = await db.$queryRaw<{ status: string }[]>`
     WITH settled AS (
       UPDATE fetch_run SET status = 'compensated', updated_at = now()
        WHERE id = ${fetchRunId}::uuid AND status IN ('dead_lettered', 'cancelled')

@@ -6,6 +6,7 @@ import { Command, CommanderError } from 'commander';
 import { isUserFacingError } from '../worker/errors.ts';
 import { type CliContext, createCliContext } from './cli-context.ts';
 import { registerCleanup } from './commands/cleanup.ts';
+import { registerCompensations } from './commands/compensations.ts';
 import { registerMigrate } from './commands/migrate.ts';
 import { registerOutbox } from './commands/outbox.ts';
 import { registerPublisher } from './commands/publisher.ts';
@@ -26,6 +27,7 @@ export function buildProgram(ctx: () => CliContext): Command {
   registerWorker(program, ctx);
   registerPublisher(program, ctx);
   registerOutbox(program, ctx);
+  registerCompensations(program, ctx);
   registerMigrate(program, ctx);
   registerCleanup(program, ctx);
   return program;

@@ -7,6 +7,22 @@ export type { DurableFetchContext, PreparedFetch, StartFetchRequest, StartedFetc
 export { enqueueFetch, getEnqueuedFetch, START_WORKFLOW_TOPIC } from './enqueue-fetch.ts';
 export type { EnqueuedFetch, EnqueuedFetchState, EnqueueOptions } from './enqueue-fetch.ts';
 export { cancelRun, getRun, listRuns } from './runs.ts';
+export {
+  countNeedsManual,
+  getCompensation,
+  listCompensations,
+  resolveCompensation,
+  retryCompensation,
+} from './compensations.ts';
+export type {
+  Compensation,
+  CompensationDetail,
+  ListCompensationsFilter,
+  ResolveOptions,
+  Resolved,
+  RetriedCompensation,
+  RetryOptions,
+} from './compensations.ts';
 export { syncSchedules, scheduleIdFor, sourceScheduleSchema } from './schedules.ts';
 export type { SourceSchedule, SyncChange } from './schedules.ts';
 export type { FetchRun, ListRunsFilter, RunStatus } from './runs.ts';

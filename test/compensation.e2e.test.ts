@@ -8,11 +8,13 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Client, WorkflowFailedError } from '@temporalio/client';
 import { createHttpClient } from '../activities/http.ts';
+import { countNeedsManual } from '../client/compensations.ts';
 import { startFetch, type DurableFetchContext } from '../client/start-fetch.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
 import type { DownstreamAction } from '../prisma/generated/client.ts';
 import { compensationWorkflowIdFor } from '../workflows/business-key.ts';
 import type { CompensateRunResult } from '../workflows/types.ts';
+import { runCli } from './helpers/cli.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';
 import { spawnTs, type Spawned } from './helpers/process.ts';
@@ -218,7 +220,7 @@ describe('compensation', { concurrency: true }, () => {
     assert.equal(await runStatus('comp-cancel'), 'compensated');
   });
 
-  it('a void that keeps failing is retried within its budget, then needs_manual; the run stays flagged', async () => {
+  it('a void that keeps failing: bounded retries, then needs_manual, visible in the CLI; resolve clears it with an audit record', async () => {
     await submittingSource('comp-void');
     const reference = referenceOf('comp-void');
     partner.faults.add({ route: 'submissions', action: 'confirm', reference, kind: 'status', status: 422 });
@@ -245,6 +247,49 @@ describe('compensation', { concurrency: true }, () => {
       ['needs_manual', 5, 'UpstreamUnavailable'],
     );
     assert.equal(await runStatus('comp-void'), 'dead_lettered');
+
+    // Visible to operators: the CLI's listing and the count issue #8 exports as a metric.
+    const cli = (args: string[]) =>
+      runCli(args, { DATABASE_URL: db.url, TEMPORAL_ADDRESS: temporalAddress() });
+    const listed = await cli([
+      'compensations',
+      'list',
+      '--state',
+      'needs_manual',
+      '--source',
+      'comp-void',
+      '--json',
+    ]);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.deepEqual(
+      (JSON.parse(listed.stdout) as { id: string }[]).map((r) => r.id),
+      [row.id],
+    );
+    assert.equal(await countNeedsManual({ prisma: db.prisma }, { sourceId: 'comp-void' }), 1);
+
+    // A human voided it by hand and says so.
+    const resolved = await cli([
+      'compensations',
+      'resolve',
+      row.id,
+      '--note',
+      'voided in the partner console',
+      '--by',
+      'ops-anna',
+    ]);
+    assert.equal(resolved.code, 0, resolved.stderr);
+    const settled = await ledgerRow('comp-void');
+    assert.deepEqual(
+      [settled.state, settled.resolvedBy, settled.resolutionNote],
+      ['resolved', 'ops-anna', 'voided in the partner console'],
+    );
+    const audit = await db.prisma.auditEntry.findMany({ where: { targetId: row.id } });
+    assert.deepEqual(
+      audit.map((a) => [a.actor, a.action, a.reason]),
+      [['ops-anna', 'compensation.resolve', 'voided in the partner console']],
+    );
+    assert.equal(await countNeedsManual({ prisma: db.prisma }, { sourceId: 'comp-void' }), 0);
+    assert.equal(await runStatus('comp-void'), 'compensated');
   });
 
   it('a lookup that keeps failing hands the action to a human instead of calling again', async () => {

@@ -1,10 +1,10 @@
-import { type Command, InvalidArgumentError } from 'commander';
+import type { Command } from 'commander';
 import { UserFacingError } from '../../worker/errors.ts';
 import { sinkFor } from '../../worker/outbox/sinks.ts';
 import { type DeadEvent, listDead, requeueDead, topicStatus } from '../../worker/outbox/store.ts';
 import type { CliContext } from '../cli-context.ts';
 import { duration, table } from '../format.ts';
-import { printJson } from './output.ts';
+import { parseLimit, printJson } from './output.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -12,13 +12,6 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 function eventId(value: string): string {
   if (!UUID.test(value)) throw new UserFacingError(`'${value}' is not an event id (a UUID)`, 'INVALID_INPUT');
   return value.toLowerCase();
-}
-
-function parseLimit(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > 1000)
-    throw new InvalidArgumentError('expected an integer 1..1000');
-  return n;
 }
 
 const age = (ms: number | null) => (ms === null ? '-' : duration(ms));

@@ -1,4 +1,14 @@
+import { InvalidArgumentError } from 'commander';
+
 /** Prints a value as pretty JSON on stdout (dates as ISO strings, bigints as strings). */
 export function printJson(value: unknown): void {
   console.log(JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2));
+}
+
+/** Parses `--limit <n>`: an integer 1..1000, or commander's one-line usage error. */
+export function parseLimit(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 1000)
+    throw new InvalidArgumentError('expected an integer 1..1000');
+  return n;
 }

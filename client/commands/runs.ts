@@ -4,20 +4,13 @@ import type { CliContext } from '../cli-context.ts';
 import { table, workflowUrl } from '../format.ts';
 import { RunStatus } from '../../prisma/generated/enums.ts';
 import { cancelRun, type FetchRun, formatDate, getRun, listRuns } from '../runs.ts';
-import { printJson } from './output.ts';
+import { parseLimit, printJson } from './output.ts';
 
 const STATUSES: string[] = Object.values(RunStatus);
 
 function parseStatus(value: string): RunStatus {
   if (!STATUSES.includes(value)) throw new InvalidArgumentError(`expected one of ${STATUSES.join(', ')}`);
   return value as RunStatus;
-}
-
-function parseLimit(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > 1000)
-    throw new InvalidArgumentError('expected an integer 1..1000');
-  return n;
 }
 
 function row(run: FetchRun): Record<string, string> {
