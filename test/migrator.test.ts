@@ -10,6 +10,8 @@ import { useEmptyDatabase } from './helpers/database.ts';
 
 const EXPECTED_TABLES = [
   '_prisma_migrations',
+  'audit_entry',
+  'downstream_action',
   'fetch_run',
   'fetched_page',
   'fetched_record',
