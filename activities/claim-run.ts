@@ -132,6 +132,7 @@ export function createClaimRun(deps: ActivityDeps) {
         pageSize: source.pageSize,
         retryPolicy,
         submitSummary: source.submitSummary,
+        sourcePaused: source.pausedAt !== null,
       };
     }
     const [current] = await prisma.$queryRaw<RunRow[]>`

@@ -1,7 +1,9 @@
 /**
  * `finishRun`: records how a run ended when it did not succeed — cancelled, or failed for good
- * with its error type (R1, R11). Fenced by the lease token like every write of a run.
+ * with its error type and a dead letter (R1, R11). Fenced by the lease token like every write of a
+ * run.
  */
+import { redactUrlsIn } from '../worker/redact.ts';
 import type { FinishRunInput } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
 
@@ -9,19 +11,47 @@ import type { ActivityDeps } from './deps.ts';
 const MAX_MESSAGE = 500;
 
 /**
- * Sets the final status (`cancelled`, or `dead_lettered` for a permanent failure; issue #7 adds
- * the dead-letter record) with the error type and a redacted message, and ends the lease.
- * Idempotent: a repeat, or a run another owner holds by now, changes nothing and returns false.
+ * Sets the final status (`cancelled`, or `dead_lettered` for a permanent failure) with the error
+ * type and a redacted message, and ends the lease. A `dead_lettered` run gets one `dead_letter`
+ * row in the same statement (issue #7): business key, workflow ids, error type, safe code,
+ * redacted message, executions so far, first and last failure time — never a payload.
+ * Idempotent: a repeat, or a run another owner holds by now, changes nothing and returns
+ * `{ finished: false }`.
  */
 export function createFinishRun(deps: ActivityDeps) {
-  return async function finishRun(input: FinishRunInput): Promise<boolean> {
-    const message = input.errorMessage?.slice(0, MAX_MESSAGE) ?? null;
-    const updated = await deps.prisma.$executeRaw`
-      UPDATE fetch_run
-         SET status = ${input.status}::run_status, error_class = ${input.errorType ?? null},
-             error_message = ${message}, finished_at = now(), lease_until = NULL, updated_at = now()
-       WHERE id = ${input.fetchRunId}::uuid AND lease_token = ${input.leaseToken}::uuid AND status = 'running'`;
-    if (updated === 1) deps.log.info({ fetchRunId: input.fetchRunId, status: input.status }, 'run finished');
-    return updated === 1;
+  return async function finishRun(
+    input: FinishRunInput,
+  ): Promise<{ finished: boolean; deadLetterId: string | null }> {
+    const message =
+      input.errorMessage === undefined ? null : redactUrlsIn(input.errorMessage).slice(0, MAX_MESSAGE);
+    const errorType = input.errorType ?? (input.status === 'dead_lettered' ? 'Internal' : null);
+    const [row] = await deps.prisma.$queryRaw<{ updated: bigint; dead_letter_id: string | null }[]>`
+      WITH run AS (
+        UPDATE fetch_run
+           SET status = ${input.status}::run_status, error_class = ${errorType}, error_message = ${message},
+               finished_at = now(), lease_until = NULL, updated_at = now()
+         WHERE id = ${input.fetchRunId}::uuid AND lease_token = ${input.leaseToken}::uuid AND status = 'running'
+        RETURNING id, attempt, job_type, source_id, business_date, workflow_id, workflow_run_id
+      ), letter AS (
+        INSERT INTO dead_letter (id, fetch_run_id, job_type, source_id, business_date, workflow_id, workflow_run_id,
+                                 error_type, error_code, error_message, attempts, first_failed_at, last_failed_at)
+        SELECT gen_random_uuid(), run.id, run.job_type, run.source_id, run.business_date, run.workflow_id,
+               run.workflow_run_id, ${errorType}, ${input.errorCode ?? null}, COALESCE(${message}, ''), run.attempt,
+               COALESCE((SELECT min(d.first_failed_at) FROM dead_letter d WHERE d.fetch_run_id = run.id), now()),
+               now()
+          FROM run
+         WHERE ${input.status} = 'dead_lettered'
+        RETURNING id::text
+      )
+      SELECT (SELECT count(*) FROM run) AS updated, (SELECT id FROM letter) AS dead_letter_id`;
+    const finished = Number(row?.updated ?? 0) === 1;
+    const deadLetterId = row?.dead_letter_id ?? null;
+    if (finished) {
+      deps.log.info(
+        { fetchRunId: input.fetchRunId, status: input.status, errorType, deadLetterId },
+        deadLetterId ? 'run dead-lettered' : 'run finished',
+      );
+    }
+    return { finished, deadLetterId };
   };
 }

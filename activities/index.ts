@@ -1,6 +1,7 @@
 /**
  * The activities of the fetch-records job, built from injected dependencies (STYLE 3).
  */
+import { createCheckSourcePause } from './check-pause.ts';
 import { createClaimRun } from './claim-run.ts';
 import { createCompleteRun } from './complete-run.ts';
 import type { ActivityDeps } from './deps.ts';
@@ -9,6 +10,7 @@ import { withRetryTiming } from './retry-timing.ts';
 import { createFetchPage } from './fetch-page.ts';
 import { createDownstreamActivities } from './downstream.ts';
 import { createFinishRun } from './finish-run.ts';
+import { createReplayActivities } from './replay.ts';
 import { createStorePage } from './store-page.ts';
 
 export type { ActivityDeps } from './deps.ts';
@@ -33,7 +35,7 @@ function classified<A extends unknown[], R>(
 
 /** Builds every activity the worker registers; names are the activity type names in Temporal. */
 export function createActivities(deps: ActivityDeps) {
-  const downstream = createDownstreamActivities(deps);
+  const downstream = { ...createDownstreamActivities(deps), ...createReplayActivities(deps) };
   const wrapped = Object.fromEntries(
     Object.entries(downstream).map(([name, fn]) => [
       name,
@@ -47,6 +49,7 @@ export function createActivities(deps: ActivityDeps) {
     storePage: classified('storePage', createStorePage(deps)),
     completeRun: classified('completeRun', createCompleteRun(deps)),
     finishRun: classified('finishRun', createFinishRun(deps)),
+    checkSourcePause: classified('checkSourcePause', createCheckSourcePause(deps)),
   };
 }
 

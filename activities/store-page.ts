@@ -2,6 +2,7 @@
  * `storePage`: one Prisma transaction moves a staged page into the business rows, writes its
  * outbox event and its idempotency record, fenced by the run's lease token (R1, R3, R4, R5).
  */
+import type { PrismaClient } from '../prisma/generated/client.ts';
 import { dateColumn, pageKeyFor } from '../workflows/business-key.ts';
 import type { StorePageInput, StorePageResult } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
@@ -50,7 +51,11 @@ export function createStorePage(deps: ActivityDeps) {
           );
         }
         if (staged) await dropStagedPage(tx, key);
-        return { ...(prior.result as Omit<StorePageResult, 'replayed'>), replayed: true };
+        return {
+          ...(prior.result as Omit<StorePageResult, 'replayed' | 'sourcePaused'>),
+          replayed: true,
+          sourcePaused: await sourcePaused(tx, input.sourceId),
+        };
       }
       if (!staged) throw failure('NotFound', 'STAGED_PAGE_MISSING', `no staged page for ${key}`);
       if (staged.recordCount !== input.recordCount || staged.cursor !== input.nextCursor) {
@@ -110,9 +115,16 @@ export function createStorePage(deps: ActivityDeps) {
       await renewLease(tx, input, deps.leaseTtlMs);
       await dropStagedPage(tx, key);
       crashPoint(deps.crashPoint, 'before-commit');
-      return { ...result, replayed: false };
+      return { ...result, replayed: false, sourcePaused: await sourcePaused(tx, input.sourceId) };
     }, TRANSACTION_OPTIONS);
     if (!stored.replayed) crashPoint(deps.crashPoint, 'after-commit');
     return stored;
   };
+}
+
+/** Whether an operator paused the source (read inside the page's transaction). */
+async function sourcePaused(tx: Pick<PrismaClient, '$queryRaw'>, sourceId: string): Promise<boolean> {
+  const rows = await tx.$queryRaw<{ paused: boolean }[]>`
+    SELECT paused_at IS NOT NULL AS paused FROM source WHERE id = ${sourceId}`;
+  return rows[0]?.paused ?? false;
 }

@@ -7,12 +7,15 @@ import { isUserFacingError } from '../worker/errors.ts';
 import { type CliContext, createCliContext } from './cli-context.ts';
 import { registerCleanup } from './commands/cleanup.ts';
 import { registerCompensations } from './commands/compensations.ts';
+import { registerDlq } from './commands/dlq.ts';
 import { registerMigrate } from './commands/migrate.ts';
 import { registerOutbox } from './commands/outbox.ts';
 import { registerPublisher } from './commands/publisher.ts';
+import { registerReconcile } from './commands/reconcile.ts';
 import { registerRun } from './commands/run.ts';
 import { registerRuns } from './commands/runs.ts';
 import { registerSchedules } from './commands/schedules.ts';
+import { registerSources } from './commands/sources.ts';
 import { registerWorker } from './commands/worker.ts';
 
 /** Builds the program; `ctx` is created lazily so `--help` needs no configuration. */
@@ -24,10 +27,13 @@ export function buildProgram(ctx: () => CliContext): Command {
   registerRun(program, ctx);
   registerRuns(program, ctx);
   registerSchedules(program, ctx);
+  registerSources(program, ctx);
   registerWorker(program, ctx);
   registerPublisher(program, ctx);
   registerOutbox(program, ctx);
   registerCompensations(program, ctx);
+  registerDlq(program, ctx);
+  registerReconcile(program, ctx);
   registerMigrate(program, ctx);
   registerCleanup(program, ctx);
   return program;

@@ -8,7 +8,6 @@
  * activities' (activities/downstream.ts), so an operator racing a compensation (or another
  * operator) can never move a row backwards.
  */
-import os from 'node:os';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import { settleRun } from '../activities/downstream.ts';
 import type {
@@ -22,6 +21,7 @@ import { errorMessage, UserFacingError } from '../worker/errors.ts';
 import { compensationWorkflowIdFor, FETCH_RECORDS } from '../workflows/business-key.ts';
 import type { compensateRunWorkflow } from '../workflows/compensate-run.ts';
 import type { CompensateRunInput } from '../workflows/types.ts';
+import { checkActor, checkText } from './audit.ts';
 import { SEARCH_KEYS, type DurableFetchContext } from './start-fetch.ts';
 
 export type { AuditEntry, DownstreamState };
@@ -31,8 +31,6 @@ export const COMPENSATION_TARGET = 'downstream_action';
 
 /** Longest `--note` (resolve) or `--reason` (retry) kept. */
 export const MAX_NOTE_LENGTH = 1000;
-/** Longest actor name kept. */
-export const MAX_ACTOR_LENGTH = 200;
 
 /** Run statuses during which the run's own workflow may still act on its ledger rows. */
 const ACTIVE_RUN_STATUSES: readonly RunStatus[] = ['queued', 'running', 'retry_wait'];
@@ -135,36 +133,6 @@ export async function countNeedsManual(ctx: PrismaCtx, filter: { sourceId?: stri
   });
 }
 
-/**
- * Who is acting when the CLI is not told (`--by`): the OS user running it.
- * (Reads USER itself: the one environment value the CLI takes outside worker/config.ts.)
- */
-export function defaultActor(env: NodeJS.ProcessEnv = process.env): string {
-  const user = env.USER;
-  if (user) return user;
-  try {
-    return os.userInfo().username;
-  } catch {
-    return 'unknown';
-  }
-}
-
-function checkActor(actor: string): string {
-  const trimmed = actor.trim();
-  if (trimmed.length < 1 || trimmed.length > MAX_ACTOR_LENGTH) {
-    throw new UserFacingError(`the actor (--by) must be 1..${MAX_ACTOR_LENGTH} characters`, 'INVALID_INPUT');
-  }
-  return trimmed;
-}
-
-function checkText(text: string, what: string): string {
-  const trimmed = text.trim();
-  if (trimmed.length < 1 || trimmed.length > MAX_NOTE_LENGTH) {
-    throw new UserFacingError(`${what} must be 1..${MAX_NOTE_LENGTH} characters`, 'INVALID_INPUT');
-  }
-  return trimmed;
-}
-
 type LoadedRow = DownstreamAction & {
   run: { id: string; sourceId: string; businessDate: Date; status: RunStatus; workflowId: string };
 };
@@ -223,7 +191,7 @@ export async function resolveCompensation(
   id: string,
   options: ResolveOptions,
 ): Promise<Resolved> {
-  const note = checkText(options.note, 'the note (--note)');
+  const note = checkText(options.note, 'the note (--note)', MAX_NOTE_LENGTH);
   const actor = checkActor(options.actor);
   const row = await loadRow(ctx, id);
   if (row.state !== 'needs_manual') throw notNeedsManual(row.id, row.state, 'resolved');
@@ -292,7 +260,8 @@ export async function retryCompensation(
   options: RetryOptions,
 ): Promise<RetriedCompensation> {
   const actor = checkActor(options.actor);
-  const reason = options.reason === undefined ? null : checkText(options.reason, 'the reason (--reason)');
+  const reason =
+    options.reason === undefined ? null : checkText(options.reason, 'the reason (--reason)', MAX_NOTE_LENGTH);
   const row = await loadRow(ctx, id);
   if (row.state !== 'needs_manual') throw notNeedsManual(row.id, row.state, 'retried');
   const { run } = row;

@@ -43,10 +43,11 @@ export interface EnqueuedFetch {
 }
 
 /**
- * Validates `req` inside transaction `tx` (the source must exist and be enabled, the date allowed)
- * and writes the start command there. Nothing is started until `tx` commits and a publisher
- * relays the command.
- * @throws UserFacingError as `prepareFetch` (the caller's transaction then rolls back as usual).
+ * Validates `req` inside transaction `tx` (the source must exist, be enabled and not be paused,
+ * the date allowed) and writes the start command there. Nothing is started until `tx` commits
+ * and a publisher relays the command.
+ * @throws UserFacingError as `prepareFetch`, e.g. SOURCE_PAUSED (the caller's transaction then
+ *   rolls back as usual).
  */
 export async function enqueueFetch(
   tx: Prisma.TransactionClient,

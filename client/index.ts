@@ -23,6 +23,65 @@ export type {
   RetriedCompensation,
   RetryOptions,
 } from './compensations.ts';
+export { reconcileRuns, MISMATCH_CODES, NOTE_CODES } from './reconcile.ts';
+export type {
+  Finding,
+  MismatchCode,
+  NoteCode,
+  ReconcileContext,
+  ReconcileOptions,
+  ReconcileReport,
+  ReconcileSelector,
+  RunReport,
+} from './reconcile.ts';
+export { getSource, listSources, pauseSource, resumeSource, SOURCE_TARGET, updateSource } from './sources.ts';
+export type {
+  PausedSource,
+  PauseOptions,
+  ResumedSource,
+  ResumeOptions,
+  Source,
+  SourceChanges,
+  SourceDetail,
+  UpdatedSource,
+  UpdateOptions,
+} from './sources.ts';
+export {
+  discardDeadLetter,
+  getDeadLetter,
+  listDeadLetters,
+  parseOverrides,
+  parseSince,
+  retryDeadLetter,
+} from './dead-letters.ts';
+export type {
+  AttemptFailure,
+  DeadLetterDetail,
+  DeadLetterView,
+  DiscardDeadLetterOptions,
+  ListDeadLettersFilter,
+  RetriedDeadLetter,
+  RetryDeadLetterOptions,
+  RetryOverrides,
+  TimelineEntry,
+} from './dead-letters.ts';
+export {
+  controlReplay,
+  DEFAULT_REPLAY_MAX,
+  followReplay,
+  previewReplay,
+  replayState,
+  startReplay,
+} from './replay.ts';
+export type {
+  ReplayFilter,
+  ReplayProgress,
+  ReplayReport,
+  ReplayRequest,
+  ReplayState,
+  ReplayTarget,
+  StartedReplay,
+} from './replay.ts';
 export { syncSchedules, scheduleIdFor, sourceScheduleSchema } from './schedules.ts';
 export type { SourceSchedule, SyncChange } from './schedules.ts';
 export type { FetchRun, ListRunsFilter, RunStatus } from './runs.ts';

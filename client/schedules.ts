@@ -224,7 +224,12 @@ export async function syncSchedules(
       if (!(err instanceof ScheduleNotFoundError)) throw err;
     }
     if (!current) {
-      if (!opts.dryRun) await refused(d, () => ctx.temporal.schedule.create(d.options));
+      // A source an operator paused (`sources pause`) gets its schedule paused from the start.
+      const source = sources.find((x) => x.id === d.sourceId);
+      const state = source?.pausedAt
+        ? { state: { paused: true, note: `paused with source ${d.sourceId}: ${source.pausedReason ?? ''}` } }
+        : {};
+      if (!opts.dryRun) await refused(d, () => ctx.temporal.schedule.create({ ...d.options, ...state }));
       changes.push({ scheduleId: d.scheduleId, sourceId: d.sourceId, change: 'created' });
     } else if (fingerprintOf(current) !== d.fingerprint) {
       if (!opts.dryRun) {

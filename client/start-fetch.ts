@@ -64,7 +64,7 @@ export interface StartedFetch {
   handle: WorkflowHandle<typeof fetchRecordsWorkflow>;
 }
 
-/** A validated request: the source exists and is enabled, the date is allowed. */
+/** A validated request: the source exists, is enabled and not paused, the date is allowed. */
 export interface PreparedFetch {
   sourceId: string;
   businessDate: string;
@@ -87,7 +87,7 @@ function workflowInput(sourceId: string, businessDate: string, req: StartFetchRe
  * Validates a request against the database and the future-date policy, without starting anything.
  * Read-only.
  * @throws UserFacingError INVALID_INPUT (malformed source id or date, date beyond the future
- *   policy), UNKNOWN_SOURCE, SOURCE_DISABLED.
+ *   policy), UNKNOWN_SOURCE, SOURCE_DISABLED, SOURCE_PAUSED (an operator paused the source).
  */
 export async function prepareFetch(
   ctx: Pick<DurableFetchContext, 'maxFutureDays' | 'maxInputBytes' | 'now'> & {
@@ -131,6 +131,14 @@ export async function prepareFetch(
     throw new UserFacingError(`unknown source '${req.sourceId}' (known sources: ${list})`, 'UNKNOWN_SOURCE');
   }
   if (!source.enabled) throw new UserFacingError(`source '${source.id}' is disabled`, 'SOURCE_DISABLED');
+  if (source.pausedAt) {
+    // An operator paused it (`durable-fetch sources pause`): nothing new starts until it is resumed.
+    const why = source.pausedReason ? ` (${source.pausedReason.replace(/\s+/g, ' ').trim()})` : '';
+    throw new UserFacingError(
+      `source '${source.id}' is paused since ${source.pausedAt.toISOString()}${why}: resume it first (\`durable-fetch sources resume ${source.id}\`)`,
+      'SOURCE_PAUSED',
+    );
+  }
   const now = (ctx.now ?? (() => new Date()))();
   const businessDate = req.date ?? dateInTimeZone(now, source.timezone);
   const check = checkBusinessDate(businessDate, {

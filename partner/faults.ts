@@ -4,6 +4,8 @@ import { MAX_REFERENCE_LENGTH, SUBMISSION_ACTIONS, type SubmissionAction } from 
 /**
  * What an injected fault does to a matching request:
  * - `status`: respond with `status` (and `Retry-After: retryAfter` when given), body untouched by the app;
+ *   on the records route the JSON body's `message` is `body` when given (e.g. to test that an
+ *   error body carrying a token never reaches a log or a record);
  * - `reset`: destroy the socket with a TCP RST, no response;
  * - `delay`: wait `delayMs`, then respond normally (lets clients hit their response timeout);
  * - `truncate`: send headers and half the body, then destroy the socket.
@@ -33,6 +35,9 @@ export const EVENTS_FAULT_KINDS: readonly FaultKind[] = ['status', 'reset', 'del
 /** Fault kinds valid on the submissions route. */
 export const SUBMISSIONS_FAULT_KINDS: readonly FaultKind[] = ['status', 'reset', 'delay'];
 
+/** Longest `body` of a `status` fault. */
+export const MAX_FAULT_BODY_LENGTH = 2000;
+
 const faultSpecSchema = z
   .strictObject({
     route: z.enum(['records', 'events', 'submissions']).optional(),
@@ -50,6 +55,7 @@ const faultSpecSchema = z
     status: z.int().min(400).max(599).optional(),
     retryAfter: z.string().min(1).max(200).optional(),
     delayMs: z.int().min(0).max(600_000).optional(),
+    body: z.string().max(MAX_FAULT_BODY_LENGTH).optional(),
   })
   .refine((s) => s.kind !== 'status' || s.status !== undefined, {
     message: 'kind "status" needs a "status" (400..599)',
@@ -58,6 +64,14 @@ const faultSpecSchema = z
   .refine((s) => s.kind === 'status' || s.status === undefined, {
     message: '"status" is only valid with kind "status"',
     path: ['status'],
+  })
+  .refine((s) => s.kind === 'status' || s.body === undefined, {
+    message: '"body" is only valid with kind "status"',
+    path: ['body'],
+  })
+  .refine((s) => (s.route ?? 'records') === 'records' || s.body === undefined, {
+    message: '"body" is only valid on route "records"',
+    path: ['body'],
   })
   .refine((s) => s.kind !== 'delay' || s.delayMs !== undefined, {
     message: 'kind "delay" needs a "delayMs"',
@@ -131,6 +145,11 @@ export interface FaultSpec {
   retryAfter?: string;
   /** Wait before responding, for kind `delay`. */
   delayMs?: number;
+  /**
+   * Kind `status` on the records route only: the text sent as the error body's `message` (at most
+   * {@link MAX_FAULT_BODY_LENGTH} characters) instead of `injected status <n>`.
+   */
+  body?: string;
 }
 
 /** A fault as stored, with its id and live counters. */

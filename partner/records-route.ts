@@ -151,7 +151,8 @@ export async function handleRecords(
       const status = fault?.status ?? 503;
       ctx.ledger.record({ ...entry, status, fault: kind });
       const headers: Record<string, string> = fault?.retryAfter ? { 'retry-after': fault.retryAfter } : {};
-      sendJson(res, status, { error: 'injected_fault', message: `injected status ${status}` }, headers);
+      const message = fault?.body ?? `injected status ${status}`;
+      sendJson(res, status, { error: 'injected_fault', message }, headers);
       return;
     }
     case 'malformed':

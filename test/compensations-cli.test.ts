@@ -14,7 +14,7 @@ import type { DownstreamAction, Prisma } from '../prisma/generated/client.ts';
 import { compensationWorkflowIdFor } from '../workflows/business-key.ts';
 import type { compensateRunWorkflow } from '../workflows/compensate-run.ts';
 import type { CompensateRunResult } from '../workflows/types.ts';
-import { lines, runCli, type CliResult } from './helpers/cli.ts';
+import { assertOneLineError, assertUsageError, detail, json, lines, ok, runCli } from './helpers/cli.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';
 import { temporalAddress, testClient, testWorker, type TestWorker } from './helpers/temporal.ts';
@@ -47,38 +47,6 @@ after(async () => {
   await partner?.close();
   await db?.drop();
 });
-
-const detail = (r: CliResult) => `exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
-
-/** Exit 0, nothing on stderr; returns stdout. */
-function ok(result: CliResult): string {
-  assert.equal(result.code, 0, detail(result));
-  assert.equal(result.stderr, '', detail(result));
-  return result.stdout;
-}
-
-function json<T>(result: CliResult): T {
-  return JSON.parse(ok(result)) as T;
-}
-
-/** A user error: exit 1, nothing on stdout, exactly one `durable-fetch: …` line on stderr. */
-function assertOneLineError(result: CliResult, pattern: RegExp): void {
-  assert.equal(result.code, 1, detail(result));
-  assert.equal(result.stdout, '', detail(result));
-  const errLines = lines(result.stderr);
-  assert.equal(errLines.length, 1, detail(result));
-  assert.doesNotMatch(result.stderr, /^\s+at /m, detail(result));
-  assert.match(errLines[0]!, /^durable-fetch: /, detail(result));
-  assert.match(errLines[0]!, pattern, detail(result));
-}
-
-/** A commander usage error: exit 1, the problem and the usage hint on stderr, nothing on stdout. */
-function assertUsageError(result: CliResult, pattern: RegExp): void {
-  assert.equal(result.code, 1, detail(result));
-  assert.equal(result.stdout, '', detail(result));
-  assert.match(result.stderr, pattern, detail(result));
-  assert.match(result.stderr, /add --help for usage/, detail(result));
-}
 
 const day = (date: string) => new Date(`${date}T00:00:00Z`);
 const businessKeyOf = (sourceId: string, date: string) => `fetch-records:${sourceId}:${date}`;

@@ -11,6 +11,7 @@ import { useEmptyDatabase } from './helpers/database.ts';
 const EXPECTED_TABLES = [
   '_prisma_migrations',
   'audit_entry',
+  'dead_letter',
   'downstream_action',
   'fetch_run',
   'fetched_page',

@@ -29,6 +29,41 @@ void describe('partner: fault injection', () => {
     assert.equal(partner.ledger.count({ status: 200 }), 1);
   });
 
+  void it('status with body: the error body carries the given text as its message; only with kind status on records', async () => {
+    const body = 'invalid request for token tok-0123456789-SECRET';
+    partner.faults.add({ kind: 'status', status: 422, body, times: 1 });
+    const faulted = await fetch(records);
+    assert.equal(faulted.status, 422);
+    assert.deepEqual(await faulted.json(), { error: 'injected_fault', message: body });
+    // Without a body, the default message is kept.
+    partner.faults.add({ kind: 'status', status: 500 });
+    const plain = await fetch(records);
+    assert.equal(plain.status, 500);
+    assert.deepEqual(await plain.json(), { error: 'injected_fault', message: 'injected status 500' });
+    assert.equal((await fetch(records)).status, 200);
+
+    const invalid = [
+      { kind: 'reset', body: 'x' },
+      { kind: 'delay', delayMs: 10, body: 'x' },
+      { kind: 'status', status: 500, body: 'x'.repeat(2001) },
+      { route: 'events', kind: 'status', status: 500, body: 'x' },
+      { route: 'submissions', kind: 'status', status: 500, body: 'x' },
+    ] as const;
+    for (const spec of invalid) {
+      assert.throws(() => partner.faults.add(spec), { name: 'InvalidFaultSpecError' }, JSON.stringify(spec));
+    }
+    assert.throws(
+      () => partner.faults.add({ kind: 'reset', body: 'x' }),
+      /"body" is only valid with kind "status"/,
+    );
+    const res = await fetch(`${partner.url}/_admin/faults`, {
+      method: 'POST',
+      body: JSON.stringify({ kind: 'status', status: 400, body: 'x'.repeat(2000) }),
+    });
+    assert.equal(res.status, 201);
+    assert.equal(partner.faults.list()[0]?.body?.length, 2000);
+  });
+
   void it('reset: destroys the socket without a response, recorded with status 0', async () => {
     partner.faults.add({ kind: 'reset' });
     await assert.rejects(fetch(records));

@@ -11,8 +11,11 @@ import {
   isCancellation,
   log,
   CancelledFailure,
+  condition,
+  defineSignal,
   ParentClosePolicy,
   proxyActivities,
+  setHandler,
   startChild,
   workflowInfo,
   WorkflowIdReusePolicy,
@@ -27,8 +30,13 @@ import {
   type FetchRecordsResult,
   type ReconcileActionResult,
   type ResumeState,
+  SOURCE_RESUMED_SIGNAL,
   SUBMIT_SUMMARY,
 } from './types.ts';
+
+/** How often a run paused at a page boundary asks whether its source was resumed (a signal is prompter). */
+export const PAUSE_CHECK_INTERVAL = '5 minutes';
+const sourceResumed = defineSignal(SOURCE_RESUMED_SIGNAL);
 
 const db = proxyActivities<
   Pick<
@@ -40,6 +48,7 @@ const db = proxyActivities<
     | 'recordDownstreamIntent'
     | 'markNeedsManual'
     | 'pendingCompensations'
+    | 'checkSourcePause'
   >
 >(RETRY_PRESETS.database);
 /** The non-idempotent call, the repeat-safe one, and the lookup that settles unknown outcomes. */
@@ -63,7 +72,11 @@ export const DEFAULT_PAGES_PER_EXECUTION = 50;
  */
 export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<FetchRecordsResult> {
   const info = workflowInfo();
+  setHandler(sourceResumed, () => {
+    resumeSignalled = true;
+  });
   let state: ResumeState;
+  let pausedAtStart = false;
   if (input.resume) {
     state = input.resume;
   } else {
@@ -111,10 +124,11 @@ export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<Fe
       submitSummary: claim.submitSummary,
     };
     setStatus('running');
+    pausedAtStart = claim.sourcePaused;
   }
   try {
     if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('run cancelled');
-    return await fetchAndStore(input, state);
+    return await fetchAndStore(input, state, pausedAtStart);
   } catch (err) {
     // continueAsNew() ends this execution by throwing: the run goes on, nothing to record.
     if (!(err instanceof ContinueAsNew)) await finish(input, state, err);
@@ -190,13 +204,18 @@ async function startCompensation(input: FetchRecordsInput, state: ResumeState, c
 }
 
 /** The page loop of one execution: fetch → store until done, then complete (or continue as new). */
-async function fetchAndStore(input: FetchRecordsInput, start: ResumeState): Promise<FetchRecordsResult> {
+async function fetchAndStore(
+  input: FetchRecordsInput,
+  start: ResumeState,
+  pausedAtStart: boolean,
+): Promise<FetchRecordsResult> {
   let state = start;
   // Resume state written before sources chose presets has none: the default preset then.
   const partner = partners[state.retryPolicy ?? 'partnerHttp'];
 
   const pagesPerExecution = Math.max(1, input.pagesPerExecution ?? DEFAULT_PAGES_PER_EXECUTION);
   let pagesThisExecution = 0;
+  if (pausedAtStart) await waitWhilePaused(input, state);
   // Finished once at least one page is stored and the partner has no next cursor.
   while (state.pagesStored === 0 || state.cursor !== null) {
     if (pagesThisExecution >= pagesPerExecution || workflowInfo().continueAsNewSuggested) {
@@ -227,6 +246,8 @@ async function fetchAndStore(input: FetchRecordsInput, start: ResumeState): Prom
       recordsStored: state.recordsStored + stored.recordCount,
     };
     pagesThisExecution++;
+    // A safe point: the page is stored, the next not yet fetched.
+    if (stored.sourcePaused && state.cursor !== null) await waitWhilePaused(input, state);
   }
 
   if (state.submitSummary) await submitSummary(input, state);
@@ -242,6 +263,31 @@ async function fetchAndStore(input: FetchRecordsInput, start: ResumeState): Prom
   );
   setStatus('succeeded');
   return { status: 'succeeded', fetchRunId: state.fetchRunId, pages: done.pages, records: done.records };
+}
+
+// Per execution: Temporal gives every workflow execution its own module globals.
+let resumeSignalled = false;
+
+/**
+ * Waits, durably, while an operator has the source paused (issue #7): at a page boundary, with
+ * nothing in flight. Goes on when `sources resume` signals, or a periodic check (which also keeps
+ * the run's lease) finds the pause lifted. A cancel ends the wait, and the run, as `cancelled`.
+ */
+async function waitWhilePaused(input: FetchRecordsInput, state: ResumeState): Promise<void> {
+  const fence = { fetchRunId: state.fetchRunId, leaseToken: state.leaseToken, sourceId: input.sourceId };
+  // Reset before each check, never after: a resume signalled while a check is in flight is kept.
+  resumeSignalled = false;
+  let check = await db.checkSourcePause(fence);
+  if (!check.paused) return;
+  setStatus('paused');
+  log.info('source paused: waiting at a page boundary', { pagesStored: state.pagesStored });
+  while (check.paused) {
+    await condition(() => resumeSignalled, PAUSE_CHECK_INTERVAL);
+    resumeSignalled = false;
+    check = await db.checkSourcePause(fence);
+  }
+  setStatus('running');
+  log.info('source resumed: going on', { pagesStored: state.pagesStored });
 }
 
 /** Calls of the non-idempotent submit a run makes at most, each after a lookup found nothing. */

@@ -2,3 +2,4 @@
 export { fetchRecordsWorkflow } from './fetch-records.ts';
 export { scheduledFetchWorkflow } from './scheduled-fetch.ts';
 export { compensateRunWorkflow } from './compensate-run.ts';
+export { replayDeadLettersWorkflow } from './replay-dead-letters.ts';

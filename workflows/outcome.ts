@@ -9,11 +9,17 @@ import {
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 
-/** DESIGN error type and message of a failure. Temporal's own timeouts map to DESIGN types. */
-export function errorOf(err: unknown): { errorType: string; errorMessage: string } {
+/** DESIGN error type, message and safe code of a failure. Temporal's own timeouts map to DESIGN types. */
+export function errorOf(err: unknown): { errorType: string; errorMessage: string; errorCode?: string } {
   const cause = err instanceof ActivityFailure ? err.cause : err;
-  if (cause instanceof ApplicationFailure)
-    return { errorType: cause.type ?? 'Internal', errorMessage: cause.message };
+  if (cause instanceof ApplicationFailure) {
+    const code = (cause.details?.[0] as { code?: unknown } | undefined)?.code;
+    return {
+      errorType: cause.type ?? 'Internal',
+      errorMessage: cause.message,
+      ...(typeof code === 'string' ? { errorCode: code } : {}),
+    };
+  }
   if (cause instanceof TimeoutFailure) {
     const deadline = cause.timeoutType === 'SCHEDULE_TO_CLOSE';
     return {

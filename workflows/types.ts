@@ -77,6 +77,8 @@ export type ClaimResult =
       pageSize: number;
       retryPolicy: PartnerPresetName;
       submitSummary: boolean;
+      /** An operator paused the source: the run waits before its first page (issue #7). */
+      sourcePaused: boolean;
     }
   /** The business key's run already succeeded: nothing to do, its outcome is reported. */
   | { outcome: 'succeeded'; fetchRunId: string; pages: number; records: number }
@@ -123,6 +125,8 @@ export interface StorePageResult {
   recordCount: number;
   /** True when the page had been stored before and nothing was written now. */
   replayed: boolean;
+  /** The source is paused (read in the same transaction): the run waits before its next page. */
+  sourcePaused: boolean;
 }
 
 export interface CompleteRunInput {
@@ -146,6 +150,20 @@ export interface FinishRunInput {
   errorType?: string;
   /** Already redacted by the activity that failed. */
   errorMessage?: string;
+  /** The failure's safe code (e.g. HTTP_422), when it has one. */
+  errorCode?: string;
+}
+
+/**
+ * Signal to a running run that its source was resumed (`durable-fetch sources resume`): a run
+ * waiting at a page boundary goes on at once instead of at its next check.
+ */
+export const SOURCE_RESUMED_SIGNAL = 'sourceResumed';
+
+export interface CheckPauseInput {
+  fetchRunId: string;
+  leaseToken: string;
+  sourceId: string;
 }
 
 /** Downstream actions a run may take (the compensation ledger's `action`). */

@@ -1,11 +1,11 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import { DownstreamState } from '../../prisma/generated/enums.ts';
 import { UserFacingError } from '../../worker/errors.ts';
+import { defaultActor } from '../audit.ts';
 import type { CliContext } from '../cli-context.ts';
 import {
   type Compensation,
   countNeedsManual,
-  defaultActor,
   getCompensation,
   isCompensationId,
   listCompensations,
@@ -13,7 +13,7 @@ import {
   retryCompensation,
 } from '../compensations.ts';
 import { table, workflowUrl } from '../format.ts';
-import { parseLimit, printJson } from './output.ts';
+import { parseLimit, printAuditTrail, printJson } from './output.ts';
 
 const STATES: string[] = Object.values(DownstreamState);
 
@@ -127,19 +127,7 @@ export function registerCompensations(program: Command, ctx: () => CliContext): 
       const width = Math.max(...fields.map(([k]) => k.length));
       for (const [k, v] of fields) console.log(`${k.padEnd(width)}  ${v}`);
       console.log('');
-      if (found.audit.length === 0) return console.log('audit trail: none');
-      console.log('audit trail:');
-      console.log(
-        table(
-          found.audit.map((a) => ({
-            at: a.at.toISOString(),
-            actor: a.actor,
-            action: a.action,
-            reason: a.reason ?? '',
-          })),
-          ['at', 'actor', 'action', 'reason'],
-        ),
-      );
+      printAuditTrail(found.audit);
     });
 
   compensations

@@ -1,4 +1,6 @@
 import { InvalidArgumentError } from 'commander';
+import type { AuditEntry } from '../../prisma/generated/client.ts';
+import { table } from '../format.ts';
 
 /** Prints a value as pretty JSON on stdout (dates as ISO strings, bigints as strings). */
 export function printJson(value: unknown): void {
@@ -11,4 +13,21 @@ export function parseLimit(value: string): number {
   if (!Number.isInteger(n) || n < 1 || n > 1000)
     throw new InvalidArgumentError('expected an integer 1..1000');
   return n;
+}
+
+/** Prints `audit trail:` and a table of `entries` (at, actor, action, reason), or `audit trail: none`. */
+export function printAuditTrail(entries: readonly AuditEntry[]): void {
+  if (entries.length === 0) return console.log('audit trail: none');
+  console.log('audit trail:');
+  console.log(
+    table(
+      entries.map((a) => ({
+        at: a.at.toISOString(),
+        actor: a.actor,
+        action: a.action,
+        reason: a.reason ?? '',
+      })),
+      ['at', 'actor', 'action', 'reason'],
+    ),
+  );
 }

@@ -2,6 +2,7 @@
  * Runs the real `durable-fetch` command (bin/durable-fetch.js) as a child process, the way a user
  * does, with an environment built from scratch so nothing of the developer's shell leaks in.
  */
+import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../../worker/config.ts';
@@ -46,4 +47,38 @@ export function runCli(
 /** Non-empty lines of `text`. */
 export function lines(text: string): string[] {
   return text.split('\n').filter((line) => line.trim() !== '');
+}
+
+/** A result's exit code, stdout and stderr, for assertion messages. */
+export const detail = (r: CliResult) => `exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
+
+/** Exit 0, nothing on stderr; returns stdout. */
+export function ok(result: CliResult): string {
+  assert.equal(result.code, 0, detail(result));
+  assert.equal(result.stderr, '', detail(result));
+  return result.stdout;
+}
+
+/** Exit 0, nothing on stderr; returns stdout parsed as JSON. */
+export function json<T>(result: CliResult): T {
+  return JSON.parse(ok(result)) as T;
+}
+
+/** A user error: exit 1, nothing on stdout, exactly one `durable-fetch: …` line on stderr (no stack). */
+export function assertOneLineError(result: CliResult, pattern: RegExp): void {
+  assert.equal(result.code, 1, detail(result));
+  assert.equal(result.stdout, '', detail(result));
+  const errLines = lines(result.stderr);
+  assert.equal(errLines.length, 1, detail(result));
+  assert.doesNotMatch(result.stderr, /^\s+at /m, detail(result));
+  assert.match(errLines[0]!, /^durable-fetch: /, detail(result));
+  assert.match(errLines[0]!, pattern, detail(result));
+}
+
+/** A commander usage error: exit 1, the problem and the usage hint on stderr, nothing on stdout. */
+export function assertUsageError(result: CliResult, pattern: RegExp): void {
+  assert.equal(result.code, 1, detail(result));
+  assert.equal(result.stdout, '', detail(result));
+  assert.match(result.stderr, pattern, detail(result));
+  assert.match(result.stderr, /add --help for usage/, detail(result));
 }

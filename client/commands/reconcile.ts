@@ -1,0 +1,116 @@
+import type { Command } from 'commander';
+import { createHttpClient } from '../../activities/http.ts';
+import { isSecretRef } from '../../worker/activity-deps.ts';
+import { UserFacingError } from '../../worker/errors.ts';
+import type { CliContext } from '../cli-context.ts';
+import { type Finding, reconcileRuns, type ReconcileReport, type RunReport } from '../reconcile.ts';
+import { printJson } from './output.ts';
+
+const RECONCILE_HELP = `
+Compares, per run, what the database holds with itself and with the partner, and lists every
+mismatch (exit code 1 when there is any, 0 otherwise):
+  database   records_stored and pages_stored against the run's fetch.page_stored events, every
+             record those events list has its fetched_record row (and no row of the run is
+             unlisted), no record in two page events, a fetch.run_completed event exactly when the
+             run succeeded, no dead outbox event (pending ones are only noted);
+  partner    (succeeded runs) every record id the partner serves for the source and date against
+             the ids the run stored: missing at our side, extra at our side;
+  ledger     each compensation row against the partner's submissions under its reference:
+             confirmed = live (and confirmed, for a succeeded run), compensated = voided,
+             not_applied = nothing live, attempting/unknown/compensating/needs_manual = unsettled;
+             a succeeded run of a source that submits its summary has a confirmed submission.
+Runs still queued, running or waiting to retry are checked against the database only.
+A partner that cannot be read is a mismatch (PARTNER_UNREACHABLE). Credentials are read from the
+source's DF_SECRET_* variable, as the worker does. Nothing is changed anywhere.`;
+
+/** Runs above which progress goes to stderr. */
+const PROGRESS_ABOVE = 10;
+
+const plural = (n: number, word: string, many = `${word}s`) => `${n} ${n === 1 ? word : many}`;
+
+function shown(value: unknown): string {
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+/** Findings whose message already says everything their expected/actual values would. */
+const MESSAGE_ONLY: ReadonlySet<string> = new Set(['PARTNER_UNREACHABLE', 'OUTBOX_PENDING', 'IN_PROGRESS']);
+
+function findingLine(f: Finding, mark: string): string {
+  const values =
+    MESSAGE_ONLY.has(f.code) || (f.expected === undefined && f.actual === undefined)
+      ? ''
+      : ` (expected ${shown(f.expected ?? '-')}, actual ${shown(f.actual ?? '-')})`;
+  return `    ${mark} ${f.code}: ${f.message}${values}`;
+}
+
+function runLines(r: RunReport): string[] {
+  const mark = r.mismatches.length > 0 ? '✗' : '✓';
+  return [
+    `${mark} ${r.sourceId}/${r.businessDate} ${r.status}: ${plural(r.records, 'record')}, ${plural(r.pages, 'page')}, ` +
+      `${plural(r.events, 'event')}, ${plural(r.compensations, 'compensation')}`,
+    ...r.mismatches.map((f) => findingLine(f, '✗')),
+    ...r.notes.map((f) => findingLine(f, '·')),
+  ];
+}
+
+/** Prints the human report: one block per run, then the summary line. */
+function printReport(report: ReconcileReport): void {
+  for (const run of report.runs) for (const line of runLines(run)) console.log(line);
+  console.log(`${plural(report.runs.length, 'run')}, ${plural(report.mismatches, 'mismatch', 'mismatches')}`);
+}
+
+/** `durable-fetch reconcile <runId> | --date <d> [--source]` (issue #7). */
+export function registerReconcile(program: Command, ctx: () => CliContext): void {
+  program
+    .command('reconcile')
+    .description(
+      'compare runs with their records, outbox events, compensations and the partner; list every mismatch (exit 1 when any)',
+    )
+    .argument('[runId]', 'one run: FetchRun id, workflow id or <source>/<date>')
+    .option('--date <YYYY-MM-DD>', 'every run of this business date')
+    .option('--source <id>', 'with --date: only this source')
+    .option('--json', 'print the report as JSON (still exits 1 on mismatches)')
+    .addHelpText('after', RECONCILE_HELP)
+    .action(async (runId: string | undefined, opts: { date?: string; source?: string; json?: boolean }) => {
+      if ((runId === undefined) === (opts.date === undefined)) {
+        throw new UserFacingError('reconcile: give exactly one of <runId> or --date', 'INVALID_INPUT');
+      }
+      if (runId !== undefined && opts.source !== undefined) {
+        throw new UserFacingError('reconcile: --source goes with --date, not with a run id', 'INVALID_INPUT');
+      }
+      const c = ctx();
+      const prisma = await c.prisma();
+      const http = createHttpClient(c.config.http);
+      let report: ReconcileReport;
+      try {
+        report = await reconcileRuns(
+          {
+            prisma,
+            http,
+            secret: (ref) => (isSecretRef(ref) ? process.env[ref] : undefined),
+            pageLimit: c.config.partner.pageLimit,
+          },
+          {
+            ...(runId === undefined ? {} : { runId }),
+            ...(opts.date !== undefined ? { date: opts.date } : {}),
+            ...(opts.source === undefined ? {} : { sourceId: opts.source }),
+          },
+          {
+            onProgress: (done, total) => {
+              if (total > PROGRESS_ABOVE && (done % PROGRESS_ABOVE === 0 || done === total)) {
+                process.stderr.write(`checked ${done}/${total}\n`);
+              }
+            },
+          },
+        );
+      } finally {
+        await http.close();
+      }
+      if (opts.json) printJson(report);
+      else printReport(report);
+      // Printed in full first; the one-line error then makes the exit code 1 (client/cli.ts main).
+      if (report.mismatches > 0) {
+        throw new UserFacingError(plural(report.mismatches, 'mismatch', 'mismatches'), 'RECONCILE_MISMATCH');
+      }
+    });
+}

@@ -1,0 +1,249 @@
+import { type Command, Option } from 'commander';
+import type { AuditEntry } from '../../prisma/generated/client.ts';
+import { UserFacingError } from '../../worker/errors.ts';
+import { PARTNER_PRESETS } from '../../workflows/retry-presets.ts';
+import type { CliContext } from '../cli-context.ts';
+import { defaultActor } from '../audit.ts';
+import { table } from '../format.ts';
+import { scheduleIdFor } from '../schedules.ts';
+import {
+  getSource,
+  listSources,
+  pauseSource,
+  pauseText,
+  resumeSource,
+  scheduleSummary,
+  type Source,
+  type SourceChanges,
+  updateSource,
+} from '../sources.ts';
+import { printJson } from './output.ts';
+
+const SOURCES_HELP = `
+A source is a partner to fetch from (a row of the "source" table). Pausing one stops it
+everywhere: its schedule is paused, new runs are refused, and running runs stop at their next page
+boundary (after a stored page, before fetching the next) and wait, durably, until it is resumed or
+they are cancelled (\`durable-fetch runs cancel\`). Every pause, resume and update is audited:
+who (--by, default the OS user), when and why (--reason); \`sources show\` lists the trail.`;
+
+const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
+
+function row(s: Source): Record<string, string> {
+  return {
+    id: s.id,
+    enabled: s.enabled ? 'yes' : 'no',
+    paused: s.pausedAt ? `yes: ${(s.pausedReason ?? '').replace(/\s+/g, ' ')}` : 'no',
+    schedule: scheduleSummary(s.schedule),
+    'base url': s.baseUrl,
+    'page size': String(s.pageSize),
+    'retry policy': s.retryPolicy,
+    'submit summary': s.submitSummary ? 'yes' : 'no',
+  };
+}
+
+const COLUMNS = [
+  'id',
+  'enabled',
+  'paused',
+  'schedule',
+  'base url',
+  'page size',
+  'retry policy',
+  'submit summary',
+];
+
+function auditTable(audit: readonly AuditEntry[]): string {
+  return table(
+    audit.map((a) => ({
+      at: a.at.toISOString(),
+      actor: a.actor,
+      action: a.action,
+      reason: (a.reason ?? '').replace(/\s+/g, ' '),
+      details: a.details === null ? '' : JSON.stringify(a.details),
+    })),
+    ['at', 'actor', 'action', 'reason', 'details'],
+  );
+}
+
+/** `--page-size <n>`: digits only, anything else is left for updateSource to refuse. */
+function pageSizeArg(value: string): number {
+  return /^\s*-?\d{1,9}\s*$/.test(value) ? Number(value) : Number.NaN;
+}
+
+const shown = (v: unknown) =>
+  v === null || v === undefined ? 'none' : typeof v === 'string' ? v : JSON.stringify(v);
+
+interface UpdateOpts {
+  name?: string;
+  baseUrl?: string;
+  pageSize?: number;
+  retryPolicy?: string;
+  credentialsRef?: string | false;
+  timezone?: string;
+  enable?: boolean;
+  disable?: boolean;
+  submitSummary?: boolean;
+  reason: string;
+  by?: string;
+  json?: boolean;
+}
+
+/** `durable-fetch sources list|show|pause|resume|update` (issue #7). */
+export function registerSources(program: Command, ctx: () => CliContext): void {
+  const sources = program
+    .command('sources')
+    .description('the partners fetched from: list, show, pause, resume and fix their configuration')
+    .addHelpText('after', SOURCES_HELP);
+
+  sources
+    .command('list')
+    .description('every source with its state and main settings')
+    .option('--json', 'print JSON')
+    .action(async (opts: { json?: boolean }) => {
+      const list = await listSources({ prisma: await ctx().prisma() });
+      if (opts.json) return printJson(list);
+      if (list.length === 0) return console.log('no sources');
+      console.log(table(list.map(row), COLUMNS));
+    });
+
+  sources
+    .command('show')
+    .description('one source: every setting, its pause, its running runs and its recent audit trail')
+    .argument('<id>', 'source id')
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      const c = ctx();
+      const found = await getSource({ prisma: await c.prisma() }, id);
+      if (!found) throw new UserFacingError(`no source '${id}'`, 'NOT_FOUND');
+      const scheduleId = scheduleIdFor(c.config.temporal.taskQueue, found.id);
+      if (opts.json) return printJson({ ...found, scheduleId });
+      const fields: [string, string][] = [
+        ['id', found.id],
+        ['name', found.name],
+        ['enabled', found.enabled ? 'yes' : 'no'],
+        ['paused', found.pausedAt ? `yes: ${pauseText(found)}` : 'no'],
+        ['base url', found.baseUrl],
+        ['credentials ref', found.credentialsRef ?? 'none'],
+        ['timezone', found.timezone],
+        ['page size', String(found.pageSize)],
+        ['retry policy', found.retryPolicy],
+        ['submit summary', found.submitSummary ? 'yes' : 'no'],
+        ['downstream', found.downstream],
+        ['schedule', scheduleSummary(found.schedule)],
+        ['schedule config', found.schedule === null ? '' : JSON.stringify(found.schedule)],
+        ['schedule id', found.schedule === null ? '' : scheduleId],
+        ['running runs', String(found.runningRuns)],
+        ['created', found.createdAt.toISOString()],
+        ['updated', found.updatedAt.toISOString()],
+      ];
+      const width = Math.max(...fields.map(([k]) => k.length));
+      for (const [k, v] of fields) console.log(`${k.padEnd(width)}  ${v}`.trimEnd());
+      console.log('');
+      if (found.audit.length === 0) return console.log('audit trail: none');
+      console.log('audit trail (most recent last):');
+      console.log(auditTable(found.audit));
+    });
+
+  sources
+    .command('pause')
+    .description(
+      'pause a source: its schedule stops, new runs are refused, running runs stop at their next page boundary and wait',
+    )
+    .argument('<id>', 'source id')
+    .requiredOption('--reason <text>', 'why (1..1000 characters; kept on the source and audited)')
+    .option('--by <who>', 'who (default: the OS user)')
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { reason: string; by?: string; json?: boolean }) => {
+      const c = ctx();
+      const paused = await pauseSource(
+        { prisma: await c.prisma(), temporal: await c.temporal(), taskQueue: c.config.temporal.taskQueue },
+        id,
+        { reason: opts.reason, actor: opts.by ?? defaultActor() },
+      );
+      if (opts.json) return printJson(paused);
+      const runs =
+        paused.runningRuns === 0
+          ? 'no running runs'
+          : paused.runningRuns === 1
+            ? '1 running run stops at its next page boundary'
+            : `${paused.runningRuns} running runs stop at their next page boundary`;
+      console.log(`paused ${id}: ${paused.schedulePaused ? 'schedule paused' : 'no schedule'}, ${runs}`);
+    });
+
+  sources
+    .command('resume')
+    .description('resume a paused source: its schedule starts again, waiting runs go on at once')
+    .argument('<id>', 'source id')
+    .option('--reason <text>', 'why (kept in the audit trail)')
+    .option('--by <who>', 'who (default: the OS user)')
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { reason?: string; by?: string; json?: boolean }) => {
+      const c = ctx();
+      const resumed = await resumeSource(
+        { prisma: await c.prisma(), temporal: await c.temporal(), taskQueue: c.config.temporal.taskQueue },
+        id,
+        { actor: opts.by ?? defaultActor(), ...(opts.reason === undefined ? {} : { reason: opts.reason }) },
+      );
+      if (opts.json) return printJson(resumed);
+      const runs =
+        resumed.runningRuns === 0
+          ? 'no running runs'
+          : resumed.signalled === resumed.runningRuns
+            ? `${plural(resumed.signalled, 'running run', 'running runs')} signalled to go on`
+            : `${resumed.signalled} of ${resumed.runningRuns} running runs signalled to go on (the others had ended)`;
+      console.log(
+        `resumed ${id}: ${resumed.scheduleResumed ? 'schedule resumed' : 'no paused schedule'}, ${runs} ` +
+          `(was ${pauseText(resumed.was)})`,
+      );
+    });
+
+  sources
+    .command('update')
+    .description(
+      "fix a source's configuration (validated first; what changed is audited with before and after)",
+    )
+    .argument('<id>', 'source id')
+    .option('--name <text>', 'display name')
+    .option('--base-url <url>', "the partner's http(s) base URL (no credentials in it)")
+    .option('--page-size <n>', 'records per stored page, 1..1000 (new runs)', pageSizeArg)
+    .option('--retry-policy <name>', `partner retry preset (${PARTNER_PRESETS.join('|')}; new runs)`)
+    .option('--credentials-ref <NAME>', 'name of the DF_SECRET_* variable holding the bearer token')
+    .option('--no-credentials-ref', 'send no credentials')
+    .option('--timezone <zone>', 'IANA timezone of business dates and the schedule, e.g. Europe/Paris')
+    .addOption(new Option('--enable', 'enable the source').conflicts('disable'))
+    .addOption(new Option('--disable', 'disable the source (its runs fail at their next page)'))
+    .option('--submit-summary', 'runs submit their summary downstream')
+    .option('--no-submit-summary', 'runs do not submit their summary')
+    .requiredOption('--reason <text>', 'why (1..1000 characters; audited)')
+    .option('--by <who>', 'who (default: the OS user)')
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: UpdateOpts) => {
+      const changes: SourceChanges = {
+        name: opts.name,
+        baseUrl: opts.baseUrl,
+        pageSize: opts.pageSize,
+        retryPolicy: opts.retryPolicy,
+        credentialsRef: opts.credentialsRef === false ? null : opts.credentialsRef,
+        timezone: opts.timezone,
+        enabled: opts.enable ? true : opts.disable ? false : undefined,
+        submitSummary: opts.submitSummary,
+      };
+      const c = ctx();
+      const updated = await updateSource({ prisma: await c.prisma() }, id, changes, {
+        actor: opts.by ?? defaultActor(),
+        reason: opts.reason,
+      });
+      if (opts.json) return printJson(updated);
+      if (updated.changed.length === 0) {
+        return console.log(`nothing changed: ${id} already has those values`);
+      }
+      const what = updated.changed
+        .map((f) => `${f} ${shown(updated.before[f])} -> ${shown(updated.after[f])}`)
+        .join(', ');
+      console.log(`updated ${id}: ${what}`);
+      const affectsSchedule = updated.changed.includes('timezone') || updated.changed.includes('enabled');
+      if (affectsSchedule && updated.source.schedule !== null) {
+        console.log('its schedule follows on the next `durable-fetch schedules sync` (npm start runs it)');
+      }
+    });
+}
