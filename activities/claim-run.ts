@@ -1,6 +1,7 @@
 /**
  * `claimRun`: insert-or-reuse the FetchRun of a business key and take its lease (R1, R2, R6).
  */
+import { observeRunStarted } from '../worker/metrics.ts';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { Prisma } from '../prisma/generated/client.ts';
@@ -117,6 +118,7 @@ export function createClaimRun(deps: ActivityDeps) {
       RETURNING ${RUN_COLUMNS}`;
     const row = claimed[0];
     if (row?.lease_token) {
+      observeRunStarted(deps.metrics, input.sourceId);
       deps.log.info(
         { fetchRunId: row.id, workflowId: input.workflowId, attempt: row.attempt },
         'run claimed',

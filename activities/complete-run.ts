@@ -10,6 +10,7 @@ import { leaseLost } from './lease.ts';
 import { eventIdFor, insertRunEvent, RUN_COMPLETED_TOPIC } from './outbox.ts';
 
 interface FinishedRow {
+  started_at: Date | null;
   pages_stored: number;
   records_stored: number;
   status: string;
@@ -34,7 +35,7 @@ export function createCompleteRun(deps: ActivityDeps) {
       // The lease token stays on the row after success so that this check still recognises a
       // repeat by the same owner.
       const rows = await tx.$queryRaw<FinishedRow[]>`
-        SELECT status::text AS status, pages_stored, records_stored FROM fetch_run
+        SELECT status::text AS status, pages_stored, records_stored, started_at FROM fetch_run
          WHERE id = ${input.fetchRunId}::uuid AND lease_token = ${input.leaseToken}::uuid
            FOR UPDATE`;
       const run = rows[0];
@@ -64,9 +65,20 @@ export function createCompleteRun(deps: ActivityDeps) {
         },
         now,
       });
-      return result;
+      return { ...result, startedAt: run.started_at };
     });
     crashPoint(deps.crashPoint, 'after-complete');
-    return completed;
+    // Counted once, by the attempt that made the run succeed (a repeat has no startedAt).
+    const { startedAt, ...result } = completed as CompleteRunResult & { startedAt?: Date | null };
+    if (startedAt !== undefined) {
+      deps.metrics.runsFinished.inc({ source: input.sourceId, status: 'succeeded', error_type: '' });
+      if (startedAt) {
+        deps.metrics.runDuration.observe(
+          { source: input.sourceId, status: 'succeeded' },
+          (now.getTime() - startedAt.getTime()) / 1000,
+        );
+      }
+    }
+    return result;
   };
 }

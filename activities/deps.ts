@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { PrismaClient } from '../prisma/generated/client.ts';
+import type { Metrics } from '../worker/metrics.ts';
 import type { CrashPoint } from './crash-points.ts';
 import type { HttpClient } from './http.ts';
 
@@ -18,6 +19,8 @@ export interface ActivityDeps {
   idempotencyRetentionMs: number;
   /** Largest partner page requested at once. */
   partnerPageLimit: number;
+  /** The process's Prometheus metrics (issue #8): runs, retries, partner calls. */
+  metrics: Metrics;
   /** Test-only (R12a): the crash point armed in this process, if any. */
   crashPoint?: CrashPoint;
 }

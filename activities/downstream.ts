@@ -26,6 +26,7 @@ import type { ActivityDeps } from './deps.ts';
 import { crashPoint } from './crash-points.ts';
 import { classify, failure } from './errors.ts';
 import { heartbeatEvery } from './heartbeat.ts';
+import { observed } from './observe.ts';
 import { leaseLost } from './lease.ts';
 import { bearerToken, loadEnabledSource, loadSource } from './sources.ts';
 import {
@@ -114,12 +115,15 @@ export function createDownstreamActivities(deps: ActivityDeps) {
     return rows.length === 1;
   }
 
-  /** Runs `call` with heartbeats (a hanging call still sees a cancellation) and the cancel signal. */
-  async function withHeartbeats<T>(call: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  /**
+   * Runs a partner call with heartbeats (a hanging call still sees a cancellation) and the cancel
+   * signal, counting its outcome for the source (metrics).
+   */
+  async function withHeartbeats<T>(source: string, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const ctx = Context.current();
     const stop = heartbeatEvery(ctx);
     try {
-      return await call(ctx.cancellationSignal);
+      return await observed(deps, source, call(ctx.cancellationSignal));
     } finally {
       stop();
     }
@@ -176,7 +180,7 @@ export function createDownstreamActivities(deps: ActivityDeps) {
 
       let submission: Submission;
       try {
-        submission = await withHeartbeats((signal) =>
+        submission = await withHeartbeats(source.id, (signal) =>
           createSubmission(deps.http, target(source, signal), {
             reference: intent.reference,
             summary: { pages: intent.pages, records: intent.records },
@@ -231,7 +235,7 @@ export function createDownstreamActivities(deps: ActivityDeps) {
       await prisma.$executeRaw`UPDATE downstream_action SET lookups = lookups + 1, updated_at = now() WHERE id = ${row.id}::uuid`;
       let found: Submission[];
       try {
-        found = await withHeartbeats((signal) =>
+        found = await withHeartbeats(source.id, (signal) =>
           findSubmissions(deps.http, target(source, signal), row.reference),
         );
       } catch (err) {
@@ -290,7 +294,7 @@ export function createDownstreamActivities(deps: ActivityDeps) {
       const partnerId = row.partnerId;
       let confirmed: Submission;
       try {
-        confirmed = await withHeartbeats((signal) =>
+        confirmed = await withHeartbeats(source.id, (signal) =>
           actOnSubmission(deps.http, target(source, signal), partnerId, 'confirm'),
         );
       } catch (err) {
@@ -325,7 +329,7 @@ export function createDownstreamActivities(deps: ActivityDeps) {
         throw failure('Internal', 'LEDGER_STATE', `action ${row.id} is ${row.state}, not compensable`);
       let voided: Submission;
       try {
-        voided = await withHeartbeats((signal) =>
+        voided = await withHeartbeats(source.id, (signal) =>
           actOnSubmission(deps.http, target(source, signal), partnerId, 'void'),
         );
       } catch (err) {

@@ -10,6 +10,7 @@ import type { ActivityDeps } from './deps.ts';
 import { failure } from './errors.ts';
 import { crashPoint } from './crash-points.ts';
 import { heartbeatEvery } from './heartbeat.ts';
+import { observed } from './observe.ts';
 import { renewLease } from './lease.ts';
 import { fetchPartnerPage } from './partner-client.ts';
 import { bearerToken, loadEnabledSource } from './sources.ts';
@@ -68,16 +69,20 @@ export function createFetchPage(deps: ActivityDeps) {
     const stopHeartbeats = heartbeatEvery(ctx, progress);
     try {
       while (!at.complete && at.recordCount < input.pageSize) {
-        const page = await fetchPartnerPage(deps.http, {
-          baseUrl: source.baseUrl,
-          sourceId: source.id,
-          businessDate: input.businessDate,
-          cursor: at.cursor,
-          limit: Math.min(deps.partnerPageLimit, input.pageSize - at.recordCount),
-          token,
-          idempotencyKey: key,
-          signal: ctx.cancellationSignal,
-        });
+        const page = await observed(
+          deps,
+          source.id,
+          fetchPartnerPage(deps.http, {
+            baseUrl: source.baseUrl,
+            sourceId: source.id,
+            businessDate: input.businessDate,
+            cursor: at.cursor,
+            limit: Math.min(deps.partnerPageLimit, input.pageSize - at.recordCount),
+            token,
+            idempotencyKey: key,
+            signal: ctx.cancellationSignal,
+          }),
+        );
         crashPoint(deps.crashPoint, 'after-fetch');
         if (page.records.length === 0 && page.nextCursor !== null) {
           // A partner that pages forever without data would keep this loop alive.

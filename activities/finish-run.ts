@@ -25,13 +25,15 @@ export function createFinishRun(deps: ActivityDeps) {
     const message =
       input.errorMessage === undefined ? null : redactUrlsIn(input.errorMessage).slice(0, MAX_MESSAGE);
     const errorType = input.errorType ?? (input.status === 'dead_lettered' ? 'Internal' : null);
-    const [row] = await deps.prisma.$queryRaw<{ updated: bigint; dead_letter_id: string | null }[]>`
+    const [row] = await deps.prisma.$queryRaw<
+      { updated: bigint; dead_letter_id: string | null; source_id: string | null; started_at: Date | null }[]
+    >`
       WITH run AS (
         UPDATE fetch_run
            SET status = ${input.status}::run_status, error_class = ${errorType}, error_message = ${message},
                finished_at = now(), lease_until = NULL, updated_at = now()
          WHERE id = ${input.fetchRunId}::uuid AND lease_token = ${input.leaseToken}::uuid AND status = 'running'
-        RETURNING id, attempt, job_type, source_id, business_date, workflow_id, workflow_run_id
+        RETURNING id, attempt, job_type, source_id, business_date, workflow_id, workflow_run_id, started_at
       ), letter AS (
         INSERT INTO dead_letter (id, fetch_run_id, job_type, source_id, business_date, workflow_id, workflow_run_id,
                                  error_type, error_code, error_message, attempts, first_failed_at, last_failed_at)
@@ -43,9 +45,18 @@ export function createFinishRun(deps: ActivityDeps) {
          WHERE ${input.status} = 'dead_lettered'
         RETURNING id::text
       )
-      SELECT (SELECT count(*) FROM run) AS updated, (SELECT id FROM letter) AS dead_letter_id`;
+      SELECT (SELECT count(*) FROM run) AS updated, (SELECT id FROM letter) AS dead_letter_id,
+             (SELECT source_id FROM run) AS source_id, (SELECT started_at FROM run) AS started_at`;
     const finished = Number(row?.updated ?? 0) === 1;
     const deadLetterId = row?.dead_letter_id ?? null;
+    if (finished && row?.source_id) {
+      const source = row.source_id;
+      deps.metrics.runsFinished.inc({ source, status: input.status, error_type: errorType ?? '' });
+      if (row.started_at) {
+        const seconds = (Date.now() - row.started_at.getTime()) / 1000;
+        deps.metrics.runDuration.observe({ source, status: input.status }, seconds);
+      }
+    }
     if (finished) {
       deps.log.info(
         { fetchRunId: input.fetchRunId, status: input.status, errorType, deadLetterId },

@@ -5,11 +5,13 @@ import { createCheckSourcePause } from './check-pause.ts';
 import { createClaimRun } from './claim-run.ts';
 import { createCompleteRun } from './complete-run.ts';
 import type { ActivityDeps } from './deps.ts';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import { classify } from './errors.ts';
 import { withRetryTiming } from './retry-timing.ts';
 import { createFetchPage } from './fetch-page.ts';
 import { createDownstreamActivities } from './downstream.ts';
 import { createFinishRun } from './finish-run.ts';
+import { contextualLogger } from './log-context.ts';
 import { createReplayActivities } from './replay.ts';
 import { createStorePage } from './store-page.ts';
 
@@ -21,6 +23,7 @@ export type { ActivityDeps } from './deps.ts';
  * a retryable one carries its jittered (or Retry-After) delay, or becomes DeadlineExceeded.
  */
 function classified<A extends unknown[], R>(
+  deps: ActivityDeps,
   name: string,
   fn: (...args: A) => Promise<R>,
 ): (...args: A) => Promise<R> {
@@ -28,28 +31,46 @@ function classified<A extends unknown[], R>(
     try {
       return await fn(...args);
     } catch (err) {
-      throw withRetryTiming(classify(err, name));
+      const thrown = withRetryTiming(classify(err, name));
+      if (thrown instanceof ApplicationFailure && !thrown.nonRetryable && willRetry()) {
+        deps.metrics.activityRetries.inc({ activity: name, error_type: thrown.type ?? 'Internal' });
+      }
+      throw thrown;
     }
   };
 }
 
-/** Builds every activity the worker registers; names are the activity type names in Temporal. */
-export function createActivities(deps: ActivityDeps) {
+/** Whether Temporal will try the current activity again after a retryable failure. */
+function willRetry(): boolean {
+  try {
+    const { attempt, retryPolicy } = Context.current().info;
+    return !retryPolicy?.maximumAttempts || attempt < retryPolicy.maximumAttempts;
+  } catch {
+    return false; // called outside an activity (a direct call in a test)
+  }
+}
+
+/**
+ * Builds every activity the worker registers; names are the activity type names in Temporal.
+ * `deps.log` lines logged during an activity execution carry its run's ids (activities/log-context.ts).
+ */
+export function createActivities(baseDeps: ActivityDeps) {
+  const deps: ActivityDeps = { ...baseDeps, log: contextualLogger(baseDeps.log) };
   const downstream = { ...createDownstreamActivities(deps), ...createReplayActivities(deps) };
   const wrapped = Object.fromEntries(
     Object.entries(downstream).map(([name, fn]) => [
       name,
-      classified(name, fn as (...a: unknown[]) => Promise<unknown>),
+      classified(deps, name, fn as (...a: unknown[]) => Promise<unknown>),
     ]),
   ) as typeof downstream;
   return {
     ...wrapped,
-    claimRun: classified('claimRun', createClaimRun(deps)),
-    fetchPage: classified('fetchPage', createFetchPage(deps)),
-    storePage: classified('storePage', createStorePage(deps)),
-    completeRun: classified('completeRun', createCompleteRun(deps)),
-    finishRun: classified('finishRun', createFinishRun(deps)),
-    checkSourcePause: classified('checkSourcePause', createCheckSourcePause(deps)),
+    claimRun: classified(deps, 'claimRun', createClaimRun(deps)),
+    fetchPage: classified(deps, 'fetchPage', createFetchPage(deps)),
+    storePage: classified(deps, 'storePage', createStorePage(deps)),
+    completeRun: classified(deps, 'completeRun', createCompleteRun(deps)),
+    finishRun: classified(deps, 'finishRun', createFinishRun(deps)),
+    checkSourcePause: classified(deps, 'checkSourcePause', createCheckSourcePause(deps)),
   };
 }
 

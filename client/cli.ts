@@ -16,6 +16,7 @@ import { registerRun } from './commands/run.ts';
 import { registerRuns } from './commands/runs.ts';
 import { registerSchedules } from './commands/schedules.ts';
 import { registerSources } from './commands/sources.ts';
+import { registerStatus } from './commands/status.ts';
 import { registerWorker } from './commands/worker.ts';
 
 /** Builds the program; `ctx` is created lazily so `--help` needs no configuration. */
@@ -34,6 +35,7 @@ export function buildProgram(ctx: () => CliContext): Command {
   registerCompensations(program, ctx);
   registerDlq(program, ctx);
   registerReconcile(program, ctx);
+  registerStatus(program, ctx);
   registerMigrate(program, ctx);
   registerCleanup(program, ctx);
   return program;

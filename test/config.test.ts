@@ -42,6 +42,8 @@ describe('config', () => {
         cleanupIntervalMs: 600_000,
         maxInputBytes: 16 * 1024,
       },
+      metrics: { enabled: true, host: '0.0.0.0', port: 9464, sampleMs: 15_000 },
+      worker: { shutdownGraceMs: 20_000 },
       outbox: {
         routes: [
           { pattern: 'fetch.*', sink: 'webhook' },
@@ -172,6 +174,17 @@ describe('config', () => {
       configError({ DURABLE_FETCH_MAX_FUTURE_DAYS: '1.5' }).message,
       /DURABLE_FETCH_MAX_FUTURE_DAYS/,
     );
+  });
+
+  it('config: DURABLE_FETCH_SHUTDOWN_GRACE_MS is a whole number of milliseconds, 0 allowed', () => {
+    assert.equal(loadConfig({ DURABLE_FETCH_SHUTDOWN_GRACE_MS: '0' }).worker.shutdownGraceMs, 0);
+    assert.equal(loadConfig({ DURABLE_FETCH_SHUTDOWN_GRACE_MS: '1500' }).worker.shutdownGraceMs, 1500);
+    for (const bad of ['-1', '1.5', 'soon']) {
+      assert.match(
+        configError({ DURABLE_FETCH_SHUTDOWN_GRACE_MS: bad }).message,
+        /DURABLE_FETCH_SHUTDOWN_GRACE_MS: /,
+      );
+    }
   });
 
   it('config: without TEMPORAL_ADDRESS the local dev server is used, with its Web UI for links', () => {

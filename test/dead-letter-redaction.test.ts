@@ -19,7 +19,7 @@ import { pino } from 'pino';
 import { startFetch } from '../client/start-fetch.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
 import { installRuntimeLogger } from '../worker/runtime-logger.ts';
-import { buildWorker, WORKFLOWS_PATH } from '../worker/worker.ts';
+import { buildWorker, WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from '../worker/worker.ts';
 import { runCli, type CliResult } from './helpers/cli.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';
@@ -74,6 +74,7 @@ async function withWorker<T>(taskQueue: string, fn: () => Promise<T>): Promise<T
     const noop = () => {};
     const workflowBundle = await bundleWorkflowCode({
       workflowsPath: WORKFLOWS_PATH,
+      workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
       logger: { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop },
     });
     const worker = await buildWorker({

@@ -18,6 +18,7 @@ const EXPECTED_TABLES = [
   'fetched_record',
   'idempotency_record',
   'outbox_event',
+  'queue_sample',
   'source',
 ];
 

@@ -3,6 +3,7 @@ import { createHttpClient } from '../activities/http.ts';
 import type { Config } from './config.ts';
 import type { PrismaClient } from './db.ts';
 import type { Logger } from './logger.ts';
+import { createMetrics, type Metrics } from './metrics.ts';
 
 /**
  * Credentials references must name a variable of the secrets namespace: a source row can then
@@ -18,8 +19,14 @@ export function isSecretRef(ref: string): boolean {
  * The production wiring of activity dependencies from configuration. Secrets are looked up in
  * the environment by reference at call time, never stored (R2).
  */
-export function createActivityDeps(config: Config, prisma: PrismaClient, log: Logger): ActivityDeps {
+export function createActivityDeps(
+  config: Config,
+  prisma: PrismaClient,
+  log: Logger,
+  metrics: Metrics = createMetrics(),
+): ActivityDeps {
   return {
+    metrics,
     prisma,
     http: createHttpClient(config.http),
     log,

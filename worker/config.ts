@@ -47,6 +47,11 @@ const envSchema = z.object({
     .min(256)
     .max(2_000_000)
     .default(DEFAULT_MAX_INPUT_BYTES),
+  DURABLE_FETCH_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(20_000),
+  DURABLE_FETCH_METRICS_ENABLED: z.enum(['true', 'false']).default('true'),
+  DURABLE_FETCH_METRICS_HOST: z.string().min(1).default('0.0.0.0'),
+  DURABLE_FETCH_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
+  DURABLE_FETCH_METRICS_SAMPLE_MS: z.coerce.number().int().min(100).default(15_000),
   PARTNER_HOST: z.string().default('127.0.0.1'),
   PARTNER_PORT: port.default(4010),
   PARTNER_PAGE_LIMIT: z.coerce.number().int().min(1).max(500).default(50),
@@ -125,6 +130,12 @@ export interface Config {
     /** Largest workflow input a start may send (R12d). */
     maxInputBytes: number;
   };
+  /** The `/metrics` endpoint and the health sampler of every process (issue #8). */
+  metrics: { enabled: boolean; host: string; port: number; sampleMs: number };
+  worker: {
+    /** On SIGINT/SIGTERM, how long running activities may finish before they are cancelled (R9). */
+    shutdownGraceMs: number;
+  };
   outbox: {
     routes: Route[];
     batchSize: number;
@@ -183,6 +194,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       cleanupIntervalMs: e.DURABLE_FETCH_CLEANUP_INTERVAL_MS,
       maxInputBytes: e.DURABLE_FETCH_MAX_INPUT_BYTES,
     },
+    metrics: {
+      enabled: e.DURABLE_FETCH_METRICS_ENABLED === 'true',
+      host: e.DURABLE_FETCH_METRICS_HOST,
+      port: e.DURABLE_FETCH_METRICS_PORT,
+      sampleMs: e.DURABLE_FETCH_METRICS_SAMPLE_MS,
+    },
+    worker: { shutdownGraceMs: e.DURABLE_FETCH_SHUTDOWN_GRACE_MS },
     outbox: {
       routes: e.DURABLE_FETCH_OUTBOX_ROUTES,
       batchSize: e.DURABLE_FETCH_OUTBOX_BATCH,

@@ -1,21 +1,53 @@
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
 
 export type { Logger };
 
+/** Keys whose values are secrets wherever they appear (top level or up to two objects down). */
+export const SECRET_LOG_KEYS = [
+  'authorization',
+  'Authorization',
+  'cookie',
+  'Cookie',
+  'token',
+  'accessToken',
+  'access_token',
+  'refreshToken',
+  'refresh_token',
+  'password',
+  'secret',
+  'clientSecret',
+  'client_secret',
+  'apiKey',
+  'api_key',
+  'apikey',
+  'databaseUrl',
+] as const;
+
+/** pino `redact` paths: every {@link SECRET_LOG_KEYS} key at the first three levels, and all headers. */
+export const REDACT_PATHS = [
+  ...SECRET_LOG_KEYS.flatMap((key) => [key, `*.${key}`, `*.*.${key}`]),
+  'headers.*',
+  '*.headers.*',
+];
+
+export const REDACTED = '[redacted]';
+
 /**
- * The process logger: JSON lines on stderr, with secrets redacted by pino's own redaction
- * (R11: no credentials in logs). Issue #8 routes the Temporal SDK's logger here too.
+ * The process logger: JSON lines on stderr (or `destination`), with secrets redacted by pino's own
+ * redaction (R11: no credentials in logs). installRuntimeLogger routes the Temporal SDK's logger
+ * here too, and lines about a run carry its ids (activities/log-context.ts, workflows/interceptors.ts).
  */
-export function createLogger(level: string, bindings: Record<string, unknown> = {}): Logger {
+export function createLogger(
+  level: string,
+  bindings: Record<string, unknown> = {},
+  destination: DestinationStream = pino.destination(2),
+): Logger {
   return pino(
     {
       level,
       base: { pid: process.pid, ...bindings },
-      redact: {
-        paths: ['*.authorization', '*.password', '*.token', '*.secret', 'headers.*', '*.databaseUrl'],
-        censor: '[redacted]',
-      },
+      redact: { paths: REDACT_PATHS, censor: REDACTED },
     },
-    pino.destination(2),
+    destination,
   );
 }

@@ -13,10 +13,29 @@ function summary(entry: LogEntry): Record<string, unknown> {
 
 /**
  * Routes the Temporal SDK's own log (worker, activities, workflow sandbox) into `log`, from
- * `level` up. Must run before the process creates its first Temporal connection.
+ * `level` up, and — with `sdkMetricsAddress` (`host:port`) — exports the SDK's own metrics in
+ * Prometheus format there (worker/metrics.ts serves them with the app's). Must run before the
+ * process creates its first Temporal connection.
  */
-export function installRuntimeLogger(log: Logger, level: LogLevel = 'WARN'): void {
+export function installRuntimeLogger(
+  log: Logger,
+  level: LogLevel = 'WARN',
+  options: { sdkMetricsAddress?: string } = {},
+): void {
   Runtime.install({
+    ...(options.sdkMetricsAddress
+      ? {
+          telemetryOptions: {
+            metrics: {
+              prometheus: {
+                bindAddress: options.sdkMetricsAddress,
+                countersTotalSuffix: true,
+                useSecondsForDurations: true,
+              },
+            },
+          },
+        }
+      : {}),
     logger: new DefaultLogger(level, (entry) => {
       const fields = { sdk: true, ...summary(entry) };
       switch (entry.level) {

@@ -19,7 +19,7 @@ import { DEMO_SOURCE_ID, ensureDemoSource } from './demo-source.ts';
 import { isUserFacingError } from './errors.ts';
 import { redactUrl } from './redact.ts';
 import { createLogger } from './logger.ts';
-import { installRuntimeLogger } from './runtime-logger.ts';
+import { installRuntime, startObservability } from './observability.ts';
 import { startEmbeddedPostgres } from './postgres.ts';
 import { prepareDatabase } from './prepare-database.ts';
 import { ensureSearchAttributes } from './search-attributes.ts';
@@ -92,7 +92,7 @@ async function main(): Promise<void> {
   const config = loadConfig();
   // The console is for people here; JSON logs only at warn and above unless LOG_LEVEL says more.
   const log = createLogger(process.env.LOG_LEVEL ? config.logLevel : 'warn', { process: 'start' });
-  installRuntimeLogger(log);
+  const runtime = await installRuntime(config, log);
   process.once('SIGINT', () => void stopAll('SIGINT').then(() => process.exit(0)));
   process.once('SIGTERM', () => void stopAll('SIGTERM').then(() => process.exit(0)));
 
@@ -124,13 +124,14 @@ async function main(): Promise<void> {
 
   const connection = await connectNative(config);
   closers.push({ name: 'temporal connection', close: () => connection.close() });
-  const deps = createActivityDeps(config, prisma, log);
+  const deps = createActivityDeps(config, prisma, log, runtime.metrics);
   closers.push({ name: 'http client', close: () => deps.http.close() });
   const worker = await buildWorker({
     connection,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     deps,
+    shutdownGraceTimeMs: config.worker.shutdownGraceMs,
   });
   // No cleanup pass of the worker's own here: the publisher started below runs one pass for all
   // (expired idempotency records, staged pages and published events) in this process.
@@ -168,8 +169,16 @@ async function main(): Promise<void> {
     if (!isUserFacingError(err)) throw err;
     say(`schedules not synced: ${err.message}`);
   }
-  const publisher = await startPublisher(config, prisma, () => Promise.resolve(client), log);
+  const publisher = await startPublisher(config, prisma, () => Promise.resolve(client), log, runtime.metrics);
   closers.push({ name: 'publisher', close: () => publisher.stop() });
+  const observability = await startObservability(config, runtime, {
+    prisma,
+    temporal: () => Promise.resolve(client),
+    log,
+    taskQueues: [config.temporal.taskQueue],
+  });
+  closers.push({ name: 'metrics', close: () => observability.stop() });
+  if (observability.url) say(`metrics at ${observability.url} (durable-fetch status: the health screen)`);
   say(`outbox publisher delivering to ${redactUrl(config.outbox.webhookUrl)} and Temporal — ${since()}`);
 
   // The demo run starts the way applications should start theirs: a start command written in the

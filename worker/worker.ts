@@ -5,18 +5,29 @@
 import { createRequire } from 'node:module';
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities/index.ts';
+import { activityLogContext, logContextSinks } from '../activities/log-context.ts';
 
 const require = createRequire(import.meta.url);
 
 /** Path of the workflows entry the worker bundles. */
 export const WORKFLOWS_PATH = require.resolve('../workflows/index.ts');
 
+/**
+ * Workflow interceptor modules (log context and header propagation, issue #8). The worker bundles
+ * them with {@link WORKFLOWS_PATH}; a pre-built `workflowBundle` must include them:
+ * `bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES })`.
+ */
+export const WORKFLOW_INTERCEPTOR_MODULES = [require.resolve('../workflows/interceptors.ts')];
+
 export interface BuildWorkerOptions {
   connection: NativeConnection;
   namespace: string;
   taskQueue: string;
   deps: ActivityDeps;
-  /** A pre-built bundle (tests share one); otherwise the workflows are bundled at start. */
+  /**
+   * A pre-built bundle (tests share one), built with {@link WORKFLOW_INTERCEPTOR_MODULES};
+   * otherwise the workflows are bundled at start.
+   */
   workflowBundle?: WorkerOptions['workflowBundle'];
   maxConcurrentActivityTaskExecutions?: number;
   /** How long running activities get to finish on shutdown before they are cancelled (R9). */
@@ -35,6 +46,14 @@ export async function buildWorker(options: BuildWorkerOptions): Promise<Worker> 
     taskQueue: options.taskQueue,
     ...workflows,
     activities,
+    interceptors: {
+      // Every activity's log lines carry its run's ids (activities/log-context.ts).
+      activity: [activityLogContext],
+      // With a pre-built bundle the SDK ignores (and warns about) workflow modules.
+      ...(options.workflowBundle ? {} : { workflowModules: WORKFLOW_INTERCEPTOR_MODULES }),
+    },
+    // Workflows tell the worker their run's log context as they start (workflows/interceptors.ts).
+    sinks: logContextSinks,
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivityTaskExecutions ?? 20,
     shutdownGraceTime: options.shutdownGraceTimeMs ?? 20_000,
     // Heartbeats carry cancellations back to activities: send them at least every 2 s (instead of

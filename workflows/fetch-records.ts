@@ -262,6 +262,7 @@ async function fetchAndStore(
     }),
   );
   setStatus('succeeded');
+  log.info('run succeeded', { pages: done.pages, records: done.records });
   return { status: 'succeeded', fetchRunId: state.fetchRunId, pages: done.pages, records: done.records };
 }
 

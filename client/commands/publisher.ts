@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
 import { createLogger } from '../../worker/logger.ts';
+import { createMetrics } from '../../worker/metrics.ts';
+import { startObservability } from '../../worker/observability.ts';
 import { startPublisher } from '../../worker/outbox/create-publisher.ts';
 import type { CliContext } from '../cli-context.ts';
 
@@ -22,7 +24,16 @@ export function registerPublisher(program: Command, ctx: () => CliContext): void
     .action(async () => {
       const c = ctx();
       const log = createLogger(c.config.logLevel, { process: 'publisher' });
-      const running = await startPublisher(c.config, await c.prisma(), () => c.temporal(), log);
+      const prisma = await c.prisma();
+      const runtime = { metrics: createMetrics() };
+      const observability = await startObservability(c.config, runtime, {
+        prisma,
+        temporal: () => c.temporal(),
+        log,
+        taskQueues: [c.config.temporal.taskQueue],
+      });
+      const running = await startPublisher(c.config, prisma, () => c.temporal(), log, runtime.metrics);
+      if (observability.url) console.error(`metrics at ${observability.url}`);
       const routes = c.config.outbox.routes.map((r) => `${r.pattern}→${r.sink}`).join(', ');
       log.info({ routes }, 'publisher running');
       console.error(`publisher running (routes: ${routes}; Ctrl-C to stop)`);
@@ -39,6 +50,7 @@ export function registerPublisher(program: Command, ctx: () => CliContext): void
       });
       console.error('publisher stopping: finishing deliveries in flight');
       await running.stop();
+      await observability.stop();
       const { published } = running.publisher.stats;
       console.error(`publisher stopped (${published} event${published === 1 ? '' : 's'} published)`);
     });

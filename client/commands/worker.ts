@@ -2,41 +2,77 @@ import type { Command } from 'commander';
 import { startPeriodicCleanup } from '../../activities/cleanup.ts';
 import { createActivityDeps } from '../../worker/activity-deps.ts';
 import { createLogger } from '../../worker/logger.ts';
-import { installRuntimeLogger } from '../../worker/runtime-logger.ts';
+import { installRuntime, startObservability } from '../../worker/observability.ts';
 import { ensureSearchAttributes } from '../../worker/search-attributes.ts';
 import { connectNative } from '../../worker/temporal.ts';
 import { buildWorker } from '../../worker/worker.ts';
 import type { CliContext } from '../cli-context.ts';
+
+const WORKER_HELP = `
+Runs the fetch workflows and their activities on DURABLE_FETCH_TASK_QUEUE (run as many as you like).
+SIGINT/SIGTERM stops it gracefully (R9): it polls no new tasks, lets running activities finish for
+DURABLE_FETCH_SHUTDOWN_GRACE_MS (default 20000), then cancels the rest (a partner call in flight is
+aborted) so that Temporal retries them on another worker; it prints "worker stopped" and exits 0.
+A second SIGINT/SIGTERM during the grace time stops at once (exit 130/143): activities still
+running are retried elsewhere once their heartbeat times out.`;
+
+/** Exit code of a process stopped by `signal` (128 + its number), as shells report it. */
+const signalExitCode = (signal: NodeJS.Signals) => (signal === 'SIGINT' ? 130 : 143);
 
 /** `durable-fetch worker`: a Temporal worker against the configured Temporal and PostgreSQL. */
 export function registerWorker(program: Command, ctx: () => CliContext): void {
   program
     .command('worker')
     .description('run a worker (workflows + activities) on the task queue until SIGINT/SIGTERM')
+    .addHelpText('after', WORKER_HELP)
     .action(async () => {
       const c = ctx();
       const { config } = c;
       const log = createLogger(config.logLevel, { process: 'worker' });
-      installRuntimeLogger(log);
+      const runtime = await installRuntime(config, log);
       const prisma = await c.prisma();
       const temporal = await c.temporal();
+      const observability = await startObservability(config, runtime, {
+        prisma,
+        temporal: () => c.temporal(),
+        log,
+        taskQueues: [config.temporal.taskQueue],
+      });
       // A shared cluster may lack our search attributes: register them (no-op when present).
       await ensureSearchAttributes(temporal.connection, config.temporal.namespace);
       const connection = await connectNative(config);
-      const deps = createActivityDeps(config, prisma, log);
+      const deps = createActivityDeps(config, prisma, log, runtime.metrics);
+      const graceMs = config.worker.shutdownGraceMs;
       const worker = await buildWorker({
         connection,
         namespace: config.temporal.namespace,
         taskQueue: config.temporal.taskQueue,
         deps,
+        shutdownGraceTimeMs: graceMs,
       });
       const cleanup = startPeriodicCleanup(prisma, { intervalMs: config.runs.cleanupIntervalMs, log });
-      const stop = () => worker.shutdown();
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
+      let signalled = false;
+      const onSignal = (signal: NodeJS.Signals) => {
+        if (signalled) {
+          // "Now": activities still running are retried elsewhere once their heartbeat times out.
+          console.error(`worker: second ${signal}, stopping now without waiting for running activities`);
+          process.exit(signalExitCode(signal));
+        }
+        signalled = true;
+        log.info({ signal, graceMs }, 'worker stopping');
+        console.error(
+          `worker stopping (${signal}): no new tasks; running activities get ${graceMs} ms, then are ` +
+            'cancelled (send it again to stop now)',
+        );
+        if (worker.getState() === 'RUNNING') worker.shutdown();
+      };
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
       log.info({ taskQueue: config.temporal.taskQueue }, 'worker running');
+      if (observability.url) console.error(`metrics at ${observability.url}`);
       console.error(`worker polling task queue '${config.temporal.taskQueue}' (Ctrl-C to stop)`);
       await worker.run();
+      await observability.stop();
       await cleanup.stop();
       await deps.http.close();
       await connection.close();

@@ -26,7 +26,13 @@ export function runCli(
   env: Record<string, string | undefined> = {},
   timeoutMs = 60_000,
 ): Promise<CliResult> {
-  const base = { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'warn', NO_COLOR: '1' };
+  const base = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    LOG_LEVEL: 'warn',
+    NO_COLOR: '1',
+    DURABLE_FETCH_METRICS_PORT: '0',
+  };
   return new Promise((resolve, reject) => {
     execFile(
       process.execPath,

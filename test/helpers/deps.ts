@@ -2,6 +2,7 @@ import { pino } from 'pino';
 import type { ActivityDeps } from '../../activities/index.ts';
 import { createHttpClient } from '../../activities/http.ts';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
+import { createMetrics } from '../../worker/metrics.ts';
 
 /** Activity dependencies for tests: real HTTP and database, a silent logger, test-sized limits. */
 export function testDeps(prisma: PrismaClient, overrides: Partial<ActivityDeps> = {}): ActivityDeps {
@@ -14,6 +15,7 @@ export function testDeps(prisma: PrismaClient, overrides: Partial<ActivityDeps> 
     leaseTtlMs: 60_000,
     idempotencyRetentionMs: 86_400_000,
     partnerPageLimit: 50,
+    metrics: createMetrics(),
     ...overrides,
   };
 }

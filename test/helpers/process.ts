@@ -22,7 +22,13 @@ export interface Spawned {
 export function spawnTs(args: string[], env: Record<string, string>): Spawned {
   const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
     cwd: PROJECT_ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    // Many processes run at once: each gets its metrics endpoint on a free port (not 9464).
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      DURABLE_FETCH_METRICS_PORT: '0',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let text = '';

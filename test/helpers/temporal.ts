@@ -16,7 +16,7 @@ import {
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import type { ActivityDeps } from '../../activities/index.ts';
-import { buildWorker, WORKFLOWS_PATH } from '../../worker/worker.ts';
+import { buildWorker, WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from '../../worker/worker.ts';
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 let runtimeQuiet = false;
@@ -50,7 +50,11 @@ export async function testWorker(deps: ActivityDeps): Promise<TestWorker> {
     // Warnings only; must happen before the first native connection of the process.
     Runtime.install({ logger: new DefaultLogger('WARN') });
   }
-  bundle ??= bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
+  bundle ??= bundleWorkflowCode({
+    workflowsPath: WORKFLOWS_PATH,
+    workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
+    logger: quietLogger,
+  });
   const workflowBundle = await bundle;
   const taskQueue = `test-${randomUUID()}`;
   return {

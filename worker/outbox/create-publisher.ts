@@ -9,6 +9,7 @@ import { createHttpClient } from '../../activities/http.ts';
 import type { Config } from '../config.ts';
 import type { PrismaClient } from '../db.ts';
 import type { Logger } from '../logger.ts';
+import type { Metrics } from '../metrics.ts';
 import { createNatsSink } from './nats-sink.ts';
 import { Publisher, type PublisherOptions } from './publisher.ts';
 import type { Sink, SinkName } from './sinks.ts';
@@ -67,9 +68,10 @@ export async function startPublisher(
   prisma: PrismaClient,
   temporal: () => Promise<Client>,
   log: Logger,
+  metrics?: Metrics,
 ): Promise<RunningPublisher> {
   const sinks = await createSinks(config, temporal);
-  const publisher = new Publisher(prisma, sinks, publisherOptions(config), log);
+  const publisher = new Publisher(prisma, sinks, { ...publisherOptions(config), metrics }, log);
   publisher.start();
   const retention = startPeriodicCleanup(prisma, {
     intervalMs: config.runs.cleanupIntervalMs,

@@ -18,6 +18,7 @@ import { classify, detailsOf, failure } from '../../activities/errors.ts';
 import { type Backoff, fullJitterMs, nextRetry } from '../../activities/retry-delay.ts';
 import type { Prisma, PrismaClient } from '../../prisma/generated/client.ts';
 import type { Logger } from '../logger.ts';
+import type { Metrics } from '../metrics.ts';
 import { redactUrlsIn } from '../redact.ts';
 import { type Route, type Sink, type SinkName, sinkFor } from './sinks.ts';
 import {
@@ -49,6 +50,8 @@ export interface PublisherOptions {
   routes: readonly Route[];
   /** Test-only: see activities/crash-points.ts. */
   crashPoint?: CrashPoint | undefined;
+  /** The process's Prometheus metrics (issue #8): published, failed, dead, relay lag, takeovers. */
+  metrics?: Metrics | undefined;
 }
 
 /** Running totals of one publisher, for logs, tests and the benchmark. */
@@ -69,7 +72,7 @@ export interface PublisherStats {
 }
 
 type Outcome =
-  | { kind: 'delivered'; id: string; result: Prisma.InputJsonValue | null }
+  | { kind: 'delivered'; id: string; result: Prisma.InputJsonValue | null; sink: string; createdAt: Date }
   | { kind: 'failed'; failure: FailedDelivery }
   | { kind: 'released'; id: string };
 
@@ -139,6 +142,8 @@ export class Publisher {
     });
     if (events.length === 0) return 0;
     this.stats.batches++;
+    const takenOver = events.filter((e) => e.takenOver).length;
+    if (takenOver > 0) this.#options.metrics?.leaseTakeovers.inc({ kind: 'outbox' }, takenOver);
     // No delivery starts in the last fifth of the lease, and every delivery is cut off when a tenth
     // is left, so the batch is settled while the claim still holds (a late mark would be rejected,
     // and a delivery past the lease may race the next owner's).
@@ -230,7 +235,13 @@ export class Publisher {
         AbortSignal.any([this.#abort.signal, AbortSignal.timeout(Math.max(1, cutoff - Date.now()))]),
       );
       crashPoint(this.#options.crashPoint, 'publisher-after-ack');
-      return { kind: 'delivered', id: event.id, result };
+      return {
+        kind: 'delivered',
+        id: event.id,
+        result,
+        sink: sinkName ?? 'none',
+        createdAt: event.createdAt,
+      };
     } catch (err) {
       // Aborted by our own stop: not the sink's fault, not an attempt.
       if (this.#abort.signal.aborted) return { kind: 'released', id: event.id };
@@ -257,6 +268,7 @@ export class Publisher {
       message: redactUrlsIn(f.message).slice(0, 500),
       retryInMs: 'retryInMs' in decision ? decision.retryInMs : 0,
       permanent: f.nonRetryable === true,
+      sink,
     };
   }
 
@@ -273,6 +285,13 @@ export class Publisher {
     const marked = await this.#withDbRetry('mark published', () => markPublished(this.#db, token, delivered));
     if (marked) {
       this.stats.published += marked.size;
+      const metrics = this.#options.metrics;
+      const now = Date.now();
+      for (const d of delivered) {
+        if (!metrics || !marked.has(d.id)) continue;
+        metrics.outboxPublished.inc({ sink: d.sink });
+        metrics.relayLag.observe((now - d.createdAt.getTime()) / 1000);
+      }
       const lost = delivered.length - marked.size;
       if (lost > 0) {
         this.stats.lostClaims += lost;
@@ -287,12 +306,15 @@ export class Publisher {
         this.stats.lostClaims++;
       } else if (status === 'dead') {
         this.stats.dead++;
+        this.#options.metrics?.outboxFailed.inc({ sink: f.sink ?? 'none', error_type: f.errorType });
+        this.#options.metrics?.outboxDead.inc({ sink: f.sink ?? 'none' });
         this.#log.error(
           { eventId: f.id, errorType: f.errorType, error: f.message },
           'outbox event is dead: list with `durable-fetch outbox dead list`, requeue once fixed',
         );
       } else if (status === 'pending') {
         this.stats.failed++;
+        this.#options.metrics?.outboxFailed.inc({ sink: f.sink ?? 'none', error_type: f.errorType });
         this.#log.warn(
           { eventId: f.id, errorType: f.errorType, error: f.message, retryInMs: f.retryInMs },
           'outbox delivery failed; will retry',

@@ -23,6 +23,8 @@ export interface ClaimedEvent {
   /** Failed deliveries before this claim. */
   attempts: number;
   createdAt: Date;
+  /** Claimed before by a publisher whose lease ran out (it died or stalled): a takeover. */
+  takenOver: boolean;
 }
 
 export interface Claim {
@@ -68,7 +70,8 @@ export async function claimBatch(
     await tx.$queryRaw`SELECT pg_advisory_xact_lock(hashtext(${CLAIM_LOCK}))::text AS locked`;
     return tx.$queryRaw<ClaimRow[]>`
       WITH locked AS (
-        SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id FROM outbox_event e
+        SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.claimed_until IS NOT NULL AS taken_over
+          FROM outbox_event e
          WHERE e.status = 'pending' AND e.available_at <= now()
            AND (e.claimed_until IS NULL OR e.claimed_until <= now())
            AND NOT EXISTS (
@@ -85,12 +88,12 @@ export async function claimBatch(
       -- Keep only events whose undelivered predecessors are all locked here too: as many as this
       -- batch holds before them. Both sides are index-only work per row, whatever the table's size.
       ranked AS (
-        SELECT l.id, l.seq, l.aggregate_type, l.aggregate_id,
+        SELECT l.id, l.seq, l.aggregate_type, l.aggregate_id, l.taken_over,
                row_number() OVER (PARTITION BY l.aggregate_type, l.aggregate_id ORDER BY l.seq) - 1
                  AS locked_before
           FROM locked l),
       candidate AS (
-        SELECT r.id FROM ranked r
+        SELECT r.id, r.taken_over FROM ranked r
          WHERE r.locked_before = (
            SELECT count(*) FROM outbox_event p
             WHERE p.aggregate_type = r.aggregate_type AND p.aggregate_id = r.aggregate_id
@@ -102,7 +105,7 @@ export async function claimBatch(
         FROM candidate c
        WHERE o.id = c.id
       RETURNING o.id::text AS id, o.seq::text AS seq, o.topic, o.aggregate_type, o.aggregate_id,
-                o.payload, o.attempts, o.created_at`;
+                o.payload, o.attempts, o.created_at, c.taken_over`;
   });
   return rows
     .map((r) => ({
@@ -114,6 +117,7 @@ export async function claimBatch(
       payload: r.payload,
       attempts: r.attempts,
       createdAt: r.created_at,
+      takenOver: r.taken_over,
     }))
     .sort((a, b) => (BigInt(a.seq) < BigInt(b.seq) ? -1 : 1));
 }
@@ -127,6 +131,7 @@ interface ClaimRow {
   payload: unknown;
   attempts: number;
   created_at: Date;
+  taken_over: boolean;
 }
 
 /**
@@ -162,6 +167,8 @@ export interface FailedDelivery {
   message: string;
   /** Delay before the next attempt. */
   retryInMs: number;
+  /** The sink it was meant for (metrics), `none` without a route. */
+  sink?: string;
   /** True when retrying cannot help (a non-retryable error type): dead at once. */
   permanent: boolean;
 }

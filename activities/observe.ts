@@ -1,0 +1,23 @@
+/**
+ * Partner calls as metrics (issue #8, R10 "downstream status"): each call's outcome, and the time
+ * of the last success, per source.
+ */
+import { CancelledFailure } from '@temporalio/activity';
+import { observeDownstream } from '../worker/metrics.ts';
+import type { ActivityDeps } from './deps.ts';
+
+/** Resolves or rejects like `call`, counting it ok or error (a cancellation is neither). */
+export async function observed<T>(
+  deps: Pick<ActivityDeps, 'metrics'>,
+  source: string,
+  call: Promise<T>,
+): Promise<T> {
+  try {
+    const value = await call;
+    observeDownstream(deps.metrics, source, true);
+    return value;
+  } catch (err) {
+    if (!(err instanceof CancelledFailure)) observeDownstream(deps.metrics, source, false);
+    throw err;
+  }
+}

@@ -1,0 +1,99 @@
+import { type Command, InvalidArgumentError } from 'commander';
+import { UserFacingError } from '../../worker/errors.ts';
+import type { CliContext } from '../cli-context.ts';
+import { table } from '../format.ts';
+import { readStatus, type Status } from '../status.ts';
+import { printJson } from './output.ts';
+
+const STATUS_HELP = `
+A backlog risk is flagged only when, over the window, the oldest waiting task keeps getting older
+(nothing drains the queue) or completion stays below arrival in every sample with tasks waiting —
+not on a short spike. The trend comes from the samples every worker takes (DURABLE_FETCH_METRICS_SAMPLE_MS)
+plus one taken now; with less than half a window of history it says so.`;
+
+function parseWindow(value: string): number {
+  const m = /^(\d{1,5})(s|m|h)$/.exec(value);
+  if (!m) throw new InvalidArgumentError('expected a duration like 90s, 10m or 1h');
+  return Number(m[1]) * { s: 1_000, m: 60_000, h: 3_600_000 }[m[2] as 's' | 'm' | 'h'];
+}
+
+const age = (seconds: number) =>
+  seconds < 120 ? `${seconds.toFixed(0)} s` : `${(seconds / 60).toFixed(1)} min`;
+
+function print(s: Status): void {
+  console.log(`${s.healthy ? 'healthy' : 'NEEDS ATTENTION'} at ${s.at} (window ${age(s.windowSeconds)})`);
+  for (const p of s.problems) console.log(`  ! ${p}`);
+  console.log('');
+  console.log(
+    table(
+      s.queues.map((q) => ({
+        'task queue': q.taskQueue,
+        type: q.type,
+        backlog: String(q.backlog),
+        'oldest age': age(q.oldestAgeSeconds),
+        'arrival/s': q.addRate.toFixed(2),
+        'completion/s': q.dispatchRate.toFixed(2),
+        trend: q.verdict.risk ? `RISK: ${q.verdict.reason}` : q.verdict.reason,
+      })),
+      ['task queue', 'type', 'backlog', 'oldest age', 'arrival/s', 'completion/s', 'trend'],
+    ),
+  );
+  console.log('');
+  const d = s.database;
+  console.log(
+    `runs in window: ${s.runs.started} started, ${s.runs.finished} finished, ${s.runs.retried} taken up again (retries)`,
+  );
+  console.log(
+    `outbox: ${d.outboxPending} pending (${d.outboxRetrying} retrying), oldest ${age(d.outboxOldestPendingAgeSeconds)}, ${d.outboxDead} dead`,
+  );
+  console.log(
+    `dead letters open: ${d.deadLettersOpen}; compensations needing a human: ${d.compensationsNeedsManual}`,
+  );
+  if (s.sources.length > 0) {
+    console.log('');
+    console.log(
+      table(
+        s.sources.map((src) => ({
+          source: src.sourceId,
+          paused: src.paused ? 'yes' : 'no',
+          'last success': src.lastSuccessAt ?? 'never',
+          'finished in window': String(src.finished),
+          'failed for good': String(src.failed),
+          'error rate': src.errorRate === null ? '-' : `${Math.round(src.errorRate * 100)}%`,
+        })),
+        ['source', 'paused', 'last success', 'finished in window', 'failed for good', 'error rate'],
+      ),
+    );
+  }
+}
+
+/** `durable-fetch status [--json] [--window 10m] [--task-queue q]… [--check]` */
+export function registerStatus(program: Command, ctx: () => CliContext): void {
+  program
+    .command('status')
+    .description(
+      'is it healthy? backlog and its trend, completion vs arrival, retries, dead letters, outbox lag, compensations, sources',
+    )
+    .option('--window <duration>', 'history to judge trends and rates by (default 10m)', parseWindow)
+    .option('--task-queue <name...>', 'task queues to look at (default: the configured one)')
+    .option('--check', 'exit 1 when something needs attention (for scripts and cron)')
+    .option('--json', 'print JSON')
+    .addHelpText('after', STATUS_HELP)
+    .action(async (opts: { window?: number; taskQueue?: string[]; check?: boolean; json?: boolean }) => {
+      const c = ctx();
+      const status = await readStatus(
+        {
+          prisma: await c.prisma(),
+          temporal: await c.temporal(),
+          namespace: c.config.temporal.namespace,
+          taskQueues: opts.taskQueue ?? [c.config.temporal.taskQueue],
+        },
+        opts.window === undefined ? {} : { windowMs: opts.window },
+      );
+      if (opts.json) printJson(status);
+      else print(status);
+      if (opts.check && !status.healthy) {
+        throw new UserFacingError(`${status.problems.length} problems need attention`, 'UNHEALTHY');
+      }
+    });
+}

@@ -1,0 +1,133 @@
+/**
+ * `durable-fetch status`: one screen that says whether things are healthy (issue #8, R10) —
+ * backlog per task queue with its trend, completion against arrival, retries, open dead letters,
+ * outbox lag, compensations needing a human, and each source's downstream status.
+ */
+import type { Client } from '@temporalio/client';
+import type { PrismaClient } from '../prisma/generated/client.ts';
+import {
+  type BacklogVerdict,
+  backlogRisk,
+  databaseHealth,
+  type DatabaseHealth,
+  describeQueue,
+  type QueueStats,
+  TASK_QUEUE_TYPES,
+} from '../worker/health.ts';
+
+export interface QueueStatus extends QueueStats {
+  /** The trend over the window, from the workers' samples (`queue_sample`). */
+  verdict: BacklogVerdict;
+  samples: number;
+}
+
+export interface SourceStatus {
+  sourceId: string;
+  paused: boolean;
+  lastSuccessAt: string | null;
+  /** Runs that ended in the window, and how many of them failed for good. */
+  finished: number;
+  failed: number;
+  /** failed / finished, null without runs. */
+  errorRate: number | null;
+}
+
+export interface Status {
+  at: string;
+  windowSeconds: number;
+  healthy: boolean;
+  /** What needs attention, one line each; empty when healthy. */
+  problems: string[];
+  queues: QueueStatus[];
+  runs: { started: number; finished: number; retried: number };
+  database: DatabaseHealth;
+  sources: SourceStatus[];
+}
+
+/**
+ * Reads Temporal (live task-queue stats) and PostgreSQL (samples, runs, outbox, dead letters,
+ * compensations). Read-only. `windowMs` is the history the trend and the rates look at.
+ */
+export async function readStatus(
+  ctx: { prisma: PrismaClient; temporal: Client; namespace: string; taskQueues: readonly string[] },
+  options: { windowMs?: number; now?: Date } = {},
+): Promise<Status> {
+  const windowMs = options.windowMs ?? 600_000;
+  const now = options.now ?? new Date();
+  const since = new Date(now.getTime() - windowMs);
+  const queues = await Promise.all(
+    ctx.taskQueues.flatMap((q) =>
+      TASK_QUEUE_TYPES.map(async (type): Promise<QueueStatus> => {
+        const live = await describeQueue(ctx.temporal, ctx.namespace, q, type);
+        const stored = await ctx.prisma.queueSample.findMany({
+          where: { taskQueue: q, type, at: { gte: since } },
+          orderBy: { at: 'asc' },
+        });
+        const samples = [...stored.map((s) => ({ ...s, backlog: Number(s.backlog) })), { at: now, ...live }];
+        return { ...live, verdict: backlogRisk(samples, now, { windowMs }), samples: samples.length };
+      }),
+    ),
+  );
+  const [runs] = await ctx.prisma.$queryRaw<{ started: bigint; finished: bigint; retried: bigint }[]>`
+    SELECT count(*) FILTER (WHERE started_at >= ${since}) AS started,
+           count(*) FILTER (WHERE finished_at >= ${since}) AS finished,
+           count(*) FILTER (WHERE started_at >= ${since} AND attempt > 1) AS retried
+      FROM fetch_run WHERE started_at >= ${since} OR finished_at >= ${since}`;
+  const database = await databaseHealth(ctx.prisma);
+  const sourceRows = await ctx.prisma.$queryRaw<
+    { id: string; paused: boolean; last_success: Date | null; finished: bigint; failed: bigint }[]
+  >`
+    SELECT s.id, s.paused_at IS NOT NULL AS paused,
+           (SELECT max(finished_at) FROM fetch_run r WHERE r.source_id = s.id AND r.status = 'succeeded') AS last_success,
+           (SELECT count(*) FROM fetch_run r WHERE r.source_id = s.id AND r.finished_at >= ${since}) AS finished,
+           (SELECT count(*) FROM dead_letter d WHERE d.source_id = s.id AND d.created_at >= ${since}) AS failed
+      FROM source s WHERE s.enabled ORDER BY s.id`;
+  const sources = sourceRows.map((s) => {
+    const finished = Number(s.finished);
+    const failed = Number(s.failed);
+    return {
+      sourceId: s.id,
+      paused: s.paused,
+      lastSuccessAt: s.last_success?.toISOString() ?? null,
+      finished,
+      failed,
+      errorRate: finished === 0 ? null : Math.min(1, failed / finished),
+    };
+  });
+
+  const problems: string[] = [];
+  for (const q of queues) {
+    if (q.verdict.risk) problems.push(`backlog risk on ${q.taskQueue} (${q.type}): ${q.verdict.reason}`);
+  }
+  if (database.deadLettersOpen > 0) problems.push(`${database.deadLettersOpen} open dead letters (dlq list)`);
+  if (database.compensationsNeedsManual > 0) {
+    problems.push(
+      `${database.compensationsNeedsManual} compensations need a human (compensations list --state needs_manual)`,
+    );
+  }
+  if (database.outboxDead > 0) problems.push(`${database.outboxDead} dead outbox events (outbox dead list)`);
+  if (database.outboxOldestPendingAgeSeconds > 60) {
+    problems.push(
+      `outbox lag: oldest pending event is ${database.outboxOldestPendingAgeSeconds.toFixed(0)} s old`,
+    );
+  }
+  for (const s of sources) {
+    if (s.errorRate !== null && s.errorRate >= 0.5 && s.failed > 0) {
+      problems.push(`source ${s.sourceId}: ${s.failed} of ${s.finished} runs failed for good in the window`);
+    }
+  }
+  return {
+    at: now.toISOString(),
+    windowSeconds: windowMs / 1000,
+    healthy: problems.length === 0,
+    problems,
+    queues,
+    runs: {
+      started: Number(runs?.started ?? 0),
+      finished: Number(runs?.finished ?? 0),
+      retried: Number(runs?.retried ?? 0),
+    },
+    database,
+    sources,
+  };
+}

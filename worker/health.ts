@@ -1,0 +1,227 @@
+/**
+ * Health signals (issue #8, R10): task-queue backlog from Temporal's DescribeTaskQueue stats, the
+ * database's own (outbox, dead letters, compensations), and the rule that tells a backlog at
+ * risk from a short spike. Used by the worker's sampler (metrics + `queue_sample` history) and by
+ * `durable-fetch status`.
+ */
+import type { Client } from '@temporalio/client';
+import type { PrismaClient } from '../prisma/generated/client.ts';
+import type { Logger } from './logger.ts';
+import type { Metrics } from './metrics.ts';
+
+export const TASK_QUEUE_TYPES = ['workflow', 'activity'] as const;
+export type TaskQueueType = (typeof TASK_QUEUE_TYPES)[number];
+
+export interface QueueStats {
+  taskQueue: string;
+  type: TaskQueueType;
+  backlog: number;
+  oldestAgeSeconds: number;
+  /** Tasks added per second (arrival). */
+  addRate: number;
+  /** Tasks dispatched to workers per second (completion). */
+  dispatchRate: number;
+}
+
+/** temporal.api.enums.v1.TaskQueueType values (the proto package is CommonJS-only). */
+const TYPE_ENUM = { workflow: 1, activity: 2 } as const;
+/** temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL */
+const KIND_NORMAL = 1;
+
+function seconds(d: { seconds?: unknown; nanos?: number | null } | null | undefined): number {
+  if (!d) return 0;
+  return Number(d.seconds ?? 0) + (d.nanos ?? 0) / 1e9;
+}
+
+/** One task queue's backlog, as Temporal reports it now (its stats are approximate). */
+export async function describeQueue(
+  client: Client,
+  namespace: string,
+  taskQueue: string,
+  type: TaskQueueType,
+): Promise<QueueStats> {
+  const res = await client.workflowService.describeTaskQueue({
+    namespace,
+    taskQueue: { name: taskQueue, kind: KIND_NORMAL },
+    taskQueueType: TYPE_ENUM[type],
+    reportStats: true,
+  });
+  const stats = res.stats;
+  return {
+    taskQueue,
+    type,
+    backlog: Number(stats?.approximateBacklogCount ?? 0),
+    oldestAgeSeconds: seconds(stats?.approximateBacklogAge),
+    addRate: stats?.tasksAddRate ?? 0,
+    dispatchRate: stats?.tasksDispatchRate ?? 0,
+  };
+}
+
+export interface DatabaseHealth {
+  outboxPending: number;
+  outboxOldestPendingAgeSeconds: number;
+  outboxDead: number;
+  outboxRetrying: number;
+  deadLettersOpen: number;
+  compensationsNeedsManual: number;
+}
+
+/** The database's health counts (one round trip). Read-only. */
+export async function databaseHealth(prisma: Pick<PrismaClient, '$queryRaw'>): Promise<DatabaseHealth> {
+  const [row] = await prisma.$queryRaw<
+    {
+      pending: bigint;
+      oldest: number | null;
+      dead: bigint;
+      retrying: bigint;
+      letters: bigint;
+      manual: bigint;
+    }[]
+  >`
+    SELECT (SELECT count(*) FROM outbox_event WHERE status = 'pending') AS pending,
+           (SELECT EXTRACT(EPOCH FROM now() - min(created_at))::float8 FROM outbox_event WHERE status = 'pending') AS oldest,
+           (SELECT count(*) FROM outbox_event WHERE status = 'dead') AS dead,
+           (SELECT count(*) FROM outbox_event WHERE status = 'pending' AND attempts > 0) AS retrying,
+           (SELECT count(*) FROM dead_letter WHERE status = 'open') AS letters,
+           (SELECT count(*) FROM downstream_action WHERE state = 'needs_manual') AS manual`;
+  return {
+    outboxPending: Number(row?.pending ?? 0),
+    outboxOldestPendingAgeSeconds: Math.max(0, row?.oldest ?? 0),
+    outboxDead: Number(row?.dead ?? 0),
+    outboxRetrying: Number(row?.retrying ?? 0),
+    deadLettersOpen: Number(row?.letters ?? 0),
+    compensationsNeedsManual: Number(row?.manual ?? 0),
+  };
+}
+
+export interface BacklogVerdict {
+  risk: boolean;
+  /** Why (or why not), in words an operator reads. */
+  reason: string;
+}
+
+export interface RiskOptions {
+  /** History considered, ms. Default 10 minutes. */
+  windowMs?: number;
+}
+
+/**
+ * R10's rule: a backlog is at risk only when, over the window, the oldest task's age keeps
+ * growing (never falls, and grows by at least half the time that passed: nothing drains it) or
+ * completion stays below arrival in every sample with tasks waiting — never on a short spike.
+ * Needs samples spanning at least half the window; fewer is "not enough history". Pure.
+ */
+export function backlogRisk(
+  samples: readonly {
+    at: Date;
+    oldestAgeSeconds: number;
+    backlog: number;
+    addRate: number;
+    dispatchRate: number;
+  }[],
+  now: Date,
+  options: RiskOptions = {},
+): BacklogVerdict {
+  const windowMs = options.windowMs ?? 600_000;
+  const recent = samples
+    .filter((s) => now.getTime() - s.at.getTime() <= windowMs)
+    .sort((a, b) => a.at.getTime() - b.at.getTime());
+  const first = recent[0];
+  const last = recent[recent.length - 1];
+  if (!first || !last || recent.length < 3 || last.at.getTime() - first.at.getTime() < windowMs / 2) {
+    return { risk: false, reason: 'not enough history yet' };
+  }
+  const spanSeconds = (last.at.getTime() - first.at.getTime()) / 1000;
+  const neverFalls = recent.every(
+    (s, i) => i === 0 || s.oldestAgeSeconds >= (recent[i - 1]?.oldestAgeSeconds ?? 0),
+  );
+  const growth = last.oldestAgeSeconds - first.oldestAgeSeconds;
+  const floor = Math.min(60, windowMs / 10_000);
+  if (neverFalls && growth >= spanSeconds / 2 && last.oldestAgeSeconds >= floor) {
+    return {
+      risk: true,
+      reason: `oldest task age grew from ${first.oldestAgeSeconds.toFixed(0)} s to ${last.oldestAgeSeconds.toFixed(0)} s over ${spanSeconds.toFixed(0)} s`,
+    };
+  }
+  if (recent.every((s) => s.backlog > 0 && s.dispatchRate < s.addRate)) {
+    return {
+      risk: true,
+      reason: `completion (${last.dispatchRate.toFixed(2)}/s) below arrival (${last.addRate.toFixed(2)}/s) for ${spanSeconds.toFixed(0)} s`,
+    };
+  }
+  return { risk: false, reason: 'oldest age not growing; completion keeps up' };
+}
+
+export interface Sampler {
+  stop(): Promise<void>;
+}
+
+/**
+ * Every `intervalMs`: samples each task queue (workflow and activity) and the database, sets the
+ * gauges, stores the queue samples for `status`, and drops samples older than a day. Errors are
+ * logged and the next tick tries again.
+ */
+export function startSampler(options: {
+  prisma: PrismaClient;
+  temporal: () => Promise<Client>;
+  namespace: string;
+  taskQueues: readonly string[];
+  metrics: Metrics;
+  intervalMs: number;
+  log: Logger;
+}): Sampler {
+  const { prisma, metrics, log } = options;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  let stopped = false;
+  let ticks = 0;
+  const tick = async () => {
+    const client = await options.temporal();
+    const stats = await Promise.all(
+      options.taskQueues.flatMap((q) =>
+        TASK_QUEUE_TYPES.map((t) => describeQueue(client, options.namespace, q, t)),
+      ),
+    );
+    for (const s of stats) {
+      const labels = { task_queue: s.taskQueue, type: s.type };
+      metrics.taskQueueBacklog.set(labels, s.backlog);
+      metrics.taskQueueOldestAge.set(labels, s.oldestAgeSeconds);
+      metrics.taskQueueAddRate.set(labels, s.addRate);
+      metrics.taskQueueDispatchRate.set(labels, s.dispatchRate);
+    }
+    await prisma.queueSample.createMany({
+      data: stats.map((s) => ({
+        taskQueue: s.taskQueue,
+        type: s.type,
+        backlog: BigInt(s.backlog),
+        oldestAgeSeconds: s.oldestAgeSeconds,
+        addRate: s.addRate,
+        dispatchRate: s.dispatchRate,
+      })),
+    });
+    const db = await databaseHealth(prisma);
+    metrics.outboxPending.set(db.outboxPending);
+    metrics.outboxOldestPendingAge.set(db.outboxOldestPendingAgeSeconds);
+    metrics.deadLettersOpen.set(db.deadLettersOpen);
+    metrics.compensationsNeedsManual.set(db.compensationsNeedsManual);
+    if (ticks++ % 100 === 0) {
+      await prisma.$executeRaw`DELETE FROM queue_sample WHERE at < now() - interval '1 day'`;
+    }
+  };
+  const loop = () => {
+    if (stopped) return;
+    running = tick()
+      .catch((err: unknown) => log.warn({ error: String(err) }, 'health sample failed'))
+      .finally(() => {
+        if (!stopped) timer = setTimeout(loop, options.intervalMs);
+      });
+  };
+  loop();
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}

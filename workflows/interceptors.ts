@@ -1,0 +1,182 @@
+/**
+ * Workflow interceptors of durable-fetch (issue #8, R10): every log line of a workflow carries its
+ * run's business key and correlation id (the SDK adds workflowId and runId), and every activity
+ * and child workflow it starts gets both in its headers, so that their log lines carry them too
+ * (activities/log-context.ts reads them).
+ *
+ * Registered by worker/worker.ts (`interceptors.workflowModules`); a pre-built bundle must include
+ * this module (`bundleWorkflowCode({ workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES })`).
+ * Deterministic: headers and log attributes add no commands, and the sink call is not replayed
+ * into history.
+ */
+import {
+  type ActivateInput,
+  type ActivityInput,
+  defaultPayloadConverter,
+  type GetLogAttributesInput,
+  type Headers,
+  type LocalActivityInput,
+  type Next,
+  type Payload,
+  proxySinks,
+  type Sinks,
+  type StartChildWorkflowExecutionInput,
+  type WorkflowExecuteInput,
+  type WorkflowInboundCallsInterceptor,
+  type WorkflowInterceptorsFactory,
+  type WorkflowInternalsInterceptor,
+  type WorkflowOutboundCallsInterceptor,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { FETCH_RECORDS, idempotencyKeyFor, parseWorkflowId } from './business-key.ts';
+
+/** Header carrying a run's correlation id to its activities and child workflows. */
+export const CORRELATION_ID_HEADER = 'correlation-id';
+/** Header carrying a run's business key (`fetch-records:<source>:<date>`) likewise. */
+export const BUSINESS_KEY_HEADER = 'business-key';
+
+/** What every log line about a run carries besides its workflow and run ids. */
+export interface RunLogContext {
+  businessKey?: string;
+  correlationId?: string;
+}
+
+/**
+ * Tells the worker process a run's log context as soon as the run starts, so that the SDK's
+ * "Activity started" line of its first activity — logged before any interceptor sees the
+ * activity's headers — carries it too (activities/log-context.ts `logContextSinks`).
+ */
+export interface LogContextSinks extends Sinks {
+  logContext: { remember(context: RunLogContext): void };
+}
+
+/**
+ * Business key of a workflow id: `fetch/<job>/<source>/<date>` and its compensation's
+ * `compensate/<job>/<source>/<date>` name one; other workflows (schedules, replays) do not.
+ */
+export function businessKeyOfWorkflowId(workflowId: string): string | undefined {
+  const compensation = 'compensate/';
+  const id = workflowId.startsWith(compensation)
+    ? `fetch/${workflowId.slice(compensation.length)}`
+    : workflowId;
+  const key = parseWorkflowId(id);
+  return key ? idempotencyKeyFor(key) : undefined;
+}
+
+const text = (value: unknown): string | undefined =>
+  typeof value === 'string' && value.length > 0 ? value : undefined;
+
+function headerText(headers: Headers | null | undefined, name: string): string | undefined {
+  const payload = headers?.[name];
+  if (!payload) return undefined;
+  try {
+    return text(defaultPayloadConverter.fromPayload(payload));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The run's context from its first argument and headers: its own correlation id
+ * (`fetchRecordsWorkflow`), else its parent's (a compensation started by a run), else its replay
+ * id (`replay:<id>`, the correlation id of the runs a replay starts). The business key from the
+ * workflow id, else the input's source and date.
+ */
+function contextOf(workflowId: string, arg: unknown, headers: Headers | null | undefined): RunLogContext {
+  const input = typeof arg === 'object' && arg !== null ? (arg as Record<string, unknown>) : {};
+  const replayId = text(input.replayId);
+  const correlationId =
+    text(input.correlationId) ??
+    headerText(headers, CORRELATION_ID_HEADER) ??
+    (replayId ? `replay:${replayId}` : undefined);
+  const sourceId = text(input.sourceId);
+  const businessDate = text(input.businessDate);
+  const businessKey =
+    businessKeyOfWorkflowId(workflowId) ??
+    headerText(headers, BUSINESS_KEY_HEADER) ??
+    (sourceId && businessDate
+      ? idempotencyKeyFor({ jobType: FETCH_RECORDS, sourceId, businessDate })
+      : undefined);
+  return {
+    ...(businessKey ? { businessKey } : {}),
+    ...(correlationId ? { correlationId } : {}),
+  };
+}
+
+const sameContext = (a: RunLogContext, b: RunLogContext) =>
+  a.businessKey === b.businessKey && a.correlationId === b.correlationId;
+
+/** One instance per workflow execution (the SDK calls the factory for each). */
+export const interceptors: WorkflowInterceptorsFactory = () => {
+  let context: RunLogContext = {};
+  const { logContext } = proxySinks<LogContextSinks>();
+  const remember = (next: RunLogContext) => {
+    if (sameContext(context, next)) return;
+    context = next;
+    logContext.remember(context);
+  };
+
+  /** Headers for what this run starts: its context, unless the caller set them already. */
+  const withContext = (headers: Headers): Headers => {
+    const added: Record<string, Payload> = {};
+    if (context.correlationId && !headers[CORRELATION_ID_HEADER])
+      added[CORRELATION_ID_HEADER] = defaultPayloadConverter.toPayload(context.correlationId);
+    if (context.businessKey && !headers[BUSINESS_KEY_HEADER])
+      added[BUSINESS_KEY_HEADER] = defaultPayloadConverter.toPayload(context.businessKey);
+    return { ...headers, ...added };
+  };
+
+  // Before the workflow function (and the SDK's own "Workflow started" line): read the input as
+  // it arrives in the start job.
+  const internals: WorkflowInternalsInterceptor = {
+    activate(input: ActivateInput, next: Next<WorkflowInternalsInterceptor, 'activate'>): void {
+      for (const job of input.activation.jobs ?? []) {
+        const start = job.initializeWorkflow;
+        if (!start) continue;
+        let arg: unknown;
+        try {
+          const first = start.arguments?.[0];
+          arg = first ? defaultPayloadConverter.fromPayload(first) : undefined;
+        } catch {
+          arg = undefined; // not JSON: the decoded input below still gets a say
+        }
+        remember(contextOf(workflowInfo().workflowId, arg, start.headers));
+      }
+      next(input);
+    },
+  };
+
+  // The input as the worker's payload converter decoded it: authoritative.
+  const inbound: WorkflowInboundCallsInterceptor = {
+    execute(input: WorkflowExecuteInput, next: Next<WorkflowInboundCallsInterceptor, 'execute'>) {
+      remember(contextOf(workflowInfo().workflowId, input.args[0], input.headers));
+      return next(input);
+    },
+  };
+
+  const outbound: WorkflowOutboundCallsInterceptor = {
+    getLogAttributes(
+      input: GetLogAttributesInput,
+      next: Next<WorkflowOutboundCallsInterceptor, 'getLogAttributes'>,
+    ) {
+      return next({ ...input, ...context });
+    },
+    scheduleActivity(input: ActivityInput, next: Next<WorkflowOutboundCallsInterceptor, 'scheduleActivity'>) {
+      return next({ ...input, headers: withContext(input.headers) });
+    },
+    scheduleLocalActivity(
+      input: LocalActivityInput,
+      next: Next<WorkflowOutboundCallsInterceptor, 'scheduleLocalActivity'>,
+    ) {
+      return next({ ...input, headers: withContext(input.headers) });
+    },
+    startChildWorkflowExecution(
+      input: StartChildWorkflowExecutionInput,
+      next: Next<WorkflowOutboundCallsInterceptor, 'startChildWorkflowExecution'>,
+    ) {
+      return next({ ...input, headers: withContext(input.headers) });
+    },
+  };
+
+  return { inbound: [inbound], outbound: [outbound], internals: [internals] };
+};
