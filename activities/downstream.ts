@@ -82,10 +82,12 @@ function outcomeUnknown(message: string): ApplicationFailure {
 export function createDownstreamActivities(deps: ActivityDeps) {
   const { prisma } = deps;
 
-  async function loadAction(actionId: string): Promise<DownstreamAction & { run: { sourceId: string } }> {
+  async function loadAction(
+    actionId: string,
+  ): Promise<DownstreamAction & { run: { sourceId: string; status: string } }> {
     const row = await prisma.downstreamAction.findUnique({
       where: { id: actionId },
-      include: { run: { select: { sourceId: true } } },
+      include: { run: { select: { sourceId: true, status: true } } },
     });
     if (!row) throw failure('NotFound', 'ACTION_NOT_FOUND', `downstream action ${actionId} does not exist`);
     return row;
@@ -144,6 +146,25 @@ export function createDownstreamActivities(deps: ActivityDeps) {
       // Also the reference the partner is given: one per action and claim, so a later claim of
       // the same key never adopts (or voids) an earlier claim's effect.
       const key = `${businessKey}:${input.action}:r${input.round}`;
+      // An earlier claim's action still unsettled (needs_manual, or its compensation not done)
+      // may be live at the partner under its own reference: acting again could double the
+      // effect. The run fails visibly instead; an operator settles the earlier one first.
+      const earlier = await prisma.downstreamAction.findFirst({
+        where: {
+          fetchRunId: input.fetchRunId,
+          action: input.action,
+          round: { lt: input.round },
+          state: { in: [...UNSETTLED_STATES] },
+        },
+        select: { id: true, state: true },
+      });
+      if (earlier) {
+        throw failure(
+          'InvalidInput',
+          'EARLIER_ACTION_UNSETTLED',
+          `an earlier ${input.action} of this run (compensation ${earlier.id}) is ${earlier.state}: settle it first (durable-fetch compensations show ${earlier.id})`,
+        );
+      }
       await prisma.$executeRaw`
         INSERT INTO downstream_action (id, fetch_run_id, business_key, key, round, action, step, reference)
         SELECT gen_random_uuid(), r.id, ${businessKey}, ${key}, ${input.round}, ${input.action}, ${input.step}, ${key}
@@ -205,11 +226,23 @@ export function createDownstreamActivities(deps: ActivityDeps) {
         throw outcomeUnknown(`${message}; the submission may exist: reconcile by reference`);
       }
       crashPoint(deps.crashPoint, 'after-submit');
-      await prisma.$executeRaw`
+      // Only this attempt's call may record its id: a stale attempt (its activity timed out and
+      // was retried meanwhile) finds the count moved on, and its submission stays for
+      // reconciliation to find (two live under one reference: needs_manual; `reconcile` lists it).
+      const recorded = await prisma.$executeRaw`
         UPDATE downstream_action
            SET state = 'confirmed', partner_id = ${submission.id}, partner_state = ${submission.status},
                confirmed_at = now(), last_error_type = NULL, last_error = NULL, updated_at = now()
-         WHERE id = ${input.actionId}::uuid AND state = 'attempting'`;
+         WHERE id = ${input.actionId}::uuid AND state = 'attempting' AND attempts = ${input.expectedAttempts + 1}`;
+      if (recorded !== 1) {
+        deps.log.error(
+          { actionId: input.actionId, partnerId: submission.id },
+          'a stale attempt made a submission the ledger no longer expects: reconciliation will see it',
+        );
+        throw outcomeUnknown(
+          'this attempt was superseded after its call; the submission is left to reconciliation',
+        );
+      }
       deps.log.info({ actionId: input.actionId, partnerId: submission.id }, 'downstream submission recorded');
       return { partnerId: submission.id };
     },
@@ -317,6 +350,8 @@ export function createDownstreamActivities(deps: ActivityDeps) {
       const row = await loadAction(input.actionId);
       if (row.state === 'compensated' || row.state === 'not_applied' || row.state === 'resolved')
         return { state: row.state };
+      // A run that succeeded keeps its effects, whatever asked (a failure seen after the commit).
+      if (row.run.status === 'succeeded') return { state: row.state };
       if (!row.partnerId)
         throw failure('Internal', 'NO_PARTNER_ID', `action ${row.id}: reconcile before compensating`);
       const partnerId = row.partnerId;
@@ -362,7 +397,13 @@ export function createDownstreamActivities(deps: ActivityDeps) {
       input: Pick<CompensateRunInput, 'fetchRunId' | 'round'>,
     ): Promise<DownstreamActionView[]> {
       const rows = await prisma.downstreamAction.findMany({
-        where: { fetchRunId: input.fetchRunId, round: input.round, state: { in: [...COMPENSABLE_STATES] } },
+        where: {
+          fetchRunId: input.fetchRunId,
+          round: input.round,
+          state: { in: [...COMPENSABLE_STATES] },
+          // Only a run that ended without succeeding is compensated (never a succeeded one).
+          run: { status: { in: ['dead_lettered', 'cancelled'] } },
+        },
         orderBy: { step: 'desc' },
       });
       return rows.map(view);

@@ -82,11 +82,16 @@ export function createReplayActivities(deps: ActivityDeps) {
       filter: ReplayFilter;
       max: number;
     }): Promise<ReplayTarget[]> {
-      const targets = await openDeadLetters(prisma, input.filter, input.max, input.replayId);
-      if (targets.length === 0) return [];
-      await prisma.$executeRaw`
+      const candidates = await openDeadLetters(prisma, input.filter, input.max, input.replayId);
+      if (candidates.length === 0) return [];
+      // Conditional: a letter another replay reserved meanwhile is not taken (nor reported).
+      const reserved = await prisma.$queryRaw<{ id: string }[]>`
         UPDATE dead_letter SET replay_id = ${input.replayId}, updated_at = now()
-         WHERE id = ANY(${targets.map((t) => t.deadLetterId)}::uuid[]) AND status = 'open'`;
+         WHERE id = ANY(${candidates.map((t) => t.deadLetterId)}::uuid[]) AND status = 'open'
+           AND (replay_id IS NULL OR replay_id = ${input.replayId})
+        RETURNING id::text`;
+      const ours = new Set(reserved.map((r) => r.id));
+      const targets = candidates.filter((t) => ours.has(t.deadLetterId));
       deps.log.info({ replayId: input.replayId, letters: targets.length }, 'replay reserved dead letters');
       return targets;
     },

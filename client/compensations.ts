@@ -32,6 +32,15 @@ export const COMPENSATION_TARGET = 'downstream_action';
 /** Longest `--note` (resolve) or `--reason` (retry) kept. */
 export const MAX_NOTE_LENGTH = 1000;
 
+/** States `compensations retry` takes: needs_manual, and unsettled rows nothing works on. */
+const RETRYABLE_STATES: readonly DownstreamState[] = [
+  'needs_manual',
+  'attempting',
+  'unknown',
+  'confirmed',
+  'compensating',
+];
+
 /** Run statuses during which the run's own workflow may still act on its ledger rows. */
 const ACTIVE_RUN_STATUSES: readonly RunStatus[] = ['queued', 'running', 'retry_wait'];
 
@@ -49,7 +58,7 @@ export type Compensation = DownstreamAction & { sourceId: string; businessDate: 
 export type CompensationDetail = Compensation & {
   run: { id: string; sourceId: string; businessDate: string; status: RunStatus; workflowId: string };
   audit: AuditEntry[];
-  /** `compensate/fetch-records/<source>/<date>`: the workflow that undoes the run's actions. */
+  /** `compensate/fetch-records/<source>/<date>/r<round>`: the workflow that undoes the claim's actions. */
   compensationWorkflowId: string;
 };
 
@@ -112,11 +121,10 @@ export async function getCompensation(ctx: PrismaCtx, id: string): Promise<Compe
     ...flatten(row),
     run: { ...row.run, businessDate },
     audit,
-    compensationWorkflowId: compensationWorkflowIdFor({
-      jobType: FETCH_RECORDS,
-      sourceId: row.run.sourceId,
-      businessDate,
-    }),
+    compensationWorkflowId: compensationWorkflowIdFor(
+      { jobType: FETCH_RECORDS, sourceId: row.run.sourceId, businessDate },
+      row.round,
+    ),
   };
 }
 
@@ -234,13 +242,13 @@ export interface RetryOptions {
 }
 
 export interface RetriedCompensation {
-  /** `compensate/fetch-records/<source>/<date>` */
+  /** `compensate/fetch-records/<source>/<date>/r<round>` */
   workflowId: string;
   /** Temporal run id of the compensation started. */
   runId: string;
   taskQueue: string;
-  /** What the row was set back to: `confirmed` (its partner id is known) or `unknown`. */
-  state: 'confirmed' | 'unknown';
+  /** What the row was set to: `confirmed` (partner id known) or `unknown` for a needs_manual row, else its state. */
+  state: DownstreamState;
 }
 
 /**
@@ -263,7 +271,14 @@ export async function retryCompensation(
   const reason =
     options.reason === undefined ? null : checkText(options.reason, 'the reason (--reason)', MAX_NOTE_LENGTH);
   const row = await loadRow(ctx, id);
-  if (row.state !== 'needs_manual') throw notNeedsManual(row.id, row.state, 'retried');
+  // needs_manual, or left unsettled with nothing working on it (a compensation that never
+  // started: its run was terminated, or its start failed).
+  if (!RETRYABLE_STATES.includes(row.state)) {
+    throw new UserFacingError(
+      `compensation ${row.id} is ${row.state}: only needs_manual (or an unsettled row nothing works on) can be retried`,
+      'INVALID_STATE',
+    );
+  }
   const { run } = row;
   if (ACTIVE_RUN_STATUSES.includes(run.status)) {
     throw new UserFacingError(
@@ -272,22 +287,22 @@ export async function retryCompensation(
     );
   }
   const businessDate = dateText(run.businessDate);
-  const workflowId = compensationWorkflowIdFor({
-    jobType: FETCH_RECORDS,
-    sourceId: run.sourceId,
-    businessDate,
-  });
+  const workflowId = compensationWorkflowIdFor(
+    { jobType: FETCH_RECORDS, sourceId: run.sourceId, businessDate },
+    row.round,
+  );
   if (await isRunning(ctx.temporal, workflowId)) {
     throw new UserFacingError(
       `a compensation of ${row.businessKey} is running (${workflowId}); retry once it ends`,
       'COMPENSATION_RUNNING',
     );
   }
-  const to = row.partnerId ? 'confirmed' : 'unknown';
+  const from = row.state;
+  const to = from !== 'needs_manual' ? from : row.partnerId ? 'confirmed' : 'unknown';
   const changed = await ctx.prisma.$transaction(async (tx) => {
     const n = await tx.$executeRaw`
       UPDATE downstream_action SET state = ${to}::downstream_state, updated_at = now()
-       WHERE id = ${row.id}::uuid AND state = 'needs_manual'`;
+       WHERE id = ${row.id}::uuid AND state = ${from}::downstream_state`;
     if (n !== 1) return false;
     await tx.auditEntry.create({
       data: {
@@ -296,7 +311,7 @@ export async function retryCompensation(
         targetType: COMPENSATION_TARGET,
         targetId: row.id,
         reason,
-        details: { from: 'needs_manual', to, partnerId: row.partnerId, workflowId },
+        details: { from, to, partnerId: row.partnerId, workflowId },
       },
     });
     return true;

@@ -22,6 +22,7 @@ import type {
 import { errorMessage, UserFacingError } from '../worker/errors.ts';
 import { redactUrlsIn } from '../worker/redact.ts';
 import { isBusinessDate } from '../workflows/business-key.ts';
+import { replayWorkflowId } from '../workflows/replay-api.ts';
 import { checkActor, checkText } from './audit.ts';
 import { launchFetch, MAX_PAGE_SIZE, prepareFetch, type DurableFetchContext } from './start-fetch.ts';
 
@@ -458,6 +459,34 @@ function reserved(id: string, replayId: string): UserFacingError {
   );
 }
 
+/**
+ * Whether a letter's replay reservation still holds: its replay workflow is running. A replay
+ * that ended without giving it back (terminated) leaves a stale reservation: it is cleared here.
+ * Without a Temporal client the reservation is taken to hold.
+ */
+async function reservationHolds(
+  ctx: PrismaCtx & { temporal?: Client },
+  letter: { id: string; replayId: string | null },
+): Promise<boolean> {
+  if (!letter.replayId) return false;
+  if (!ctx.temporal) return true;
+  const running = await ctx.temporal.workflow
+    .getHandle(replayWorkflowId(letter.replayId))
+    .describe()
+    .then(
+      (d) => d.status.name === 'RUNNING',
+      (err: unknown) => {
+        if (err instanceof WorkflowNotFoundError) return false;
+        throw err;
+      },
+    );
+  if (running) return true;
+  await ctx.prisma.$executeRaw`
+    UPDATE dead_letter SET replay_id = NULL, updated_at = now()
+     WHERE id = ${letter.id}::uuid AND replay_id = ${letter.replayId} AND status = 'open'`;
+  return false;
+}
+
 /** Why a conditional update matched nothing: the letter's state now. */
 async function refusal(ctx: PrismaCtx, id: string, verb: 'retried' | 'discarded'): Promise<UserFacingError> {
   const now = await ctx.prisma.deadLetter.findUnique({
@@ -521,7 +550,7 @@ export async function retryDeadLetter(
   const overrides = checkOverrides(options.overrides ?? {});
   const letter = await loadLetter(ctx, id);
   if (letter.status !== 'open') throw notOpen(letter.id, letter.status, 'retried');
-  if (letter.replayId) throw reserved(letter.id, letter.replayId);
+  if (letter.replayId && (await reservationHolds(ctx, letter))) throw reserved(letter.id, letter.replayId);
   if (ACTIVE_RUN_STATUSES.includes(letter.run.status)) {
     throw new UserFacingError(
       `run ${letter.run.id} of ${view(letter).businessKey} is ${letter.run.status}: it is being fetched already`,
@@ -626,7 +655,7 @@ export interface DiscardDeadLetterOptions {
  *   INVALID_INPUT (empty or too long reason or actor).
  */
 export async function discardDeadLetter(
-  ctx: PrismaCtx,
+  ctx: PrismaCtx & { temporal?: Client },
   id: string,
   options: DiscardDeadLetterOptions,
 ): Promise<DeadLetterView> {
@@ -634,7 +663,7 @@ export async function discardDeadLetter(
   const actor = checkActor(options.actor);
   const letter = await loadLetter(ctx, id);
   if (letter.status !== 'open') throw notOpen(letter.id, letter.status, 'discarded');
-  if (letter.replayId) throw reserved(letter.id, letter.replayId);
+  if (letter.replayId && (await reservationHolds(ctx, letter))) throw reserved(letter.id, letter.replayId);
   const updated = await ctx.prisma.$transaction(async (tx) => {
     const n = await tx.$executeRaw`
       UPDATE dead_letter

@@ -17,6 +17,7 @@ import { z } from 'zod';
 import type { AuditEntry, Prisma, PrismaClient, Source } from '../prisma/generated/client.ts';
 import { isSecretRef } from '../worker/activity-deps.ts';
 import { errorMessage, UserFacingError } from '../worker/errors.ts';
+import { redactUrl } from '../worker/redact.ts';
 import { isSourceId } from '../workflows/business-key.ts';
 import { isPartnerPreset, PARTNER_PRESETS } from '../workflows/retry-presets.ts';
 import { SOURCE_RESUMED_SIGNAL } from '../workflows/types.ts';
@@ -363,7 +364,8 @@ const changesSchema = z.strictObject({
     .string()
     .trim()
     .refine(isHttpUrl, 'expected an http or https URL')
-    .refine((v) => !hasUserInfo(v), {
+    // Userinfo, or a secret-looking query parameter (?token=, ?api_key=…): what redactUrl masks.
+    .refine((v) => !hasUserInfo(v) && redactUrl(v) === v, {
       message:
         'must not carry credentials: put the secret in a DF_SECRET_* variable and set --credentials-ref',
       abort: true,

@@ -64,7 +64,7 @@ async function start(sourceId: string, c: DurableFetchContext = ctx) {
 /** The compensation workflow of a source's run (started by the run itself). */
 function compensation(sourceId: string) {
   return client.workflow.getHandle<() => Promise<CompensateRunResult>>(
-    compensationWorkflowIdFor({ jobType: 'fetch-records', sourceId, businessDate: DATE }),
+    compensationWorkflowIdFor({ jobType: 'fetch-records', sourceId, businessDate: DATE }, 1),
   );
 }
 
@@ -322,6 +322,17 @@ describe('compensation', { concurrency: true }, () => {
       ['needs_manual', 1, 'UpstreamUnavailable'],
     );
     assert.equal(await runStatus('comp-lookup'), 'dead_lettered');
+
+    // Running the date again must not submit a second time while the first is unsettled.
+    const again = await worker.run(async () =>
+      (await start('comp-lookup')).result().catch((e: unknown) => e),
+    );
+    assert.ok(again instanceof WorkflowFailedError, String(again));
+    assert.equal(submitEffects('comp-lookup'), 1, 'no second submission by the second claim');
+    const run = await db.prisma.fetchRun.findFirstOrThrow({ where: { sourceId: 'comp-lookup' } });
+    assert.deepEqual([run.status, run.errorClass, run.attempt], ['dead_lettered', 'InvalidInput', 2]);
+    assert.match(run.errorMessage ?? '', /is needs_manual: settle it first/);
+    assert.equal(await db.prisma.downstreamAction.count({ where: { fetchRunId: run.id } }), 1);
   });
 
   it('a worker SIGKILLed between the submit’s effect and recording it: after restart, reconciliation settles it without a duplicate', async () => {

@@ -52,8 +52,8 @@ const day = (date: string) => new Date(`${date}T00:00:00Z`);
 const businessKeyOf = (sourceId: string, date: string) => `fetch-records:${sourceId}:${date}`;
 const keyOf = (sourceId: string, date: string, round = 1) =>
   `${businessKeyOf(sourceId, date)}:submit-summary:r${round}`;
-const compensationIdOf = (sourceId: string, businessDate: string) =>
-  compensationWorkflowIdFor({ jobType: 'fetch-records', sourceId, businessDate });
+const compensationIdOf = (sourceId: string, businessDate: string, round = 1) =>
+  compensationWorkflowIdFor({ jobType: 'fetch-records', sourceId, businessDate }, round);
 
 /**
  * A FetchRun of `sourceId`/`date` as a failed run leaves it (dead_lettered), its source created if
@@ -368,8 +368,8 @@ describe('compensations cli: list and show', () => {
       resolved: '',
       'resolved by': '',
       'last error': 'UpstreamUnavailable: partner ccli-list-a void: upstream unavailable (503)',
-      compensation: 'compensate/fetch-records/ccli-list-a/2026-05-01',
-      'web ui': `${UI}/namespaces/default/workflows/compensate%2Ffetch-records%2Fccli-list-a%2F2026-05-01`,
+      compensation: 'compensate/fetch-records/ccli-list-a/2026-05-01/r1',
+      'web ui': `${UI}/namespaces/default/workflows/compensate%2Ffetch-records%2Fccli-list-a%2F2026-05-01%2Fr1`,
     };
     for (const [k, v] of Object.entries(expected)) assert.equal(fields.get(k), v, `field ${k}`);
     // Values start in one column.
@@ -417,7 +417,7 @@ describe('compensations cli: list and show', () => {
         ['dave', a1.id, 'string'],
       ],
     );
-    assert.equal(shown.compensationWorkflowId, 'compensate/fetch-records/ccli-list-a/2026-05-01');
+    assert.equal(shown.compensationWorkflowId, 'compensate/fetch-records/ccli-list-a/2026-05-01/r1');
 
     assert.match(ok(await runCli(['compensations', 'show', a3.id], env)), /\naudit trail: none\n$/);
   });
@@ -753,7 +753,9 @@ describe('compensations cli: retry', { timeout: 300_000 }, () => {
     });
     assertOneLineError(
       await runCli(['compensations', 'retry', done.id, '--by', 'bob'], env),
-      new RegExp(`compensation ${done.id} is compensated: only needs_manual can be retried`),
+      new RegExp(
+        `compensation ${done.id} is compensated: only needs_manual \\(or an unsettled row nothing works on\\) can be retried`,
+      ),
     );
     assert.deepEqual(await rowOf(done.id), done);
     assert.equal((await auditOf(done.id)).length, 0);
@@ -788,7 +790,7 @@ describe('compensations cli: retry', { timeout: 300_000 }, () => {
     try {
       assertOneLineError(
         await runCli(['compensations', 'retry', busy.id, '--by', 'bob'], env),
-        /a compensation of fetch-records:ccli-refuse:2026-05-14 is running \(compensate\/fetch-records\/ccli-refuse\/2026-05-14\); retry once it ends/,
+        /a compensation of fetch-records:ccli-refuse:2026-05-14 is running \(compensate\/fetch-records\/ccli-refuse\/2026-05-14\/r1\); retry once it ends/,
       );
       assert.deepEqual(await rowOf(busy.id), busy);
       assert.equal((await auditOf(busy.id)).length, 0);

@@ -540,17 +540,25 @@ describe('dlq cli: dead letters of failed runs', { timeout: 300_000 }, () => {
         data: { status: 'dead_lettered' },
       });
     }
-    await db.prisma.deadLetter.update({ where: { id: letterA.id }, data: { replayId: 'r-test' } });
+    // A replay that is running (here: waiting for a worker that never comes) holds its letters.
+    const replayId = `r-test-${randomUUID()}`;
+    const holder = await client.workflow.start('replayDeadLettersWorkflow', {
+      workflowId: `replay/${replayId}`,
+      taskQueue: `no-worker-${randomUUID()}`,
+      args: [{ replayId, filter: {}, ratePerSecond: 1, max: 1, actor: 'test' }],
+    });
+    await db.prisma.deadLetter.update({ where: { id: letterA.id }, data: { replayId } });
     try {
       assertOneLineError(
         await runCli(['dlq', 'retry', letterA.id, '--by', 'dave'], env),
-        new RegExp(`dead letter ${letterA.id} is reserved by replay r-test`),
+        new RegExp(`dead letter ${letterA.id} is reserved by replay ${replayId}`),
       );
       assertOneLineError(
         await runCli(['dlq', 'discard', letterA.id, '--reason', 'x', '--by', 'dave'], env),
-        new RegExp(`dead letter ${letterA.id} is reserved by replay r-test`),
+        new RegExp(`dead letter ${letterA.id} is reserved by replay ${replayId}`),
       );
     } finally {
+      await holder.terminate('test over');
       await db.prisma.deadLetter.update({ where: { id: letterA.id }, data: { replayId: null } });
     }
     assertOneLineError(await runCli(['dlq', 'retry', randomUUID()], env), /no dead letter '/);

@@ -7,6 +7,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { NON_RETRYABLE_ERROR_TYPES, RETRYABLE_ERROR_TYPES } from '../workflows/error-types.ts';
 
 /** Buckets of run durations, seconds: a page takes well under a second, a big run minutes. */
 const RUN_DURATION_BUCKETS = [0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
@@ -27,7 +28,7 @@ export function createMetrics() {
     }),
     runsFinished: new Counter({
       name: 'durable_fetch_runs_finished_total',
-      help: 'Runs that ended, by source, status (succeeded, dead_lettered, cancelled, compensated) and error type.',
+      help: 'Runs that ended, by source, status (succeeded, dead_lettered, cancelled) and error type.',
       labelNames: ['source', 'status', 'error_type'] as const,
       registers: r,
     }),
@@ -114,7 +115,7 @@ export function createMetrics() {
     }),
     leaseTakeovers: new Counter({
       name: 'durable_fetch_lease_takeovers_total',
-      help: 'Leases taken over after they ran out (a worker or publisher died or stalled), by kind (run, outbox).',
+      help: 'Outbox claims taken over after their lease ran out (a publisher died or stalled), by kind (outbox).',
       labelNames: ['kind'] as const,
       registers: r,
     }),
@@ -136,12 +137,19 @@ export function createMetrics() {
 export type Metrics = ReturnType<typeof createMetrics>;
 
 /** Run statuses `durable_fetch_runs_finished_total` counts. */
-const FINISHED_STATUSES = ['succeeded', 'dead_lettered', 'cancelled', 'compensated'] as const;
+const FINISHED_STATUSES = ['succeeded', 'dead_lettered', 'cancelled'] as const;
 
-/** Records a run's claim, creating its source's finished series at 0 (ratios need them). */
+/**
+ * Records a run's claim, creating its source's finished and partner-call series at 0 first:
+ * Prometheus' increase() cannot see a series' first increment, and the alert ratios need them.
+ */
 export function observeRunStarted(metrics: Metrics, source: string): void {
   metrics.runsStarted.inc({ source });
   for (const status of FINISHED_STATUSES) metrics.runsFinished.inc({ source, status, error_type: '' }, 0);
+  for (const errorType of [...NON_RETRYABLE_ERROR_TYPES, ...RETRYABLE_ERROR_TYPES]) {
+    metrics.runsFinished.inc({ source, status: 'dead_lettered', error_type: errorType }, 0);
+  }
+  for (const outcome of ['ok', 'error']) metrics.downstreamRequests.inc({ source, outcome }, 0);
 }
 
 /** Records one partner call's outcome. */

@@ -46,11 +46,13 @@ export function workflowIdFor(key: BusinessKey): string {
 }
 
 /**
- * Workflow id of the compensation of a business key's run: `compensate/<jobType>/<sourceId>/<date>`
- * (issue #6). One at a time per key; a later one (after `compensations retry`) reuses the id.
+ * Workflow id of the compensation of one claim (`round`) of a business key's run:
+ * `compensate/<jobType>/<sourceId>/<date>/r<round>` (issue #6). One at a time per claim; a later
+ * one (after `compensations retry`) reuses the id. Claims never share one, so the compensation of
+ * an earlier claim never blocks a later claim's.
  */
-export function compensationWorkflowIdFor(key: BusinessKey): string {
-  return `compensate/${key.jobType}/${key.sourceId}/${key.businessDate}`;
+export function compensationWorkflowIdFor(key: BusinessKey, round: number): string {
+  return `compensate/${key.jobType}/${key.sourceId}/${key.businessDate}/r${round}`;
 }
 
 /** Parses a workflow id made by {@link workflowIdFor}; undefined for anything else. */

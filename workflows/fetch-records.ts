@@ -16,6 +16,7 @@ import {
   ParentClosePolicy,
   proxyActivities,
   setHandler,
+  sleep,
   startChild,
   workflowInfo,
   WorkflowIdReusePolicy,
@@ -34,8 +35,11 @@ import {
   SUBMIT_SUMMARY,
 } from './types.ts';
 
-/** How often a run paused at a page boundary asks whether its source was resumed (a signal is prompter). */
-export const PAUSE_CHECK_INTERVAL = '5 minutes';
+/**
+ * How often a run paused at a page boundary asks whether its source was resumed (a signal is
+ * prompter). Each check renews the run's lease: keep DURABLE_FETCH_LEASE_TTL_MS well above it.
+ */
+export const PAUSE_CHECK_INTERVAL = '1 minute';
 const sourceResumed = defineSignal(SOURCE_RESUMED_SIGNAL);
 
 const db = proxyActivities<
@@ -76,9 +80,11 @@ export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<Fe
     resumeSignalled = true;
   });
   let state: ResumeState;
-  let pausedAtStart = false;
+  let pausedAtStart: boolean;
   if (input.resume) {
-    state = input.resume;
+    const { waitingForResume, ...resumed } = input.resume;
+    state = resumed;
+    pausedAtStart = waitingForResume ?? false;
   } else {
     // Not cancellable: a claim that commits must be seen, so that a cancel arriving now still
     // ends the claimed row as `cancelled` instead of leaving it `running` under a live lease.
@@ -171,11 +177,10 @@ async function finish(input: FetchRecordsInput, state: ResumeState, err: unknown
  */
 async function startCompensation(input: FetchRecordsInput, state: ResumeState, cancelled: boolean) {
   const round = state.round ?? 1;
-  const workflowId = compensationWorkflowIdFor({
-    jobType: FETCH_RECORDS,
-    sourceId: input.sourceId,
-    businessDate: input.businessDate,
-  });
+  const workflowId = compensationWorkflowIdFor(
+    { jobType: FETCH_RECORDS, sourceId: input.sourceId, businessDate: input.businessDate },
+    round,
+  );
   try {
     await CancellationScope.nonCancellable(async () => {
       const pending = await db.pendingCompensations({ fetchRunId: state.fetchRunId, round });
@@ -198,7 +203,7 @@ async function startCompensation(input: FetchRecordsInput, state: ResumeState, c
       log.info('compensation started', { workflowId, actions: pending.length });
     });
   } catch (startErr) {
-    // E.g. an operator's compensation of this key is running: it settles these rows too.
+    // E.g. an operator's compensation of this claim is running: it settles these rows too.
     log.error('could not start the compensation', { workflowId, error: String(startErr) });
   }
 }
@@ -250,7 +255,11 @@ async function fetchAndStore(
     if (stored.sourcePaused && state.cursor !== null) await waitWhilePaused(input, state);
   }
 
-  if (state.submitSummary) await submitSummary(input, state);
+  if (state.submitSummary) {
+    // A safe point too: a paused partner gets no submission either.
+    await waitWhilePaused(input, state);
+    await submitSummary(input, state);
+  }
 
   // Not cancellable: once completeRun may commit, its answer decides the run's end state.
   const done = await CancellationScope.nonCancellable(() =>
@@ -283,6 +292,13 @@ async function waitWhilePaused(input: FetchRecordsInput, state: ResumeState): Pr
   setStatus('paused');
   log.info('source paused: waiting at a page boundary', { pagesStored: state.pagesStored });
   while (check.paused) {
+    if (workflowInfo().continueAsNewSuggested) {
+      // A long pause must not outgrow the history: go on waiting in a fresh execution.
+      await continueAsNew<typeof fetchRecordsWorkflow>({
+        ...input,
+        resume: { ...state, waitingForResume: true },
+      });
+    }
     await condition(() => resumeSignalled, PAUSE_CHECK_INTERVAL);
     resumeSignalled = false;
     check = await db.checkSourcePause(fence);
@@ -290,6 +306,9 @@ async function waitWhilePaused(input: FetchRecordsInput, state: ResumeState): Pr
   setStatus('running');
   log.info('source resumed: going on', { pagesStored: state.pagesStored });
 }
+
+/** Wait between an unknown outcome and the lookup that settles it. */
+export const RECONCILE_SETTLE = '2 seconds';
 
 /** Calls of the non-idempotent submit a run makes at most, each after a lookup found nothing. */
 export const MAX_SUBMIT_CALLS = 3;
@@ -330,6 +349,8 @@ async function submitSummary(input: FetchRecordsInput, state: ResumeState): Prom
     } catch (err) {
       if (errorOf(err).errorType !== 'OutcomeUnknown') throw err;
       last = errorOf(err);
+      // Let a request the partner may still be processing land before asking what exists.
+      await sleep(RECONCILE_SETTLE);
       const settled = await reconcile(actionId);
       if (settled.found) partnerId = settled.partnerId;
       else attempts = settled.attempts;

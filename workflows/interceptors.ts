@@ -52,12 +52,12 @@ export interface LogContextSinks extends Sinks {
 
 /**
  * Business key of a workflow id: `fetch/<job>/<source>/<date>` and its compensation's
- * `compensate/<job>/<source>/<date>` name one; other workflows (schedules, replays) do not.
+ * `compensate/<job>/<source>/<date>/r<round>` name one; other workflows (schedules, replays) do not.
  */
 export function businessKeyOfWorkflowId(workflowId: string): string | undefined {
   const compensation = 'compensate/';
   const id = workflowId.startsWith(compensation)
-    ? `fetch/${workflowId.slice(compensation.length)}`
+    ? `fetch/${workflowId.slice(compensation.length).replace(/\/r\d+$/, '')}`
     : workflowId;
   const key = parseWorkflowId(id);
   return key ? idempotencyKeyFor(key) : undefined;

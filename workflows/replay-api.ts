@@ -6,8 +6,11 @@
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { ReplayFilter } from '../activities/replay.ts';
 
-/** Most letters one replay takes: its history stays far from Temporal's limits (≈11 events each). */
-export const MAX_REPLAY_LETTERS = 2000;
+/**
+ * Most letters one replay takes: its history (about 20 events a letter) stays well under
+ * Temporal's limits, and so does its number of pending children.
+ */
+export const MAX_REPLAY_LETTERS = 1000;
 /** Fastest replay rate accepted, starts per second. */
 export const MAX_REPLAY_RATE = 50;
 

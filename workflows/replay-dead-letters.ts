@@ -76,17 +76,18 @@ export async function replayDeadLettersWorkflow(input: ReplayInput): Promise<Rep
     progress.paused = false;
   });
 
-  const targets = await db.reserveDeadLetters({
-    replayId: input.replayId,
-    filter: input.filter,
-    max: Math.min(input.max, MAX_REPLAY_LETTERS),
-  });
-  progress.total = targets.length;
-  progress.phase = 'starting';
   const outcomes: Promise<void>[] = [];
+  let targets: ReplayTarget[] = [];
   let cancelled = false;
   let next = 0;
   try {
+    targets = await db.reserveDeadLetters({
+      replayId: input.replayId,
+      filter: input.filter,
+      max: Math.min(input.max, MAX_REPLAY_LETTERS),
+    });
+    progress.total = targets.length;
+    progress.phase = 'starting';
     for (; next < targets.length; next++) {
       if (next > 0) await sleep(intervalMs);
       // After the timer: a pause that arrived while waiting holds this start too.
@@ -110,7 +111,11 @@ export async function replayDeadLettersWorkflow(input: ReplayInput): Promise<Rep
     // The runs are not cancelled with the replay: only the waiting for them is.
     await Promise.race([Promise.all(outcomes), CancellationScope.current().cancelRequested]);
   } catch (err) {
-    if (!isCancellation(err)) throw err;
+    if (!isCancellation(err)) {
+      // Failing for good: letters not started go back to open, never stay reserved.
+      await CancellationScope.nonCancellable(() => db.releaseDeadLetters({ replayId: input.replayId }));
+      throw err;
+    }
     cancelled = true;
   }
 

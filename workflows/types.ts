@@ -49,6 +49,8 @@ export interface ResumeState {
   round?: number;
   /** Whether the run ends with the downstream submission step (Source.submitSummary). */
   submitSummary?: boolean;
+  /** Continued as new while waiting for its paused source: the next execution waits first. */
+  waitingForResume?: boolean;
 }
 
 export type FetchRecordsResult =
