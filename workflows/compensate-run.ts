@@ -38,8 +38,9 @@ export async function compensateRunWorkflow(input: CompensateRunInput): Promise<
           continue;
         }
       }
-      await undo.compensateDownstream({ actionId: action.actionId });
-      result.compensated++;
+      const done = await undo.compensateDownstream({ actionId: action.actionId });
+      if (done.state === 'compensated') result.compensated++;
+      else if (done.state === 'not_applied') result.notApplied++;
     } catch (err) {
       // Cancelling the compensation itself leaves its rows as they are, visible to operators.
       if (isCancellation(err)) throw err;
