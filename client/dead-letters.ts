@@ -487,6 +487,42 @@ async function reservationHolds(
   return false;
 }
 
+/**
+ * Closes an open letter no replay holds (`retried` or `discarded`) and writes its audit entry, in
+ * one transaction. Returns the letter, or undefined when it was no longer open and free.
+ */
+async function closeLetter(
+  ctx: PrismaCtx,
+  id: string,
+  close: {
+    status: 'retried' | 'discarded';
+    actor: string;
+    reason: string | null;
+    action: string;
+    details: Prisma.InputJsonObject;
+  },
+): Promise<DeadLetter | undefined> {
+  return ctx.prisma.$transaction(async (tx) => {
+    const n = await tx.$executeRaw`
+      UPDATE dead_letter
+         SET status = ${close.status}::dead_letter_status, closed_at = now(), closed_by = ${close.actor},
+             close_reason = ${close.reason}, updated_at = now()
+       WHERE id = ${id}::uuid AND status = 'open' AND replay_id IS NULL`;
+    if (n !== 1) return undefined;
+    await tx.auditEntry.create({
+      data: {
+        actor: close.actor,
+        action: close.action,
+        targetType: DEAD_LETTER_TARGET,
+        targetId: id,
+        reason: close.reason,
+        details: close.details,
+      },
+    });
+    return tx.deadLetter.findUniqueOrThrow({ where: { id } });
+  });
+}
+
 /** Why a conditional update matched nothing: the letter's state now. */
 async function refusal(ctx: PrismaCtx, id: string, verb: 'retried' | 'discarded'): Promise<UserFacingError> {
   const now = await ctx.prisma.deadLetter.findUnique({
@@ -591,24 +627,12 @@ export async function retryDeadLetter(
     joined: started.joined,
     ...(joinedStatus === undefined ? {} : { joinedStatus }),
   };
-  const updated = await ctx.prisma.$transaction(async (tx) => {
-    const n = await tx.$executeRaw`
-      UPDATE dead_letter
-         SET status = 'retried', closed_at = now(), closed_by = ${actor}, close_reason = ${reason},
-             updated_at = now()
-       WHERE id = ${letter.id}::uuid AND status = 'open' AND replay_id IS NULL`;
-    if (n !== 1) return undefined;
-    await tx.auditEntry.create({
-      data: {
-        actor,
-        action: 'dead_letter.retry',
-        targetType: DEAD_LETTER_TARGET,
-        targetId: letter.id,
-        reason,
-        details,
-      },
-    });
-    return tx.deadLetter.findUniqueOrThrow({ where: { id: letter.id } });
+  const updated = await closeLetter(ctx, letter.id, {
+    status: 'retried',
+    actor,
+    reason,
+    action: 'dead_letter.retry',
+    details,
   });
   if (!updated) {
     const why = await refusal(ctx, letter.id, 'retried');
@@ -664,24 +688,12 @@ export async function discardDeadLetter(
   const letter = await loadLetter(ctx, id);
   if (letter.status !== 'open') throw notOpen(letter.id, letter.status, 'discarded');
   if (letter.replayId && (await reservationHolds(ctx, letter))) throw reserved(letter.id, letter.replayId);
-  const updated = await ctx.prisma.$transaction(async (tx) => {
-    const n = await tx.$executeRaw`
-      UPDATE dead_letter
-         SET status = 'discarded', closed_at = now(), closed_by = ${actor}, close_reason = ${reason},
-             updated_at = now()
-       WHERE id = ${letter.id}::uuid AND status = 'open' AND replay_id IS NULL`;
-    if (n !== 1) return undefined;
-    await tx.auditEntry.create({
-      data: {
-        actor,
-        action: 'dead_letter.discard',
-        targetType: DEAD_LETTER_TARGET,
-        targetId: letter.id,
-        reason,
-        details: { from: 'open', runStatus: letter.run.status },
-      },
-    });
-    return tx.deadLetter.findUniqueOrThrow({ where: { id: letter.id } });
+  const updated = await closeLetter(ctx, letter.id, {
+    status: 'discarded',
+    actor,
+    reason,
+    action: 'dead_letter.discard',
+    details: { from: 'open', runStatus: letter.run.status },
   });
   if (!updated) throw await refusal(ctx, letter.id, 'discarded');
   return view(updated);

@@ -14,7 +14,17 @@ import type { DownstreamAction, Prisma } from '../prisma/generated/client.ts';
 import { compensationWorkflowIdFor } from '../workflows/business-key.ts';
 import type { compensateRunWorkflow } from '../workflows/compensate-run.ts';
 import type { CompensateRunResult } from '../workflows/types.ts';
-import { assertOneLineError, assertUsageError, detail, json, lines, ok, runCli } from './helpers/cli.ts';
+import {
+  assertOneLineError,
+  assertUsageError,
+  cells,
+  detail,
+  fieldsOf,
+  json,
+  lines,
+  ok,
+  runCli,
+} from './helpers/cli.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';
 import { temporalAddress, testClient, testWorker, type TestWorker } from './helpers/temporal.ts';
@@ -119,21 +129,6 @@ const auditOf = (id: string) =>
     where: { targetType: 'downstream_action', targetId: id },
     orderBy: { id: 'asc' },
   });
-
-/** The `key  value` lines of `show` (up to the first blank line), as a map. */
-function fieldsOf(stdout: string): Map<string, string> {
-  const fields = new Map<string, string>();
-  for (const line of stdout.split('\n')) {
-    if (line.trim() === '') break;
-    const m = /^(\S.*?) {2,}(.*)$/.exec(line) ?? /^(\S.*?)\s*$/.exec(line);
-    assert.ok(m, `a field line: ${line}`);
-    fields.set(m[1]!, m[2] ?? '');
-  }
-  return fields;
-}
-
-/** Table lines split into cells (cells are separated by two or more spaces). */
-const cells = (line: string) => line.trim().split(/ {2,}/);
 
 async function assertNoWorkflow(workflowId: string): Promise<void> {
   await assert.rejects(client.workflow.getHandle(workflowId).describe(), WorkflowNotFoundError);

@@ -13,7 +13,7 @@ import { startPartner, type PartnerServer } from '../partner/server.ts';
 import { pageKeyFor } from '../workflows/business-key.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource } from './helpers/deps.ts';
-import { spawnTs, type Spawned } from './helpers/process.ts';
+import { spawnTs, type Spawned, within } from './helpers/process.ts';
 import { temporalAddress, testClient } from './helpers/temporal.ts';
 
 const RECORDS = 230;
@@ -65,19 +65,6 @@ before(async () => {
 after(async () => {
   await client?.connection.close();
 });
-
-/** Rejects with `describe()` when `promise` has not settled after `ms` (so `finally` blocks run). */
-async function within<T>(promise: Promise<T>, ms: number, describe: () => string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${describe()}`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /** A `durable-fetch worker` process; `ended` tells its exit code or the signal that killed it. */
 function spawnWorker(env: Record<string, string>): Spawned {

@@ -13,7 +13,7 @@ import { encodeCursor } from '../partner/records.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
 import type { DeadLetter } from '../prisma/generated/client.ts';
 import type { FetchRecordsResult } from '../workflows/types.ts';
-import { assertOneLineError, detail, json, lines, ok, runCli } from './helpers/cli.ts';
+import { assertOneLineError, cells, detail, fieldsOf, json, lines, ok, runCli } from './helpers/cli.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';
 import { temporalAddress, testClient, testWorker, type TestWorker } from './helpers/temporal.ts';
@@ -49,21 +49,6 @@ after(async () => {
   await partner?.close();
   await db?.drop();
 });
-
-/** The `key  value` lines of `show` (up to the first blank line), as a map. */
-function fieldsOf(stdout: string): Map<string, string> {
-  const fields = new Map<string, string>();
-  for (const line of stdout.split('\n')) {
-    if (line.trim() === '') break;
-    const m = /^(\S.*?) {2,}(.*)$/.exec(line) ?? /^(\S.*?)\s*$/.exec(line);
-    assert.ok(m, `a field line: ${line}`);
-    fields.set(m[1]!, m[2] ?? '');
-  }
-  return fields;
-}
-
-/** Table lines split into cells (cells are separated by two or more spaces). */
-const cells = (line: string) => line.trim().split(/ {2,}/);
 
 const workflowIdOf = (sourceId: string, date: string) => `fetch/fetch-records/${sourceId}/${date}`;
 const letterOf = (id: string) => db.prisma.deadLetter.findUniqueOrThrow({ where: { id } });

@@ -12,7 +12,7 @@ import { startPartner, type PartnerServer } from '../partner/server.ts';
 import { pageKeyFor } from '../workflows/business-key.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource } from './helpers/deps.ts';
-import { spawnTs, type Spawned } from './helpers/process.ts';
+import { spawnTs, type Spawned, within } from './helpers/process.ts';
 import { temporalAddress, testClient } from './helpers/temporal.ts';
 
 const RECORDS = 300;
@@ -30,19 +30,6 @@ before(async () => {
 after(async () => {
   await client?.connection.close();
 });
-
-/** Rejects with `describe()` when `promise` has not settled after `ms` (so `finally` blocks run). */
-async function within<T>(promise: Promise<T>, ms: number, describe: () => string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${describe()}`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /** Resolves once `check()` holds; fails after `ms`, or as soon as `worker` exits. */
 async function until(check: () => boolean, ms: number, worker: Spawned, what: string): Promise<void> {

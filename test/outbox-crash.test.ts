@@ -12,7 +12,7 @@ import { connect } from '@nats-io/transport-node';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { waitFor } from './helpers/outbox.ts';
-import { spawnTs, type Spawned } from './helpers/process.ts';
+import { spawnTs, type Spawned, within } from './helpers/process.ts';
 
 const NATS_URL = 'nats://127.0.0.1:4222';
 /** Short, so the takeover happens within the test; well above a delivery's duration. */
@@ -24,19 +24,6 @@ const ROUTES = `${WEBHOOK_TOPIC}=webhook,${NATS_TOPIC}=nats`;
 /** A `durable-fetch publisher` process; `ended` tells its exit code or the signal that killed it. */
 function spawnPublisher(env: Record<string, string>): Spawned {
   return spawnTs(['bin/durable-fetch.js', 'publisher'], env);
-}
-
-/** Rejects with `describe()` when `promise` has not settled after `ms` (so `finally` blocks run). */
-async function within<T>(promise: Promise<T>, ms: number, describe: () => string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${describe()}`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** A JetStream stream and subject prefix of this test only, and a way to look into it. */

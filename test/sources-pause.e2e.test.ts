@@ -200,6 +200,31 @@ describe('pausing a source', { timeout: 300_000 }, () => {
     );
   });
 
+  it('the downstream submission is a safe point too: a paused source gets no submission until resumed', async () => {
+    const sourceId = 'spause-submit';
+    await createSource(db.prisma, sourceId, partner.url);
+    await db.prisma.source.update({ where: { id: sourceId }, data: { submitSummary: true } });
+    const reference = `fetch-records:${sourceId}:${DATE}:submit-summary:r1`;
+    // Hold the last page's first request, pause meanwhile: the run stores it, then must wait.
+    partner.faults.add({ sourceId, cursor: encodeCursor(201), kind: 'delay', delayMs: 3_000 });
+    const heldLast = () => !partner.faults.list().some((f) => f.sourceId === sourceId && f.remaining > 0);
+    await worker.run(async () => {
+      const started = await startFetch(ctx, { sourceId, date: DATE, requestedBy: 'test' });
+      await eventually(heldLast, 'the partner holds the first request of the last page');
+      await pauseSource(ctx, sourceId, { reason: 'downstream freeze', actor: 'test' });
+      assert.equal(await assertHeld(sourceId, started.handle), PAGES, 'every page stored, then held');
+      assert.equal(partner.ledger.count({ action: 'submit', reference }), 0, 'no submission while paused');
+      await resumeSource(ctx, sourceId, { actor: 'test' });
+      assert.equal((await started.handle.result()).status, 'succeeded');
+    });
+    assert.deepEqual(
+      partner.submissions.byReference(reference).map((sub) => sub.status),
+      ['confirmed'],
+      'one submission, after the resume',
+    );
+    await assertComplete(sourceId);
+  });
+
   it('cancelling a run while it waits ends it cancelled, with no further partner request', async () => {
     const sourceId = 'spause-cancel';
     await createSource(db.prisma, sourceId, partner.url);

@@ -11,7 +11,9 @@ Delivers outbox events at least once to the sink their topic is routed to
 Run as many publishers as you like: each claims batches under a lease
 (DURABLE_FETCH_OUTBOX_LEASE_MS) and only the current claim holder can mark an event published.
 SIGINT/SIGTERM stops claiming, lets deliveries finish for DURABLE_FETCH_OUTBOX_GRACE_MS, releases
-the rest and exits 0. Published events are deleted after DURABLE_FETCH_OUTBOX_RETENTION_DAYS.`;
+the rest and exits 0. Published events are deleted after DURABLE_FETCH_OUTBOX_RETENTION_DAYS.
+It serves /metrics on DURABLE_FETCH_METRICS_HOST:DURABLE_FETCH_METRICS_PORT (default 0.0.0.0:9464;
+0 = any free port); see docs/operations.md.`;
 
 /** `durable-fetch publisher`: the outbox publisher loop until SIGINT/SIGTERM. */
 export function registerPublisher(program: Command, ctx: () => CliContext): void {

@@ -14,7 +14,10 @@ SIGINT/SIGTERM stops it gracefully (R9): it polls no new tasks, lets running act
 DURABLE_FETCH_SHUTDOWN_GRACE_MS (default 20000), then cancels the rest (a partner call in flight is
 aborted) so that Temporal retries them on another worker; it prints "worker stopped" and exits 0.
 A second SIGINT/SIGTERM during the grace time stops at once (exit 130/143): activities still
-running are retried elsewhere once their heartbeat times out.`;
+running are retried elsewhere once their heartbeat times out.
+It serves /metrics (its own and the Temporal SDK's) on DURABLE_FETCH_METRICS_HOST:DURABLE_FETCH_METRICS_PORT
+(default 0.0.0.0:9464; 0 = any free port) and samples backlog and health every
+DURABLE_FETCH_METRICS_SAMPLE_MS; see docs/operations.md.`;
 
 /** Exit code of a process stopped by `signal` (128 + its number), as shells report it. */
 const signalExitCode = (signal: NodeJS.Signals) => (signal === 'SIGINT' ? 130 : 143);

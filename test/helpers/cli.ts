@@ -88,3 +88,18 @@ export function assertUsageError(result: CliResult, pattern: RegExp): void {
   assert.match(result.stderr, pattern, detail(result));
   assert.match(result.stderr, /add --help for usage/, detail(result));
 }
+
+/** The `key  value` lines of `show` (up to the first blank line), as a map. */
+export function fieldsOf(stdout: string): Map<string, string> {
+  const fields = new Map<string, string>();
+  for (const line of stdout.split('\n')) {
+    if (line.trim() === '') break;
+    const m = /^(\S.*?) {2,}(.*)$/.exec(line) ?? /^(\S.*?)\s*$/.exec(line);
+    assert.ok(m, `a field line: ${line}`);
+    fields.set(m[1]!, m[2] ?? '');
+  }
+  return fields;
+}
+
+/** Table lines split into cells (cells are separated by two or more spaces). */
+export const cells = (line: string) => line.trim().split(/ {2,}/);

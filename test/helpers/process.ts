@@ -77,3 +77,16 @@ export function spawnTs(args: string[], env: Record<string, string>): Spawned {
     },
   };
 }
+
+/** Rejects with `describe()` when `promise` has not settled after `ms` (so `finally` blocks run). */
+export async function within<T>(promise: Promise<T>, ms: number, describe: () => string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${describe()}`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
