@@ -6,7 +6,10 @@
 import { ApplicationFailure, CancelledFailure } from '@temporalio/activity';
 import { redactUrlsIn } from '../worker/redact.ts';
 import { type ErrorType, isRetryableErrorType } from '../workflows/error-types.ts';
+import { codesOf, databaseOutageCode } from './database-errors.ts';
 import { parseRetryAfter } from './retry-delay.ts';
+
+export { codeOf, codesOf } from './database-errors.ts';
 
 /** Details every failure carries: a safe code, and the partner's Retry-After when it sent one. */
 export interface FailureDetails {
@@ -76,73 +79,6 @@ const TIMEOUT_CODES = new Set([
   'UND_ERR_HEADERS_TIMEOUT',
   'UND_ERR_BODY_TIMEOUT',
 ]);
-/**
- * Database failures worth a retry, by SQLSTATE (PostgreSQL), Prisma code, or driver-adapter error
- * kind: lost or refused connections, server shutdown or startup, too many connections,
- * serialization failures and deadlocks, pool and transaction-start timeouts. SQLSTATE class 08
- * (connection exception) is matched by prefix.
- */
-const DATABASE_RETRYABLE = new Set([
-  // PostgreSQL
-  '40001', // serialization_failure
-  '40P01', // deadlock_detected
-  '53300', // too_many_connections
-  '57P01', // admin_shutdown
-  '57P02', // crash_shutdown
-  '57P03', // cannot_connect_now
-  // Prisma
-  'P1001',
-  'P1002',
-  'P1008',
-  'P1017',
-  'P2024', // pool timeout
-  'P2028', // transaction API error (start/commit timeout)
-  'P2034', // write conflict or deadlock
-  // Prisma 7 driver-adapter kinds
-  'DatabaseNotReachable',
-  'ConnectionClosed',
-  'SocketTimeout',
-  'TooManyConnections',
-  'TransactionWriteConflict',
-]);
-
-interface Coded {
-  code?: unknown;
-  cause?: unknown;
-  clientVersion?: unknown;
-  meta?: { driverAdapterError?: { cause?: { originalCode?: unknown; code?: unknown; kind?: unknown } } };
-}
-
-/**
- * Every error code in `err`, most specific first: PostgreSQL's SQLSTATE that Prisma 7's driver
- * adapter keeps under `meta.driverAdapterError.cause` (e.g. 57P01 behind a generic P2010), the
- * adapter's error kind (e.g. DatabaseNotReachable, which has no SQLSTATE), the error's own
- * `code`, then its causes'. Classification looks at all of them: the first is not always the one
- * that decides (40001 behind P2034).
- */
-export function codesOf(err: unknown): string[] {
-  const codes: string[] = [];
-  for (let e: unknown = err, depth = 0; typeof e === 'object' && e !== null && depth < 5; depth++) {
-    const c = e as Coded;
-    const driver = c.meta?.driverAdapterError?.cause;
-    for (const candidate of [driver?.originalCode, driver?.code, driver?.kind, c.code]) {
-      if (typeof candidate === 'string' && !codes.includes(candidate)) codes.push(candidate);
-    }
-    e = c.cause;
-  }
-  return codes;
-}
-
-/** The most specific error code in `err` (see {@link codesOf}). */
-export function codeOf(err: unknown): string | undefined {
-  return codesOf(err)[0];
-}
-
-/** Prisma's errors carry the client version; pg's own connection errors often carry no code. */
-function isPrismaError(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && typeof (err as Coded).clientVersion === 'string';
-}
-
 /** What a thrown value is, before it becomes a failure. Exhaustive: every value lands in one. */
 type Kind =
   | { kind: 'typed'; failure: ApplicationFailure }
@@ -157,18 +93,15 @@ function kindOf(err: unknown): Kind {
   if (err instanceof ApplicationFailure) return { kind: 'typed', failure: err };
   // The activity's own cancellation (its signal's reason) must reach the SDK unchanged.
   if (err instanceof CancelledFailure) return { kind: 'cancelled' };
+  // First: a refused or reset connection to our own database is the database being unavailable,
+  // not a partner's network error.
+  const database = databaseOutageCode(err);
+  if (database) return { kind: 'database', code: database };
   const codes = codesOf(err);
   const timeout = codes.find((c) => TIMEOUT_CODES.has(c));
   if (timeout) return { kind: 'timeout', code: timeout };
   const network = codes.find((c) => NETWORK_CODES.has(c));
   if (network) return { kind: 'network', code: network };
-  const database = codes.find((c) => DATABASE_RETRYABLE.has(c) || c.startsWith('08'));
-  if (database) return { kind: 'database', code: database };
-  // A Prisma error without a data-level code (P2xxx: constraint, missing record…) is the
-  // connection layer failing in a way it did not label: retry within the database preset's bounds.
-  if (isPrismaError(err) && !codes.some((c) => /^P2\d{3}$/.test(c))) {
-    return { kind: 'database', code: codes[0] ?? 'PRISMA_UNKNOWN' };
-  }
   const name = typeof err === 'object' && err !== null ? (err as { name?: unknown }).name : undefined;
   // AbortSignal.timeout() and friends: a DOMException named TimeoutError (a web standard name).
   if (name === 'TimeoutError') return { kind: 'timeout', code: 'TIMEOUT' };

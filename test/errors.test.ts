@@ -191,6 +191,77 @@ describe('errors', () => {
     assert.equal(shape(classify(unique, 'storePage')).type, 'Internal');
   });
 
+  it('errors: a database refusing connections, in recovery or failing over is DatabaseUnavailable by SQLSTATE class and severity (R7)', () => {
+    // The shape Prisma 7 gives when the database refuses connections (ALLOW_CONNECTIONS false, as in
+    // maintenance or a managed failover): SQLSTATE 55000, severity FATAL, behind P2010 or P2039.
+    const prisma = (code: string, cause: Record<string, unknown>) =>
+      Object.assign(new Error('Invalid invocation'), {
+        code,
+        clientVersion: '7.10.1',
+        meta: { driverAdapterError: { name: 'DriverAdapterError', cause: { kind: 'postgres', ...cause } } },
+      });
+    const outage: [string, Error, string][] = [
+      ['not accepting connections', prisma('P2010', { originalCode: '55000', severity: 'FATAL' }), '55000'],
+      [
+        'the same at transaction start',
+        prisma('P2039', { originalCode: '55000', severity: 'FATAL' }),
+        '55000',
+      ],
+      [
+        'lock not granted within lock_timeout',
+        prisma('P2010', { originalCode: '55P03', severity: 'ERROR' }),
+        '55P03',
+      ],
+      [
+        'a write on a standby during failover',
+        prisma('P2010', { originalCode: '25006', severity: 'ERROR' }),
+        '25006',
+      ],
+      ['idle-in-transaction timeout', prisma('P2010', { originalCode: '25P03', severity: 'FATAL' }), '25P03'],
+      ['statement_timeout', prisma('P2010', { originalCode: '57014', severity: 'ERROR' }), '57014'],
+      ['disk full', prisma('P2010', { originalCode: '53100', severity: 'ERROR' }), '53100'],
+      ['server I/O error', prisma('P2010', { originalCode: '58030', severity: 'ERROR' }), '58030'],
+      [
+        'any code with which the server ends the session',
+        prisma('P2010', { originalCode: 'XX000', severity: 'FATAL' }),
+        'XX000',
+      ],
+      [
+        'a refused socket to the database is the database, not a partner network error',
+        Object.assign(new Error('Connection refused'), {
+          clientVersion: '7.10.1',
+          cause: withCode('x', 'ECONNREFUSED'),
+        }),
+        'ECONNREFUSED',
+      ],
+      [
+        "node-postgres' own server error (severity + SQLSTATE) ending the session",
+        Object.assign(new Error('the database system is in recovery mode'), {
+          code: '57P03',
+          severity: 'FATAL',
+        }),
+        '57P03',
+      ],
+    ];
+    for (const [what, err, code] of outage) {
+      assert.deepEqual(
+        shape(classify(err, 'fetchPage')),
+        { type: 'DatabaseUnavailable', nonRetryable: false, code },
+        what,
+      );
+    }
+    // Configuration, not an outage, even though the server ends the session: no retry mends them.
+    for (const code of ['28P01', '3D000']) {
+      const err = prisma('P2010', { originalCode: code, severity: 'FATAL' });
+      assert.deepEqual(shape(classify(err, 'claimRun')), { type: 'Internal', nonRetryable: true, code });
+    }
+    // Facts about the statement or the data stay bugs.
+    for (const code of ['22012', '42601', '23503']) {
+      const err = prisma('P2010', { originalCode: code, severity: 'ERROR' });
+      assert.equal(shape(classify(err, 'storePage')).type, 'Internal', code);
+    }
+  });
+
   it('errors: classify passes ApplicationFailures and cancellations through unchanged', () => {
     const typed = failure('IdempotencyConflict', 'KEY_REUSED', 'same key, different request');
     assert.equal(classify(typed, 'store'), typed);
