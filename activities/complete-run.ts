@@ -6,7 +6,7 @@ import { FETCH_RECORDS, idempotencyKeyFor } from '../workflows/business-key.ts';
 import type { CompleteRunInput, CompleteRunResult } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
 import { crashPoint } from './crash-points.ts';
-import { leaseLost } from './lease.ts';
+import { currentRunId, leaseLost } from './lease.ts';
 import { eventIdFor, insertRunEvent, RUN_COMPLETED_TOPIC } from './outbox.ts';
 
 interface FinishedRow {
@@ -50,6 +50,8 @@ export function createCompleteRun(deps: ActivityDeps) {
           leaseUntil: null,
           errorClass: null,
           errorMessage: null,
+          // The execution that completed it (a reset to a later workflow task kept the token).
+          workflowRunId: currentRunId(),
         },
       });
       await insertRunEvent(tx, {

@@ -43,6 +43,16 @@ export function withRetryTiming(err: unknown, now = Date.now(), random: () => nu
     random,
   });
   if ('deadlineExceeded' in decision) {
+    // Our own database still down at the step's deadline: the workflow waits and runs the step
+    // again (workflows/database-outage.ts), so the failure keeps saying what it is.
+    if (err.type === 'DatabaseUnavailable') {
+      return ApplicationFailure.create({
+        type: err.type,
+        message: `${err.message} until the step's deadline`,
+        details: err.details as unknown[],
+        nonRetryable: true,
+      });
+    }
     return failure(
       'DeadlineExceeded',
       'DEADLINE_EXCEEDED',

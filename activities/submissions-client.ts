@@ -1,5 +1,5 @@
 /**
- * Client of a partner's submissions API (the demo job's non-idempotent downstream, issue #6):
+ * Client of a partner's submissions API (the demo job's non-idempotent downstream):
  * `POST /submissions` creates a new submission on every call (no idempotency key), `POST
  * /submissions/:id/confirm` and `/void` act on one by the partner's id (repeat-safe), and `GET
  * /submissions?reference=` lists what exists for a reference. Responses are validated (zod).
@@ -45,19 +45,23 @@ function parsed(body: unknown, what: string): Submission {
 
 /**
  * Creates a submission. NOT idempotent: a repeat creates a second one. Callers record their intent
- * first and reconcile by `reference` whenever the outcome is unknown.
- * @throws the HTTP client's typed failures; InvalidResponse for a 2xx without a submission.
+ * first and reconcile by `reference` whenever the outcome is unknown. The request is not sent at
+ * all unless it can start before `sendBy` (a `performance.now()` instant).
+ * @throws the HTTP client's typed failures (Timeout SEND_DEADLINE_PASSED when not sent in time);
+ *   InvalidResponse for a 2xx without a submission.
  */
 export async function createSubmission(
   http: HttpClient,
   target: SubmissionsTarget,
   body: { reference: string; summary: Record<string, number> },
+  sendBy: number,
 ): Promise<Submission> {
   const what = `partner ${target.sourceId} submit`;
   const res = await http.postJson(url(target, 'submissions'), body, {
     signal: target.signal,
     headers: headers(target),
     what,
+    sendBy,
   });
   return parsed(res, what);
 }

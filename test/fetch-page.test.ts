@@ -26,6 +26,7 @@ function stubHttp(page: unknown): HttpClient & { calls: number } {
       return Promise.resolve(page);
     },
     postJson: () => Promise.reject(new Error('fetchPage never POSTs')),
+    options: { connectTimeoutMs: 1_000, responseTimeoutMs: 1_000 },
     close: () => Promise.resolve(),
   };
   return http;

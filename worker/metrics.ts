@@ -113,6 +113,12 @@ export function createMetrics() {
       help: 'Downstream actions in needs_manual: compensation gave up, a human must settle them.',
       registers: r,
     }),
+    downstreamStrays: new Counter({
+      name: 'durable_fetch_downstream_strays_total',
+      help: 'Effects found at a partner that the ledger did not expect (strays, voided by the compensation path), by source.',
+      labelNames: ['source'] as const,
+      registers: r,
+    }),
     leaseTakeovers: new Counter({
       name: 'durable_fetch_lease_takeovers_total',
       help: 'Outbox claims taken over after their lease ran out (a publisher died or stalled), by kind (outbox).',

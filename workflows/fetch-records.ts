@@ -4,7 +4,6 @@
  * workflow type name of every run already in history.
  */
 import {
-  ApplicationFailure,
   CancellationScope,
   continueAsNew,
   ContinueAsNew,
@@ -13,26 +12,22 @@ import {
   CancelledFailure,
   condition,
   defineSignal,
-  ParentClosePolicy,
+  patched,
   proxyActivities,
   setHandler,
-  sleep,
-  startChild,
   workflowInfo,
-  WorkflowIdReusePolicy,
 } from '@temporalio/workflow';
 import type { FetchActivities } from '../activities/index.ts';
-import { compensationWorkflowIdFor, FETCH_RECORDS } from './business-key.ts';
-import { compensateRunWorkflow } from './compensate-run.ts';
-import { errorOf, setStatus } from './outcome.ts';
+import { outlastingDatabaseOutages } from './database-outage.ts';
+import { setStatus } from './outcome.ts';
 import { type PartnerPresetName, RETRY_PRESETS } from './retry-presets.ts';
+import { finish } from './run-end.ts';
+import { submitSummary } from './submit-summary.ts';
 import {
   type FetchRecordsInput,
   type FetchRecordsResult,
-  type ReconcileActionResult,
   type ResumeState,
   SOURCE_RESUMED_SIGNAL,
-  SUBMIT_SUMMARY,
 } from './types.ts';
 
 /**
@@ -43,22 +38,8 @@ export const PAUSE_CHECK_INTERVAL = '1 minute';
 const sourceResumed = defineSignal(SOURCE_RESUMED_SIGNAL);
 
 const db = proxyActivities<
-  Pick<
-    FetchActivities,
-    | 'claimRun'
-    | 'storePage'
-    | 'completeRun'
-    | 'finishRun'
-    | 'recordDownstreamIntent'
-    | 'markNeedsManual'
-    | 'pendingCompensations'
-    | 'checkSourcePause'
-  >
+  Pick<FetchActivities, 'claimRun' | 'storePage' | 'completeRun' | 'checkSourcePause'>
 >(RETRY_PRESETS.database);
-/** The non-idempotent call, the repeat-safe one, and the lookup that settles unknown outcomes. */
-const submit = proxyActivities<Pick<FetchActivities, 'submitSummary'>>(RETRY_PRESETS.downstreamSubmit);
-const confirm = proxyActivities<Pick<FetchActivities, 'confirmSubmission'>>(RETRY_PRESETS.downstreamCall);
-const lookup = proxyActivities<Pick<FetchActivities, 'reconcileDownstream'>>(RETRY_PRESETS.reconcileLookup);
 /** One proxy per partner preset: a source picks its preset by name (`Source.retryPolicy`). */
 const partnerProxy = (name: PartnerPresetName) =>
   proxyActivities<Pick<FetchActivities, 'fetchPage'>>(RETRY_PRESETS[name]);
@@ -89,15 +70,17 @@ export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<Fe
     // Not cancellable: a claim that commits must be seen, so that a cancel arriving now still
     // ends the claimed row as `cancelled` instead of leaving it `running` under a live lease.
     const claim = await CancellationScope.nonCancellable(() =>
-      db.claimRun({
-        sourceId: input.sourceId,
-        businessDate: input.businessDate,
-        workflowId: info.workflowId,
-        workflowRunId: info.runId,
-        correlationId: input.correlationId,
-        requestedBy: input.requestedBy,
-        scheduledAt: input.scheduledAt ?? info.runStartTime.toISOString(),
-      }),
+      outlastingDatabaseOutages('claimRun', () =>
+        db.claimRun({
+          sourceId: input.sourceId,
+          businessDate: input.businessDate,
+          workflowId: info.workflowId,
+          workflowRunId: info.runId,
+          correlationId: input.correlationId,
+          requestedBy: input.requestedBy,
+          scheduledAt: input.scheduledAt ?? info.runStartTime.toISOString(),
+        }),
+      ),
     );
     if (claim.outcome === 'succeeded') {
       // E.g. a restart after the run committed but before the workflow saw it: report, do nothing.
@@ -137,76 +120,20 @@ export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<Fe
     return await fetchAndStore(input, state, pausedAtStart);
   } catch (err) {
     // continueAsNew() ends this execution by throwing: the run goes on, nothing to record.
-    if (!(err instanceof ContinueAsNew)) await finish(input, state, err);
-    throw err;
+    if (err instanceof ContinueAsNew) throw err;
+    // A cancel that lands while the step it waited on fails another way (a partner timeout firing
+    // as the cancellation is delivered) is still a cancel: what the operator asked for decides.
+    const cancelled =
+      isCancellation(err) || (CancellationScope.current().consideredCancelled && patched(CANCEL_WINS));
+    await finish(input, state, err, cancelled);
+    throw cancelled && !isCancellation(err)
+      ? new CancelledFailure('run cancelled', [], err instanceof Error ? err : undefined)
+      : err;
   }
 }
 
-/**
- * Records how the run ended when it did not succeed: `cancelled` (a cancel from the CLI, the
- * app or the Web UI), or `dead_lettered` with the error type. Runs even when the workflow is being
- * cancelled, so that the row never stays `running`. Then starts the compensation when the run
- * left downstream effects to undo or reconcile (issue #6).
- */
-async function finish(input: FetchRecordsInput, state: ResumeState, err: unknown): Promise<void> {
-  const cancelled = isCancellation(err);
-  setStatus(cancelled ? 'cancelled' : 'failed');
-  try {
-    await CancellationScope.nonCancellable(() =>
-      db.finishRun({
-        fetchRunId: state.fetchRunId,
-        leaseToken: state.leaseToken,
-        status: cancelled ? 'cancelled' : 'dead_lettered',
-        ...(cancelled ? {} : errorOf(err)),
-      }),
-    );
-  } catch (finishErr) {
-    // The run's own failure is what matters; recording it failed too (database down past its
-    // deadline): say so, and let the original error end the workflow.
-    log.error('could not record how the run ended', {
-      fetchRunId: state.fetchRunId,
-      error: String(finishErr),
-    });
-  }
-  if (state.submitSummary) await startCompensation(input, state, cancelled);
-}
-
-/**
- * Starts the compensation workflow of this claim when it has actions to settle. It outlives this
- * workflow (parent close policy ABANDON) and has its own id, derived from the business key.
- */
-async function startCompensation(input: FetchRecordsInput, state: ResumeState, cancelled: boolean) {
-  const round = state.round ?? 1;
-  const workflowId = compensationWorkflowIdFor(
-    { jobType: FETCH_RECORDS, sourceId: input.sourceId, businessDate: input.businessDate },
-    round,
-  );
-  try {
-    await CancellationScope.nonCancellable(async () => {
-      const pending = await db.pendingCompensations({ fetchRunId: state.fetchRunId, round });
-      if (pending.length === 0) return;
-      await startChild(compensateRunWorkflow, {
-        workflowId,
-        args: [
-          {
-            fetchRunId: state.fetchRunId,
-            sourceId: input.sourceId,
-            businessDate: input.businessDate,
-            round,
-            reason: cancelled ? 'cancelled' : 'failed',
-          },
-        ],
-        parentClosePolicy: ParentClosePolicy.ABANDON,
-        workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-        typedSearchAttributes: workflowInfo().typedSearchAttributes,
-      });
-      log.info('compensation started', { workflowId, actions: pending.length });
-    });
-  } catch (startErr) {
-    // E.g. an operator's compensation of this claim is running: it settles these rows too.
-    log.error('could not start the compensation', { workflowId, error: String(startErr) });
-  }
-}
+/** Patch id: histories recorded before it recorded such a run as failed. */
+const CANCEL_WINS = 'cancel-wins-over-step-failure';
 
 /** The page loop of one execution: fetch → store until done, then complete (or continue as new). */
 async function fetchAndStore(
@@ -226,24 +153,28 @@ async function fetchAndStore(
     if (pagesThisExecution >= pagesPerExecution || workflowInfo().continueAsNewSuggested) {
       return continueAsNew<typeof fetchRecordsWorkflow>({ ...input, resume: state });
     }
-    const page = await partner.fetchPage({
-      fetchRunId: state.fetchRunId,
-      leaseToken: state.leaseToken,
-      sourceId: input.sourceId,
-      businessDate: input.businessDate,
-      pageNo: state.pagesStored,
-      cursor: state.cursor,
-      pageSize: state.pageSize,
-    });
-    const stored = await db.storePage({
-      fetchRunId: state.fetchRunId,
-      leaseToken: state.leaseToken,
-      sourceId: input.sourceId,
-      businessDate: input.businessDate,
-      pageNo: state.pagesStored,
-      recordCount: page.recordCount,
-      nextCursor: page.nextCursor,
-    });
+    const page = await outlastingDatabaseOutages('fetchPage', () =>
+      partner.fetchPage({
+        fetchRunId: state.fetchRunId,
+        leaseToken: state.leaseToken,
+        sourceId: input.sourceId,
+        businessDate: input.businessDate,
+        pageNo: state.pagesStored,
+        cursor: state.cursor,
+        pageSize: state.pageSize,
+      }),
+    );
+    const stored = await outlastingDatabaseOutages('storePage', () =>
+      db.storePage({
+        fetchRunId: state.fetchRunId,
+        leaseToken: state.leaseToken,
+        sourceId: input.sourceId,
+        businessDate: input.businessDate,
+        pageNo: state.pagesStored,
+        recordCount: page.recordCount,
+        nextCursor: page.nextCursor,
+      }),
+    );
     state = {
       ...state,
       cursor: page.nextCursor,
@@ -263,12 +194,14 @@ async function fetchAndStore(
 
   // Not cancellable: once completeRun may commit, its answer decides the run's end state.
   const done = await CancellationScope.nonCancellable(() =>
-    db.completeRun({
-      fetchRunId: state.fetchRunId,
-      leaseToken: state.leaseToken,
-      sourceId: input.sourceId,
-      businessDate: input.businessDate,
-    }),
+    outlastingDatabaseOutages('completeRun', () =>
+      db.completeRun({
+        fetchRunId: state.fetchRunId,
+        leaseToken: state.leaseToken,
+        sourceId: input.sourceId,
+        businessDate: input.businessDate,
+      }),
+    ),
   );
   setStatus('succeeded');
   log.info('run succeeded', { pages: done.pages, records: done.records });
@@ -279,7 +212,7 @@ async function fetchAndStore(
 let resumeSignalled = false;
 
 /**
- * Waits, durably, while an operator has the source paused (issue #7): at a page boundary, with
+ * Waits, durably, while an operator has the source paused: at a page boundary, with
  * nothing in flight. Goes on when `sources resume` signals, or a periodic check (which also keeps
  * the run's lease) finds the pause lifted. A cancel ends the wait, and the run, as `cancelled`.
  */
@@ -287,7 +220,8 @@ async function waitWhilePaused(input: FetchRecordsInput, state: ResumeState): Pr
   const fence = { fetchRunId: state.fetchRunId, leaseToken: state.leaseToken, sourceId: input.sourceId };
   // Reset before each check, never after: a resume signalled while a check is in flight is kept.
   resumeSignalled = false;
-  let check = await db.checkSourcePause(fence);
+  const checkPause = () => outlastingDatabaseOutages('checkSourcePause', () => db.checkSourcePause(fence));
+  let check = await checkPause();
   if (!check.paused) return;
   setStatus('paused');
   log.info('source paused: waiting at a page boundary', { pagesStored: state.pagesStored });
@@ -301,72 +235,8 @@ async function waitWhilePaused(input: FetchRecordsInput, state: ResumeState): Pr
     }
     await condition(() => resumeSignalled, PAUSE_CHECK_INTERVAL);
     resumeSignalled = false;
-    check = await db.checkSourcePause(fence);
+    check = await checkPause();
   }
   setStatus('running');
   log.info('source resumed: going on', { pagesStored: state.pagesStored });
-}
-
-/** Wait between an unknown outcome and the lookup that settles it. */
-export const RECONCILE_SETTLE = '2 seconds';
-
-/** Calls of the non-idempotent submit a run makes at most, each after a lookup found nothing. */
-export const MAX_SUBMIT_CALLS = 3;
-
-/**
- * The demo job's non-idempotent step (issue #6): submit the run's summary downstream, then
- * confirm it. Recorded in the compensation ledger before and after the call. An unknown outcome
- * is reconciled (looked up by reference) before anything else: found → recorded and confirmed;
- * not found → called again, at most {@link MAX_SUBMIT_CALLS} times in all; the lookup itself
- * failing past its budget → `needs_manual` and the run fails.
- */
-async function submitSummary(input: FetchRecordsInput, state: ResumeState): Promise<void> {
-  const run = { fetchRunId: state.fetchRunId, leaseToken: state.leaseToken, sourceId: input.sourceId };
-  // Not cancellable: a cancel must find the intent either written or not, never in flight, so
-  // that the compensation started right after sees every row this run wrote.
-  const intent = await CancellationScope.nonCancellable(() =>
-    db.recordDownstreamIntent({
-      ...run,
-      businessDate: input.businessDate,
-      round: state.round ?? 1,
-      action: SUBMIT_SUMMARY,
-      step: 1,
-    }),
-  );
-  const actionId = intent.actionId;
-  let partnerId = intent.partnerId;
-  let attempts = intent.attempts;
-  let last = { errorType: 'UpstreamUnavailable', errorMessage: 'no call made' };
-  while (partnerId === null) {
-    if (attempts >= MAX_SUBMIT_CALLS) {
-      throw ApplicationFailure.nonRetryable(
-        `downstream submission failed ${attempts} times (${last.errorMessage})`,
-        last.errorType,
-      );
-    }
-    try {
-      ({ partnerId } = await submit.submitSummary({ ...run, actionId, expectedAttempts: attempts }));
-    } catch (err) {
-      if (errorOf(err).errorType !== 'OutcomeUnknown') throw err;
-      last = errorOf(err);
-      // Let a request the partner may still be processing land before asking what exists.
-      await sleep(RECONCILE_SETTLE);
-      const settled = await reconcile(actionId);
-      if (settled.found) partnerId = settled.partnerId;
-      else attempts = settled.attempts;
-    }
-  }
-  await confirm.confirmSubmission({ ...run, actionId });
-}
-
-/** Looks an unknown outcome up; a lookup that keeps failing hands the action to a human. */
-async function reconcile(actionId: string): Promise<ReconcileActionResult> {
-  try {
-    return await lookup.reconcileDownstream({ actionId, onAbsent: 'retry' });
-  } catch (err) {
-    if (!isCancellation(err)) {
-      await CancellationScope.nonCancellable(() => db.markNeedsManual({ actionId, ...errorOf(err) }));
-    }
-    throw err;
-  }
 }

@@ -1,5 +1,5 @@
 /**
- * Named retry presets (STYLE 4). Each sets its timeouts, bounds and non-retryable types; sources
+ * Named retry presets. Each sets its timeouts, bounds and non-retryable types; sources
  * pick a partner preset by name (`Source.retryPolicy`). Temporal's RetryPolicy has no jitter: the
  * activity computes each delay itself (full jitter under this exponential ceiling, or the
  * partner's Retry-After clamped to `maximumInterval`) and hands it over as `nextRetryDelay`; a
@@ -58,7 +58,23 @@ export const RETRY_PRESETS = {
     },
   },
   /**
-   * A non-idempotent downstream call (issue #6). The activity never lets a failure of the call
+   * Recording how a run ended, and finding what its compensation must settle: retried until the
+   * database is back, however long that takes (no attempt limit, no overall deadline), so that a
+   * workflow never closes while its row still says `running`. Only a non-retryable failure (a
+   * bug) stops it; the stuck-run sweep then settles the row.
+   */
+  recordOutcome: {
+    startToCloseTimeout: '10 seconds',
+    retry: {
+      initialInterval: '500 milliseconds',
+      backoffCoefficient: 2,
+      maximumInterval: '1 minute',
+      maximumAttempts: Number.POSITIVE_INFINITY,
+      nonRetryableErrorTypes,
+    },
+  },
+  /**
+   * A non-idempotent downstream call. The activity never lets a failure of the call
    * itself reach Temporal's retry: an unknown outcome ends it as OutcomeUnknown (non-retryable)
    * and the workflow reconciles. What Temporal does retry is a worker that died mid-call (noticed
    * by the 5 s heartbeat timeout) or a failed ledger write: the retried attempt sees the intent
@@ -91,7 +107,10 @@ export const RETRY_PRESETS = {
       nonRetryableErrorTypes,
     },
   },
-  /** Looking up an effect by its reference to settle an unknown outcome: then `needs_manual`. */
+  /**
+   * Looking up an effect by its reference to settle an unknown outcome: then `needs_manual`. The
+   * wait for a call's settle window is the workflow's (a durable timer), not this preset's.
+   */
   reconcileLookup: {
     startToCloseTimeout: '30 seconds',
     scheduleToCloseTimeout: '2 minutes',

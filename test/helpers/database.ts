@@ -10,6 +10,8 @@ import { applyMigrations, withDatabaseName } from '../../prisma/migrator.ts';
 
 export interface TestDatabase {
   url: string;
+  /** The database's name on the test server. */
+  name: string;
   prisma: PrismaClient;
   /** Disconnects `prisma` and drops the database, closing any other session still using it. */
   drop: () => Promise<void>;
@@ -47,6 +49,7 @@ export async function useTestDatabase(): Promise<TestDatabase> {
   const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: database.url }) });
   return {
     url: database.url,
+    name: database.name,
     prisma,
     drop: async () => {
       await prisma.$disconnect();
@@ -59,7 +62,7 @@ export async function useTestDatabase(): Promise<TestDatabase> {
  * A fresh, empty database (no tables, no `_prisma_migrations`) on the test server, for tests of the
  * migrator itself. Same env and error as {@link useTestDatabase}; call `drop()` when done.
  */
-export async function useEmptyDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+export async function useEmptyDatabase(): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
   return createDatabase(testEnv().adminUrl, 'template0');
 }
 
@@ -80,10 +83,26 @@ function testEnv(): { adminUrl: string; template: string } {
   return { adminUrl, template };
 }
 
+/**
+ * An outage of test database `name` as a client sees a managed failover or a maintenance window:
+ * `refused` closes it to new connections (they fail with SQLSTATE 55000) and ends every session
+ * it has; `false` opens it again.
+ */
+export async function refuseConnections(name: string, refused: boolean): Promise<void> {
+  await admin(testEnv().adminUrl, async (c) => {
+    await c.query(
+      `ALTER DATABASE ${escapeIdentifier(name)} WITH ALLOW_CONNECTIONS ${refused ? 'false' : 'true'}`,
+    );
+    if (refused) {
+      await c.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [name]);
+    }
+  });
+}
+
 async function createDatabase(
   adminUrl: string,
   template: string,
-): Promise<{ url: string; drop: () => Promise<void> }> {
+): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
   const name = `df_test_${process.pid}_${++counter}_${randomBytes(4).toString('hex')}`;
   const sql = `CREATE DATABASE ${escapeIdentifier(name)} TEMPLATE ${escapeIdentifier(template)}`;
   // A session that just closed can linger a moment on the server and block the clone with 55006
@@ -97,7 +116,7 @@ async function createDatabase(
       await new Promise((resolve) => setTimeout(resolve, 100 * attempt + Math.random() * 100));
     }
   }
-  return { url: withDatabaseName(adminUrl, name), drop: () => dropDatabase(adminUrl, name) };
+  return { url: withDatabaseName(adminUrl, name), name, drop: () => dropDatabase(adminUrl, name) };
 }
 
 async function admin<T>(adminUrl: string, work: (client: Client) => Promise<T>): Promise<T> {

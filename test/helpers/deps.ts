@@ -1,7 +1,7 @@
 import { pino } from 'pino';
 import type { ActivityDeps } from '../../activities/index.ts';
 import { createHttpClient } from '../../activities/http.ts';
-import type { PrismaClient } from '../../prisma/generated/client.ts';
+import type { Prisma, PrismaClient } from '../../prisma/generated/client.ts';
 import { createMetrics } from '../../worker/metrics.ts';
 
 /** Activity dependencies for tests: real HTTP and database, a silent logger, test-sized limits. */
@@ -20,12 +20,12 @@ export function testDeps(prisma: PrismaClient, overrides: Partial<ActivityDeps> 
   };
 }
 
-/** Registers a source pointing at `baseUrl`. */
+/** Registers a source pointing at `baseUrl` (pages of 100 records unless `extra` says otherwise). */
 export async function createSource(
   prisma: PrismaClient,
   id: string,
   baseUrl: string,
-  extra: { pageSize?: number; enabled?: boolean; credentialsRef?: string } = {},
+  extra: Omit<Prisma.SourceUncheckedCreateInput, 'id' | 'name' | 'baseUrl'> = {},
 ): Promise<void> {
   await prisma.source.create({ data: { id, name: id, baseUrl, timezone: 'UTC', pageSize: 100, ...extra } });
 }

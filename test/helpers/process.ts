@@ -90,3 +90,15 @@ export async function within<T>(promise: Promise<T>, ms: number, describe: () =>
     clearTimeout(timer);
   }
 }
+
+/** A real `durable-fetch worker` process with only `env` (plus PATH/HOME) as its environment. */
+export function spawnWorker(env: Record<string, string>): Spawned {
+  return spawnTs(['bin/durable-fetch.js', 'worker'], env);
+}
+
+/** The URL of a spawned worker's /metrics endpoint, once it has printed it. */
+export async function metricsUrlOf(worker: Spawned): Promise<string> {
+  const [, url] = await worker.waitFor(/metrics at (http:\/\/\S+)/, 60_000);
+  if (!url) throw new Error('the worker printed no metrics URL');
+  return url;
+}

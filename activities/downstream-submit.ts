@@ -1,0 +1,284 @@
+/**
+ * The run's side of a non-idempotent downstream action (R4): the intent is recorded before the
+ * call, the call counted (and its settle window set) immediately before it is sent, its outcome
+ * recorded after; an earlier claim's action is adopted instead of repeated; the recorded effect is
+ * confirmed (repeat-safe by the partner's id).
+ */
+import { performance } from 'node:perf_hooks';
+import { Context } from '@temporalio/activity';
+import { FETCH_RECORDS, idempotencyKeyFor } from '../workflows/business-key.ts';
+import type { ErrorType } from '../workflows/error-types.ts';
+import type {
+  AdoptActionInput,
+  ConfirmSubmissionInput,
+  DownstreamActionView,
+  RecordIntentInput,
+  RecordIntentResult,
+  SubmitSummaryInput,
+} from '../workflows/types.ts';
+import { crashPoint } from './crash-points.ts';
+import type { ActivityDeps } from './deps.ts';
+import type { PartnerCalls } from './downstream-calls.ts';
+import {
+  errorFields,
+  loadAction,
+  outcomeUnknown,
+  recordStray,
+  UNSETTLED_STATES,
+  view,
+} from './downstream-ledger.ts';
+import { failure } from './errors.ts';
+import { leaseLost, renewLease } from './lease.ts';
+import { loadEnabledSource } from './sources.ts';
+import { actOnSubmission, createSubmission, type Submission } from './submissions-client.ts';
+
+/**
+ * Answers that prove the partner did nothing: it refused the request as such. Anything else that
+ * is not a 2xx (a timeout, a reset, a 5xx, a 429, a 2xx we cannot read) may hide an effect.
+ */
+const REJECTIONS: ReadonlySet<string> = new Set<ErrorType>(['InvalidInput', 'PermissionDenied', 'NotFound']);
+
+/** Earlier claims' states a later claim settles itself (the others wait for an operator). */
+const SETTLEABLE_EARLIER: ReadonlySet<string> = new Set([
+  'attempting',
+  'unknown',
+  'confirmed',
+  'compensating',
+]);
+
+export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) {
+  const { prisma } = deps;
+
+  return {
+    /**
+     * The action of this claim: the row this claim owns (its own, or one it adopted), else a new
+     * intent row (state `attempting`, no call made yet). Fenced by the run's lease, which it renews
+     * (recording the execution that holds it: a reset to a later workflow task keeps the token).
+     * When an earlier claim of the run left the action unsettled, the earlier row is returned as
+     * `{ kind: 'earlier' }` for the workflow to settle first (with `settleEarlier`), since acting
+     * again could double the effect. Idempotent.
+     * @throws ApplicationFailure LeaseLost; InvalidInput EARLIER_ACTION_UNSETTLED when the earlier
+     *   action waits for an operator (`needs_manual`), or always without `settleEarlier`.
+     */
+    async recordDownstreamIntent(input: RecordIntentInput): Promise<RecordIntentResult> {
+      await renewLease(prisma, input, deps.leaseTtlMs);
+      const base = { fetchRunId: input.fetchRunId, action: input.action, strayOf: null };
+      const current = await prisma.downstreamAction.findFirst({ where: { ...base, round: input.round } });
+      if (current) return view(current);
+      const earlier = await prisma.downstreamAction.findFirst({
+        where: { ...base, round: { lt: input.round }, state: { in: [...UNSETTLED_STATES] } },
+        orderBy: { round: 'desc' },
+      });
+      if (earlier) {
+        if (input.settleEarlier && SETTLEABLE_EARLIER.has(earlier.state)) {
+          return { kind: 'earlier', action: view(earlier) };
+        }
+        throw failure(
+          'InvalidInput',
+          'EARLIER_ACTION_UNSETTLED',
+          `an earlier ${input.action} of this run (compensation ${earlier.id}) is ${earlier.state}: settle it first (durable-fetch compensations show ${earlier.id})`,
+        );
+      }
+      const businessKey = idempotencyKeyFor({
+        jobType: FETCH_RECORDS,
+        sourceId: input.sourceId,
+        businessDate: input.businessDate,
+      });
+      // Also the reference the partner is given: one per action and claim, so that an earlier
+      // claim's compensation looking up its own reference never finds (and voids) this one's.
+      const key = `${businessKey}:${input.action}:r${input.round}`;
+      await prisma.$executeRaw`
+        INSERT INTO downstream_action (id, fetch_run_id, business_key, key, round, action, step, reference)
+        SELECT gen_random_uuid(), r.id, ${businessKey}, ${key}, ${input.round}, ${input.action}, ${input.step}, ${key}
+          FROM fetch_run r
+         WHERE r.id = ${input.fetchRunId}::uuid AND r.lease_token = ${input.leaseToken}::uuid AND r.status = 'running'
+        ON CONFLICT (key) DO NOTHING`;
+      const row = await prisma.downstreamAction.findUnique({ where: { key } });
+      if (!row) throw leaseLost(input);
+      return view(row);
+    },
+
+    /**
+     * Takes an earlier claim's confirmed action over for this claim (a reset or a restart of the
+     * run goes on with the effect that exists instead of making a second one): its round becomes
+     * this claim's, so this claim confirms it and, should the run fail, compensates it. Fenced by
+     * the run's lease. Idempotent.
+     * @throws ApplicationFailure LeaseLost.
+     */
+    async adoptDownstreamAction(input: AdoptActionInput): Promise<DownstreamActionView> {
+      const adopted = await prisma.$executeRaw`
+        UPDATE downstream_action a SET round = ${input.round}, updated_at = now()
+          FROM fetch_run r
+         WHERE a.id = ${input.actionId}::uuid AND a.state = 'confirmed' AND a.stray_of IS NULL
+           AND a.round < ${input.round}
+           AND r.id = a.fetch_run_id AND r.id = ${input.fetchRunId}::uuid
+           AND r.lease_token = ${input.leaseToken}::uuid AND r.status = 'running'`;
+      const row = await loadAction(prisma, input.actionId);
+      if (adopted === 1) {
+        deps.log.info(
+          { actionId: row.id, partnerId: row.partnerId, round: input.round },
+          'an earlier claim’s downstream effect adopted',
+        );
+      } else if (row.round !== input.round) {
+        await renewLease(prisma, input, deps.leaseTtlMs);
+      }
+      return view(row);
+    },
+
+    /**
+     * Submits the run's summary (page and record counts, nothing else) with `POST /submissions`,
+     * which is NOT idempotent. Made only when the row says exactly `expectedAttempts` calls were
+     * made before: more means an earlier attempt died, or froze, with its outcome unknown. The
+     * call is counted immediately before it is sent, in the same statement that re-checks that
+     * this attempt is still current (state, count, lease) and sets the call's settle window; the
+     * request must then start being sent before the window's send deadline, or it is not sent at
+     * all. The partner's id is recorded after; a stale attempt whose call took effect after the
+     * ledger moved on records it as a stray, to be voided.
+     * @throws ApplicationFailure OutcomeUnknown (non-retryable) whenever the effect may exist
+     *   without our knowing its id: the workflow reconciles by reference, never calls blindly;
+     *   InvalidInput/PermissionDenied/NotFound when the partner refused outright (`not_applied`);
+     *   LeaseLost.
+     */
+    async submitSummary(input: SubmitSummaryInput): Promise<{ partnerId: string }> {
+      const source = await loadEnabledSource(prisma, input.sourceId);
+      const { connectTimeoutMs, responseTimeoutMs } = deps.http.options;
+      // Be very careful: the settle window must outlast every moment at which this call can still
+      // take effect. It is sent before `sendBy` (connect + response timeouts after a moment taken
+      // BEFORE the count, so at or before the database's now() below) and the partner applies it
+      // at most its maximum processing time after receiving it.
+      const sendWindowMs = connectTimeoutMs + responseTimeoutMs;
+      const settleMs = sendWindowMs + source.submitMaxProcessingMs;
+      const countedFrom = performance.now();
+      const taken = await prisma.$queryRaw<{ reference: string; pages: number; records: number }[]>`
+        UPDATE downstream_action a
+           SET attempts = a.attempts + 1, last_call_at = now(),
+               settles_at = now() + make_interval(secs => ${settleMs / 1000}), updated_at = now()
+          FROM fetch_run r
+         WHERE a.id = ${input.actionId}::uuid AND a.state = 'attempting' AND a.attempts = ${input.expectedAttempts}
+           AND r.id = a.fetch_run_id AND r.id = ${input.fetchRunId}::uuid
+           AND r.lease_token = ${input.leaseToken}::uuid AND r.status = 'running'
+        RETURNING a.reference, r.pages_stored AS pages, r.records_stored AS records`;
+      const intent = taken[0];
+      if (!intent) return settledBefore(input);
+      const counted = input.expectedAttempts + 1;
+
+      let submission: Submission;
+      try {
+        submission = await calls.withHeartbeats(source.id, (signal) =>
+          createSubmission(
+            deps.http,
+            calls.target(source, signal),
+            { reference: intent.reference, summary: { pages: intent.pages, records: intent.records } },
+            countedFrom + sendWindowMs,
+          ),
+        );
+      } catch (err) {
+        const { type, message } = errorFields(err, `partner ${source.id} submit`);
+        if (REJECTIONS.has(type)) {
+          await prisma.$executeRaw`
+            UPDATE downstream_action SET state = 'not_applied', last_error_type = ${type}, last_error = ${message},
+                   updated_at = now()
+             WHERE id = ${input.actionId}::uuid AND state = 'attempting' AND attempts = ${counted}`;
+          throw err;
+        }
+        await prisma.$executeRaw`
+          UPDATE downstream_action SET state = 'unknown', last_error_type = ${type}, last_error = ${message},
+                 updated_at = now()
+           WHERE id = ${input.actionId}::uuid AND state = 'attempting'`;
+        deps.log.warn({ actionId: input.actionId, errorType: type }, 'downstream outcome unknown');
+        // A cancelled run stops here; its compensation reconciles the row.
+        if (Context.current().cancellationSignal.aborted) throw err;
+        throw outcomeUnknown(`${message}; the submission may exist: reconcile by reference`);
+      }
+      crashPoint(deps.crashPoint, 'after-submit');
+      // This call's answer is authoritative while no later call was made: it records the id even
+      // when another attempt marked the row unknown meanwhile (and waits for a lookup).
+      const recorded = await prisma.$executeRaw`
+        UPDATE downstream_action
+           SET state = CASE WHEN state = 'compensating' THEN state ELSE 'confirmed' END,
+               partner_id = ${submission.id}, partner_state = ${submission.status},
+               confirmed_at = now(), last_error_type = NULL, last_error = NULL, updated_at = now()
+         WHERE id = ${input.actionId}::uuid AND state IN ('attempting', 'unknown', 'compensating')
+           AND attempts = ${counted} AND partner_id IS NULL`;
+      if (recorded === 1) {
+        deps.log.info(
+          { actionId: input.actionId, partnerId: submission.id },
+          'downstream submission recorded',
+        );
+        return { partnerId: submission.id };
+      }
+      const row = await loadAction(prisma, input.actionId);
+      // A lookup found and recorded this very submission first: nothing is amiss.
+      if (row.partnerId === submission.id) return { partnerId: submission.id };
+      // The ledger moved on (a later call, or "not applied" concluded) before this call took effect.
+      await recordStray(
+        prisma,
+        row,
+        { partnerId: submission.id, partnerState: submission.status },
+        'a superseded attempt’s call took effect after the ledger moved on',
+      );
+      deps.metrics.downstreamStrays.inc({ source: source.id });
+      deps.log.error(
+        { actionId: input.actionId, partnerId: submission.id },
+        'a superseded attempt made a submission the ledger did not expect: recorded as a stray, to be voided',
+      );
+      throw outcomeUnknown(
+        'this attempt was superseded after its call; its submission is a stray, to be voided',
+      );
+    },
+
+    /**
+     * Confirms the recorded submission (`POST /submissions/:id/confirm`, repeat-safe by id),
+     * fenced by the run's lease (renewed, with the execution that holds it).
+     * @throws ApplicationFailure LeaseLost; the HTTP client's typed failures (a 409 for a voided
+     *   submission is InvalidInput, permanent).
+     */
+    async confirmSubmission(input: ConfirmSubmissionInput): Promise<void> {
+      await renewLease(prisma, input, deps.leaseTtlMs);
+      const source = await loadEnabledSource(prisma, input.sourceId);
+      const row = await loadAction(prisma, input.actionId);
+      if (!row.partnerId) throw failure('Internal', 'NO_PARTNER_ID', `action ${row.id} has no partner id`);
+      const partnerId = row.partnerId;
+      let confirmed: Submission;
+      try {
+        confirmed = await calls.withHeartbeats(source.id, (signal) =>
+          actOnSubmission(deps.http, calls.target(source, signal), partnerId, 'confirm'),
+        );
+      } catch (err) {
+        await calls.noteError(row.id, err, `partner ${source.id} confirm`);
+        throw err;
+      }
+      await prisma.$executeRaw`
+        UPDATE downstream_action SET partner_state = ${confirmed.status}, last_error_type = NULL, last_error = NULL,
+               updated_at = now()
+         WHERE id = ${row.id}::uuid`;
+    },
+  };
+
+  /** submitSummary found the row not as expected: say why, without calling the partner. */
+  async function settledBefore(input: SubmitSummaryInput): Promise<{ partnerId: string }> {
+    const row = await loadAction(prisma, input.actionId);
+    // An earlier attempt recorded its success, then its answer was lost.
+    if (row.state === 'confirmed' && row.partnerId) return { partnerId: row.partnerId };
+    await renewLease(prisma, input, deps.leaseTtlMs);
+    if (row.state === 'not_applied') {
+      throw failure(
+        'InvalidInput',
+        'SUBMIT_REJECTED',
+        `the partner refused this submission: ${row.lastError ?? ''}`,
+      );
+    }
+    if ((row.state === 'attempting' || row.state === 'unknown') && row.attempts > input.expectedAttempts) {
+      await prisma.$executeRaw`
+        UPDATE downstream_action SET state = 'unknown', last_error_type = 'OutcomeUnknown',
+               last_error = 'an earlier attempt ended without recording its outcome', updated_at = now()
+         WHERE id = ${row.id}::uuid AND state = 'attempting'`;
+      throw outcomeUnknown('an earlier attempt of this submission ended without recording its outcome');
+    }
+    throw failure(
+      'Internal',
+      'LEDGER_STATE',
+      `downstream action ${row.id} is ${row.state} after ${row.attempts} calls`,
+    );
+  }
+}

@@ -1,0 +1,142 @@
+/**
+ * The demo job's non-idempotent downstream step, run by `fetchRecordsWorkflow` after its last
+ * page: submit the run's summary, then confirm it. Recorded in the compensation ledger before and
+ * after the call. An unknown outcome is reconciled (looked up by reference, once the call can no
+ * longer take effect) before anything else: found → recorded and confirmed; not found → called
+ * again, at most {@link MAX_SUBMIT_CALLS} times in all; the lookup failing past its budget →
+ * `needs_manual` and the run fails. An earlier claim's action (the run was reset, or taken up
+ * again) is settled first: adopted when it took effect, so the run never submits twice.
+ */
+import {
+  ApplicationFailure,
+  CancellationScope,
+  isCancellation,
+  proxyActivities,
+  sleep,
+} from '@temporalio/workflow';
+import type { FetchActivities } from '../activities/index.ts';
+import { outlastingDatabaseOutages } from './database-outage.ts';
+import { errorOf } from './outcome.ts';
+import { RETRY_PRESETS } from './retry-presets.ts';
+import { lookUpUntilSettled } from './settle-lookup.ts';
+import {
+  type DownstreamActionView,
+  type FetchRecordsInput,
+  type ReconcileActionInput,
+  type ReconcileActionResult,
+  type ResumeState,
+  SUBMIT_SUMMARY,
+} from './types.ts';
+
+const db = proxyActivities<
+  Pick<FetchActivities, 'recordDownstreamIntent' | 'adoptDownstreamAction' | 'markNeedsManual'>
+>(RETRY_PRESETS.database);
+/** The non-idempotent call, and the repeat-safe one. */
+const submit = proxyActivities<Pick<FetchActivities, 'submitSummary'>>(RETRY_PRESETS.downstreamSubmit);
+const confirm = proxyActivities<Pick<FetchActivities, 'confirmSubmission'>>(RETRY_PRESETS.downstreamCall);
+
+/** Wait between an unknown outcome and the first lookup that settles it. */
+export const RECONCILE_SETTLE = '2 seconds';
+
+/** Calls of the non-idempotent submit a run makes at most, each after a lookup found nothing. */
+export const MAX_SUBMIT_CALLS = 3;
+
+/** How often a claim asks again while an earlier claim's compensation is voiding its action. */
+const EARLIER_COMPENSATION_POLL = '10 seconds';
+
+/** Times a claim settles an earlier claim's action before it gives up (about 10 minutes). */
+const MAX_EARLIER_CHECKS = 60;
+
+/** Submits and confirms the run's summary (see the module comment). */
+export async function submitSummary(input: FetchRecordsInput, state: ResumeState): Promise<void> {
+  const run = { fetchRunId: state.fetchRunId, leaseToken: state.leaseToken, sourceId: input.sourceId };
+  const intent = await currentIntent(input, state);
+  const actionId = intent.actionId;
+  let partnerId = intent.partnerId;
+  let attempts = intent.attempts;
+  let last = { errorType: 'UpstreamUnavailable', errorMessage: 'no call made' };
+  while (partnerId === null) {
+    if (attempts >= MAX_SUBMIT_CALLS) {
+      throw ApplicationFailure.nonRetryable(
+        `downstream submission failed ${attempts} times (${last.errorMessage})`,
+        last.errorType,
+      );
+    }
+    try {
+      ({ partnerId } = await outlastingDatabaseOutages('submitSummary', () =>
+        submit.submitSummary({ ...run, actionId, expectedAttempts: attempts }),
+      ));
+    } catch (err) {
+      if (errorOf(err).errorType !== 'OutcomeUnknown') throw err;
+      last = errorOf(err);
+      // Let a request the partner may still be processing land before asking what exists.
+      await sleep(RECONCILE_SETTLE);
+      const settled = await reconcile(actionId, 'retry');
+      if (settled.found) partnerId = settled.partnerId;
+      else attempts = settled.attempts;
+    }
+  }
+  await outlastingDatabaseOutages('confirmSubmission', () => confirm.confirmSubmission({ ...run, actionId }));
+}
+
+/**
+ * This claim's action: its own intent row, written now if need be, after settling any action an
+ * earlier claim of the run left unsettled — adopted when it took effect (confirmed, or found by a
+ * lookup), `not_applied` when a lookup after its settle window finds nothing, waited for while that
+ * claim's compensation voids it. An action waiting for an operator fails the run (the activity
+ * says so with EARLIER_ACTION_UNSETTLED).
+ */
+async function currentIntent(input: FetchRecordsInput, state: ResumeState): Promise<DownstreamActionView> {
+  const fence = { fetchRunId: state.fetchRunId, leaseToken: state.leaseToken };
+  const round = state.round ?? 1;
+  for (let checks = 0; ; checks++) {
+    // Not cancellable: a cancel must find the intent either written or not, never in flight, so
+    // that the compensation started right after sees every row this run wrote.
+    const intent = await CancellationScope.nonCancellable(() =>
+      outlastingDatabaseOutages('recordDownstreamIntent', () =>
+        db.recordDownstreamIntent({
+          ...fence,
+          sourceId: input.sourceId,
+          businessDate: input.businessDate,
+          round,
+          action: SUBMIT_SUMMARY,
+          step: 1,
+          settleEarlier: true,
+        }),
+      ),
+    );
+    if (intent.kind !== 'earlier') return intent;
+    const earlier = intent.action;
+    if (checks >= MAX_EARLIER_CHECKS) {
+      throw ApplicationFailure.create({
+        type: 'InvalidInput',
+        nonRetryable: true,
+        message: `an earlier ${SUBMIT_SUMMARY} of this run (compensation ${earlier.actionId}) is still ${earlier.state}: settle it first (durable-fetch compensations show ${earlier.actionId})`,
+        details: [{ code: 'EARLIER_ACTION_UNSETTLED' }],
+      });
+    }
+    if (earlier.state === 'confirmed') {
+      await db.adoptDownstreamAction({ ...fence, actionId: earlier.actionId, round });
+    } else if (earlier.state === 'compensating') {
+      await sleep(EARLIER_COMPENSATION_POLL);
+    } else {
+      // attempting or unknown: found → confirmed (adopted next time round), else not_applied.
+      await reconcile(earlier.actionId, 'settle');
+    }
+  }
+}
+
+/** Looks an unknown outcome up until settled; a lookup that keeps failing hands it to a human. */
+async function reconcile(
+  actionId: string,
+  onAbsent: ReconcileActionInput['onAbsent'],
+): Promise<ReconcileActionResult> {
+  try {
+    return await lookUpUntilSettled(actionId, onAbsent);
+  } catch (err) {
+    if (!isCancellation(err)) {
+      await CancellationScope.nonCancellable(() => db.markNeedsManual({ actionId, ...errorOf(err) }));
+    }
+    throw err;
+  }
+}
