@@ -1,0 +1,252 @@
+// Web UI Reset (the ResetWorkflowExecution call the UI makes, here through the pinned Temporal
+// CLI) of runs in a real `durable-fetch worker` process: past the downstream call, while it is in
+// flight, during a page fetch, of a succeeded run, and to the last workflow task. A reset starts a
+// new execution of the same business key; it must adopt or settle what the earlier one did —
+// never a second submission, nothing voided that was right, no dead letter. The partner's store
+// and ledger are the judge.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { promisify } from 'node:util';
+import { after, before, describe, it } from 'node:test';
+import type { Client } from '@temporalio/client';
+import { startFetch } from '../client/start-fetch.ts';
+import { startPartner, type PartnerServer } from '../partner/server.ts';
+import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
+import { createSource } from './helpers/deps.ts';
+import { waitFor } from './helpers/outbox.ts';
+import { spawnWorker, type Spawned, within } from './helpers/process.ts';
+import { temporalAddress, testClient } from './helpers/temporal.ts';
+
+const DATE = '2026-06-06';
+const RECORDS = 120;
+
+let db: TestDatabase;
+let partner: PartnerServer;
+let client: Client;
+let worker: Spawned;
+const taskQueue = `test-reset-${randomUUID()}`;
+
+before(async () => {
+  [db, partner, client] = await Promise.all([
+    useTestDatabase(),
+    startPartner({ port: 0, recordCount: () => RECORDS }),
+    testClient(),
+  ]);
+  worker = spawnWorker({
+    DATABASE_URL: db.url,
+    TEMPORAL_ADDRESS: temporalAddress(),
+    DURABLE_FETCH_TASK_QUEUE: taskQueue,
+    PARTNER_PAGE_LIMIT: '50',
+    HTTP_CONNECT_TIMEOUT_MS: '1000',
+    HTTP_RESPONSE_TIMEOUT_MS: '2000',
+    LOG_LEVEL: 'warn',
+  });
+  await worker.waitFor(/worker polling task queue/, 60_000);
+});
+after(async () => {
+  await worker?.stop('SIGKILL', 5_000);
+  await client?.connection.close();
+  await partner?.close();
+  await db?.drop();
+});
+
+const referenceOf = (sourceId: string, round: number) =>
+  `fetch-records:${sourceId}:${DATE}:submit-summary:r${round}`;
+
+async function submittingSource(sourceId: string): Promise<void> {
+  // The partner applies a submission within 2 s of receiving it, or never.
+  await createSource(db.prisma, sourceId, partner.url, {
+    pageSize: 50,
+    submitSummary: true,
+    submitMaxProcessingMs: 2_000,
+  });
+}
+
+async function start(sourceId: string) {
+  const started = await startFetch(
+    { temporal: client, prisma: db.prisma, taskQueue, now: () => new Date('2026-11-29T12:00:00Z') },
+    { sourceId, date: DATE, requestedBy: 'test' },
+  );
+  return started.workflowId;
+}
+
+/** What the Web UI's Reset does, through the CLI an operator would use. */
+async function reset(workflowId: string, type: 'FirstWorkflowTask' | 'LastWorkflowTask'): Promise<void> {
+  const cli = process.env.DF_TEST_TEMPORAL_CLI;
+  assert.ok(cli, 'test/run.ts sets DF_TEST_TEMPORAL_CLI');
+  await promisify(execFile)(cli, [
+    'workflow',
+    'reset',
+    '--workflow-id',
+    workflowId,
+    '--type',
+    type,
+    '--reason',
+    'operator reset (test)',
+    '--address',
+    temporalAddress(),
+  ]);
+}
+
+/** The result of the key's latest execution (the one a reset started). */
+async function latestResult(workflowId: string) {
+  const handle = client.workflow.getHandle(workflowId);
+  return within(handle.result() as Promise<{ status: string }>, 120_000, () => worker.output());
+}
+
+/** Submit requests that created a submission, under any round's reference of the source. */
+function submitEffects(sourceId: string): number {
+  return partner.ledger
+    .entries({ action: 'submit' })
+    .filter((e) => e.effect && e.reference?.startsWith(`fetch-records:${sourceId}:`)).length;
+}
+
+function liveAtPartner(sourceId: string) {
+  return partner.submissions
+    .list()
+    .filter((s) => s.reference.startsWith(`fetch-records:${sourceId}:`) && s.status !== 'voided');
+}
+
+async function runOf(sourceId: string) {
+  return db.prisma.fetchRun.findFirstOrThrow({
+    where: { sourceId },
+    include: { downstreamActions: true, deadLetters: true },
+  });
+}
+
+describe('reset', { concurrency: true }, () => {
+  it('a reset while the run is held in its confirm call: the new execution adopts the submission; one live, confirmed, no dead letter', async () => {
+    const sourceId = 'reset-confirm';
+    await submittingSource(sourceId);
+    partner.faults.add({
+      route: 'submissions',
+      action: 'confirm',
+      reference: referenceOf(sourceId, 1),
+      kind: 'delay',
+      delayMs: 8_000,
+    });
+    const workflowId = await start(sourceId);
+    await waitFor(
+      () => partner.faults.list().every((f) => f.reference !== referenceOf(sourceId, 1)),
+      'the partner holding the confirm call',
+      60_000,
+    );
+    await reset(workflowId, 'FirstWorkflowTask');
+    assert.equal((await latestResult(workflowId)).status, 'succeeded');
+
+    assert.equal(submitEffects(sourceId), 1, 'one submission, never a second');
+    assert.deepEqual(
+      liveAtPartner(sourceId).map((s) => [s.reference, s.status]),
+      [[referenceOf(sourceId, 1), 'confirmed']],
+    );
+    const run = await runOf(sourceId);
+    assert.deepEqual([run.status, run.attempt, run.deadLetters.length], ['succeeded', 2, 0]);
+    assert.deepEqual(
+      run.downstreamActions.map((a) => [a.reference, a.round, a.state, a.partnerState]),
+      [[referenceOf(sourceId, 1), 2, 'confirmed', 'confirmed']],
+      'the second claim owns the first claim’s submission',
+    );
+  });
+
+  it('a reset while the submit call itself is in flight: the earlier call is settled after its window, then exactly one submission', async () => {
+    const sourceId = 'reset-submit';
+    await submittingSource(sourceId);
+    // The partner holds the first submit longer than the client waits: it never takes effect.
+    partner.faults.add({
+      route: 'submissions',
+      action: 'submit',
+      reference: referenceOf(sourceId, 1),
+      kind: 'delay',
+      delayMs: 6_000,
+    });
+    const workflowId = await start(sourceId);
+    await waitFor(
+      () => partner.faults.list().every((f) => f.reference !== referenceOf(sourceId, 1)),
+      'the partner holding the submit call',
+      60_000,
+    );
+    await reset(workflowId, 'FirstWorkflowTask');
+    assert.equal((await latestResult(workflowId)).status, 'succeeded');
+
+    assert.equal(submitEffects(sourceId), 1);
+    assert.deepEqual(
+      liveAtPartner(sourceId).map((s) => [s.reference, s.status]),
+      [[referenceOf(sourceId, 2), 'confirmed']],
+    );
+    const run = await runOf(sourceId);
+    assert.deepEqual([run.status, run.deadLetters.length], ['succeeded', 0]);
+    assert.deepEqual(
+      run.downstreamActions.map((a) => [a.reference, a.state]).sort(),
+      [
+        [referenceOf(sourceId, 1), 'not_applied'],
+        [referenceOf(sourceId, 2), 'confirmed'],
+      ],
+      'the earlier call settled as not applied, no row left unknown',
+    );
+  });
+
+  it('a reset during a page fetch: the run goes on from its stored pages; each record stored once', async () => {
+    const sourceId = 'reset-page';
+    await createSource(db.prisma, sourceId, partner.url, { pageSize: 50 });
+    partner.faults.add({ sourceId, kind: 'delay', delayMs: 5_000, afterRequests: 1 });
+    const workflowId = await start(sourceId);
+    await waitFor(
+      () => partner.faults.list().every((f) => f.sourceId !== sourceId),
+      'the second page held',
+      60_000,
+    );
+    await reset(workflowId, 'FirstWorkflowTask');
+    assert.equal((await latestResult(workflowId)).status, 'succeeded');
+    const run = await runOf(sourceId);
+    assert.deepEqual([run.status, run.recordsStored, run.deadLetters.length], ['succeeded', RECORDS, 0]);
+    assert.equal(await db.prisma.fetchedRecord.count({ where: { sourceId } }), RECORDS);
+    assert.equal(await db.prisma.outboxEvent.count({ where: { aggregateId: run.id } }), 3 + 1);
+  });
+
+  it('a reset of a succeeded run changes nothing: no new submission, no new event', async () => {
+    const sourceId = 'reset-done';
+    await submittingSource(sourceId);
+    const workflowId = await start(sourceId);
+    assert.equal((await latestResult(workflowId)).status, 'succeeded');
+    const { id } = await runOf(sourceId);
+    const events = await db.prisma.outboxEvent.count({ where: { aggregateId: id } });
+    await reset(workflowId, 'FirstWorkflowTask');
+    assert.equal((await latestResult(workflowId)).status, 'succeeded');
+    assert.equal(submitEffects(sourceId), 1);
+    assert.equal(liveAtPartner(sourceId).length, 1);
+    assert.equal(await db.prisma.outboxEvent.count({ where: { aggregateId: id } }), events);
+    const run = await runOf(sourceId);
+    assert.deepEqual([run.status, run.deadLetters.length], ['succeeded', 0]);
+  });
+
+  it('a reset to the last workflow task while confirming: the row names the execution that owns the run now', async () => {
+    const sourceId = 'reset-last';
+    await submittingSource(sourceId);
+    partner.faults.add({
+      route: 'submissions',
+      action: 'confirm',
+      reference: referenceOf(sourceId, 1),
+      kind: 'delay',
+      delayMs: 8_000,
+    });
+    const workflowId = await start(sourceId);
+    const first = (await client.workflow.getHandle(workflowId).describe()).runId;
+    await waitFor(
+      () => partner.faults.list().every((f) => f.reference !== referenceOf(sourceId, 1)),
+      'the partner holding the confirm call',
+      60_000,
+    );
+    await reset(workflowId, 'LastWorkflowTask');
+    assert.equal((await latestResult(workflowId)).status, 'succeeded');
+    const latest = (await client.workflow.getHandle(workflowId).describe()).runId;
+    assert.notEqual(latest, first);
+    const run = await runOf(sourceId);
+    assert.deepEqual([run.status, run.workflowRunId, run.attempt], ['succeeded', latest, 1]);
+    assert.equal(submitEffects(sourceId), 1);
+    assert.deepEqual(
+      liveAtPartner(sourceId).map((s) => s.status),
+      ['confirmed'],
+    );
+  });
+});
