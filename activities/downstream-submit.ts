@@ -161,6 +161,10 @@ export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) 
       const intent = taken[0];
       if (!intent) return settledBefore(input);
       const counted = input.expectedAttempts + 1;
+      deps.log.info(
+        { actionId: input.actionId, reference: intent.reference, call: counted },
+        'downstream call sent',
+      );
 
       let submission: Submission;
       try {

@@ -8,11 +8,14 @@
  * again) is settled first: adopted when it took effect, so the run never submits twice.
  */
 import {
+  ActivityFailure,
   ApplicationFailure,
   CancellationScope,
   isCancellation,
+  patched,
   proxyActivities,
   sleep,
+  TimeoutFailure,
 } from '@temporalio/workflow';
 import type { FetchActivities } from '../activities/index.ts';
 import { outlastingDatabaseOutages } from './database-outage.ts';
@@ -67,7 +70,7 @@ export async function submitSummary(input: FetchRecordsInput, state: ResumeState
         submit.submitSummary({ ...run, actionId, expectedAttempts: attempts }),
       ));
     } catch (err) {
-      if (errorOf(err).errorType !== 'OutcomeUnknown') throw err;
+      if (!outcomeUnknown(err)) throw err;
       last = errorOf(err);
       // Let a request the partner may still be processing land before asking what exists.
       await sleep(RECONCILE_SETTLE);
@@ -77,6 +80,21 @@ export async function submitSummary(input: FetchRecordsInput, state: ResumeState
     }
   }
   await outlastingDatabaseOutages('confirmSubmission', () => confirm.confirmSubmission({ ...run, actionId }));
+}
+
+/** Patch id: histories recorded before it failed the run when the submit activity timed out. */
+const TIMEOUT_IS_UNKNOWN = 'submit-timeout-is-unknown';
+
+/**
+ * Whether the submit's failure leaves its effect unknown: the activity says so (OutcomeUnknown),
+ * or Temporal timed it out — its attempts may have called the partner (e.g. a frozen worker's open
+ * polls took the retries until their heartbeats timed out).
+ */
+function outcomeUnknown(err: unknown): boolean {
+  const type = errorOf(err).errorType;
+  if (type === 'OutcomeUnknown') return true;
+  const timedOut = err instanceof ActivityFailure && err.cause instanceof TimeoutFailure;
+  return timedOut && patched(TIMEOUT_IS_UNKNOWN);
 }
 
 /**

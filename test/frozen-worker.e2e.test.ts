@@ -1,0 +1,129 @@
+// A worker that freezes during the non-idempotent call (R4, R9, R12a), repeated: two real
+// `durable-fetch worker` processes; the partner holds `POST /submissions` for 12 s before applying
+// it, and applies requests late even when their client has left (late effects, as real partners
+// do); the worker that sent the call is SIGSTOPped for 20 s, then SIGCONTinued. The other worker
+// takes the activity's retry and must not conclude "not applied" before the call's settle window
+// is over. Each time: exactly one live submission at the partner, and the ledger says what the
+// partner holds.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Client } from '@temporalio/client';
+import { startFetch } from '../client/start-fetch.ts';
+import { startPartner, type PartnerServer } from '../partner/server.ts';
+import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
+import { createSource } from './helpers/deps.ts';
+import { waitFor } from './helpers/outbox.ts';
+import { spawnWorker, type Spawned, within } from './helpers/process.ts';
+import { temporalAddress, testClient } from './helpers/temporal.ts';
+
+const SOURCE = 'frozen-src';
+const REPETITIONS = 3;
+/** How long the partner takes to apply a submission; it declares a little more. */
+const PROCESSING_MS = 12_000;
+const FREEZE_MS = 20_000;
+
+let db: TestDatabase;
+let partner: PartnerServer;
+let client: Client;
+const workers: Spawned[] = [];
+
+before(async () => {
+  [db, partner, client] = await Promise.all([
+    useTestDatabase(),
+    startPartner({ port: 0, recordCount: () => 60, lateEffectMs: 60_000 }),
+    testClient(),
+  ]);
+});
+after(async () => {
+  for (const w of workers) {
+    w.child.kill('SIGCONT');
+    await w.stop('SIGKILL', 5_000);
+  }
+  await client?.connection.close();
+  await partner?.close();
+  await db?.drop();
+});
+
+const prefixOf = (date: string) => `fetch-records:${SOURCE}:${date}:`;
+
+describe('a worker frozen during the downstream call', () => {
+  it(`frozen while the partner holds its submission, ${REPETITIONS} times: exactly one live submission each time, as the ledger says`, { timeout: 600_000 }, async (t) => {
+    await createSource(db.prisma, SOURCE, partner.url, {
+      submitSummary: true,
+      submitMaxProcessingMs: PROCESSING_MS + 1_000,
+    });
+    const taskQueue = `test-frozen-${randomUUID()}`;
+    for (let i = 0; i < 2; i++) {
+      workers.push(
+        spawnWorker({
+          DATABASE_URL: db.url,
+          TEMPORAL_ADDRESS: temporalAddress(),
+          DURABLE_FETCH_TASK_QUEUE: taskQueue,
+          HTTP_CONNECT_TIMEOUT_MS: '1000',
+          HTTP_RESPONSE_TIMEOUT_MS: '5000',
+          DURABLE_FETCH_SWEEP_INTERVAL_MS: '2000',
+          LOG_LEVEL: 'info',
+        }),
+      );
+    }
+    await Promise.all(workers.map((w) => w.waitFor(/worker polling task queue/, 60_000)));
+
+    for (let n = 1; n <= REPETITIONS; n++) {
+      const date = `2026-08-0${n}`;
+      partner.faults.add({
+        route: 'submissions',
+        action: 'submit',
+        reference: `${prefixOf(date)}submit-summary:r1`,
+        kind: 'delay',
+        delayMs: PROCESSING_MS,
+      });
+      const { handle } = await startFetch(
+        { temporal: client, prisma: db.prisma, taskQueue, now: () => new Date('2026-11-29T12:00:00Z') },
+        { sourceId: SOURCE, date, requestedBy: 'test' },
+      );
+      // Freeze whichever worker sent the call, the moment it says so.
+      const sent = new RegExp(`"reference":"${prefixOf(date)}submit-summary:r1"[^\\n]*downstream call sent`);
+      const holder = await within(
+        Promise.any(workers.map((w) => w.waitFor(sent, 60_000).then(() => w))),
+        60_000,
+        () => workers.map((w) => w.output()).join('\n'),
+      );
+      holder.child.kill('SIGSTOP');
+      await sleep(FREEZE_MS);
+      holder.child.kill('SIGCONT');
+
+      const result = await within(handle.result(), 180_000, () => workers.map((w) => w.output()).join('\n'));
+      assert.equal(result.status, 'succeeded', `repetition ${n}`);
+      // Strays, if any call took effect behind the ledger's back, are voided by the workers' sweep.
+      await waitFor(
+        async () =>
+          (await db.prisma.downstreamAction.count({
+            where: { strayOf: { not: null }, state: { notIn: ['compensated', 'not_applied', 'resolved'] } },
+          })) === 0,
+        'no stray left live',
+        60_000,
+      );
+
+      const live = partner.submissions.list().filter((s) => s.reference.startsWith(prefixOf(date)) && s.status !== 'voided');
+      assert.equal(live.length, 1, `repetition ${n}: exactly one live submission`);
+      const [kept] = live;
+      const run = await db.prisma.fetchRun.findFirstOrThrow({
+        where: { sourceId: SOURCE, businessDate: new Date(`${date}T00:00:00Z`) },
+        include: { downstreamActions: true },
+      });
+      const own = run.downstreamActions.filter((a) => a.strayOf === null && a.state === 'confirmed');
+      assert.deepEqual(
+        own.map((a) => [a.partnerId, a.partnerState]),
+        [[kept?.id, 'confirmed']],
+        `repetition ${n}: the ledger names the one live submission`,
+      );
+      assert.equal(kept?.status, 'confirmed');
+      const created = partner.ledger
+        .entries({ action: 'submit' })
+        .filter((e) => e.effect && e.reference?.startsWith(prefixOf(date))).length;
+      t.diagnostic(`repetition ${n}: ${created} submission(s) created, ${live.length} live`);
+    }
+  });
+});
