@@ -38,25 +38,47 @@ function firstPage(query: URLSearchParams, sourceId: string, ctx: RecordsContext
   return buildPage(sourceId, date, fromSeq, Math.min(limit, ctx.maxPageSize), total);
 }
 
+/** How the wait of a `delay` fault ended. */
+export interface DelayEnd {
+  /** False when the partner closed during the wait. */
+  fired: boolean;
+  /**
+   * Whether the client left during the wait: `stayed`; `dropped` (its 499 `client_closed` entry is
+   * recorded); `late` (it left within the late-effect window: nothing is recorded yet, the caller
+   * processes the request and records its 499 entry).
+   */
+  client: 'stayed' | 'dropped' | 'late';
+}
+
 /**
- * Waits out a `delay` fault of `ms`; resolves false when the partner closed meanwhile. A client
- * that gives up while we hang (a timeout, a cancelled run) is recorded when it leaves, as a 499
- * `client_closed` entry: tests see the abort reach the partner. The caller still completes the
- * work afterwards.
+ * Waits out a `delay` fault of `ms`. A client that gives up while we hang (a timeout, a cancelled
+ * run) is recorded when it leaves, as a 499 `client_closed` entry: tests see the abort reach the
+ * partner. With `lateEffectMs` > 0, a client leaving at most that long before the wait ends is
+ * left to the caller (`late`), which decides what a late effect is. The caller still completes
+ * the work afterwards.
  */
 export async function delayFault(
   res: ServerResponse,
   entry: LedgerInput,
   ctx: Pick<RecordsContext, 'ledger' | 'delay' | 'isClosing'>,
   ms: number,
-): Promise<boolean> {
+  lateEffectMs = 0,
+): Promise<DelayEnd> {
+  const endsAt = performance.now() + ms;
+  let client: DelayEnd['client'] = 'stayed';
   const onClientGone = () => {
-    if (!ctx.isClosing() && !res.writableEnded)
-      ctx.ledger.record({ ...entry, status: 499, fault: 'client_closed' });
+    if (ctx.isClosing() || res.writableEnded) return;
+    if (lateEffectMs > 0 && endsAt - performance.now() <= lateEffectMs) {
+      client = 'late';
+      return;
+    }
+    client = 'dropped';
+    ctx.ledger.record({ ...entry, status: 499, fault: 'client_closed' });
   };
   res.once('close', onClientGone);
   try {
-    return await ctx.delay(ms);
+    const fired = await ctx.delay(ms);
+    return { fired, client };
   } finally {
     res.off('close', onClientGone);
   }
@@ -140,7 +162,7 @@ export async function handleRecords(
       return respond(res, query, sourceId, entry, ctx, fault);
     case 'delay':
       // Cancelled by close(): the request was never served, so it leaves no ledger entry.
-      if (await delayFault(res, entry, ctx, fault?.delayMs ?? 0))
+      if ((await delayFault(res, entry, ctx, fault?.delayMs ?? 0)).fired)
         respond(res, query, sourceId, entry, ctx, fault);
       return;
     case 'reset':
