@@ -130,6 +130,7 @@ export async function handleEvents(
     case 'truncate':
     case 'malformed':
     case 'schema':
+    case 'oversize':
       // parseFaultSpec refuses these kinds for route "events".
       throw new Error(`fault kind ${kind} is not supported on /events`);
     default: {

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ActiveFault, FaultInjector } from './faults.ts';
 import { HttpError, jsonBytes, sendJson } from './http-io.ts';
 import type { Ledger, LedgerInput } from './ledger.ts';
+import { sendOversizePage } from './oversize.ts';
 import { buildPage, decodeCursor, isValidDate, type RecordsPage } from './records.ts';
 
 /** Absolute ceiling of `?limit=`; the effective page size is also clamped to `maxPageSize`. */
@@ -89,9 +90,10 @@ function evaluate(
   query: URLSearchParams,
   sourceId: string,
   ctx: RecordsContext,
-): { status: number; body: unknown } {
+): { status: number; body: unknown; page?: RecordsPage } {
   try {
-    return { status: 200, body: firstPage(query, sourceId, ctx) };
+    const page = firstPage(query, sourceId, ctx);
+    return { status: 200, body: page, page };
   } catch (error) {
     if (!(error instanceof HttpError)) throw error;
     return { status: error.status, body: { error: error.code, message: error.message } };
@@ -124,9 +126,28 @@ function respond(
 }
 
 /**
+ * Streams the normal page padded to the fault's `bytes`; an error answer is sent as it is. The
+ * entry is recorded once the body ended or the client left, so it can tell which.
+ */
+async function sendOversize(
+  res: ServerResponse,
+  query: URLSearchParams,
+  sourceId: string,
+  entry: LedgerInput,
+  ctx: RecordsContext,
+  fault: ActiveFault | undefined,
+): Promise<void> {
+  const { page } = evaluate(query, sourceId, ctx);
+  if (!page) return respond(res, query, sourceId, entry, ctx, fault);
+  const sent = await sendOversizePage(res, page, fault?.bytes ?? 0, fault?.contentLength ?? false);
+  ctx.ledger.record({ ...entry, status: 200, fault: 'oversize', ...sent });
+}
+
+/**
  * Serves `GET /sources/:sourceId/records?date=…[&cursor=…][&limit=n]`, applying at most one
  * injected fault. Side effects: consumes the fault, appends exactly one ledger entry per request
  * that is answered (or deliberately failed); a delayed request cancelled by `close()` leaves none.
+ * An `oversize` answer is recorded when its body ended or its client left (`bytesSent`).
  */
 export async function handleRecords(
   req: IncomingMessage,
@@ -186,6 +207,8 @@ export async function handleRecords(
       ctx.ledger.record({ ...entry, status: 200, fault: kind });
       sendJson(res, 200, { items: [{ identifier: 1 }], next: 42 });
       return;
+    case 'oversize':
+      return sendOversize(res, query, sourceId, entry, ctx, fault);
     default: {
       const unknownKind: never = kind;
       throw new Error(`unhandled fault kind ${String(unknownKind)}`);

@@ -221,6 +221,7 @@ async function applyFault(
     case 'truncate':
     case 'malformed':
     case 'schema':
+    case 'oversize':
       // parseFaultSpec refuses these kinds for route "submissions".
       throw new Error(`fault kind ${kind} is not supported on /submissions`);
     default: {
