@@ -100,16 +100,25 @@ function evaluate(
   }
 }
 
-/** Sends the normal response, or for `truncate` its headers and half its body, then kills the socket. */
-function respond(
+/**
+ * Sends the normal response; for `truncate` its headers and half its body, then kills the socket;
+ * for `oversize` a page padded to the fault's `bytes`, streamed, and recorded once the body ended
+ * or the client left, so the entry can tell which (an error answer is sent as it is).
+ */
+async function respond(
   res: ServerResponse,
   query: URLSearchParams,
   sourceId: string,
   entry: LedgerInput,
   ctx: RecordsContext,
   fault: ActiveFault | undefined,
-): void {
-  const { status, body } = evaluate(query, sourceId, ctx);
+): Promise<void> {
+  const { status, body, page } = evaluate(query, sourceId, ctx);
+  if (fault?.kind === 'oversize' && page) {
+    const sent = await sendOversizePage(res, page, fault.bytes ?? 0, fault.contentLength ?? false);
+    ctx.ledger.record({ ...entry, status, fault: fault.kind, ...sent });
+    return;
+  }
   if (fault?.kind !== 'truncate') {
     ctx.ledger.record({ ...entry, status, ...(fault ? { fault: fault.kind } : {}) });
     // A delayed response may find its client gone; the partner still did the work (it is recorded).
@@ -123,24 +132,6 @@ function respond(
     'content-length': String(bytes.length),
   });
   res.write(bytes.subarray(0, Math.floor(bytes.length / 2)), () => res.socket?.destroy());
-}
-
-/**
- * Streams the normal page padded to the fault's `bytes`; an error answer is sent as it is. The
- * entry is recorded once the body ended or the client left, so it can tell which.
- */
-async function sendOversize(
-  res: ServerResponse,
-  query: URLSearchParams,
-  sourceId: string,
-  entry: LedgerInput,
-  ctx: RecordsContext,
-  fault: ActiveFault | undefined,
-): Promise<void> {
-  const { page } = evaluate(query, sourceId, ctx);
-  if (!page) return respond(res, query, sourceId, entry, ctx, fault);
-  const sent = await sendOversizePage(res, page, fault?.bytes ?? 0, fault?.contentLength ?? false);
-  ctx.ledger.record({ ...entry, status: 200, fault: 'oversize', ...sent });
 }
 
 /**
@@ -180,11 +171,12 @@ export async function handleRecords(
   switch (kind) {
     case undefined:
     case 'truncate':
+    case 'oversize':
       return respond(res, query, sourceId, entry, ctx, fault);
     case 'delay':
       // Cancelled by close(): the request was never served, so it leaves no ledger entry.
       if ((await delayFault(res, entry, ctx, fault?.delayMs ?? 0)).fired)
-        respond(res, query, sourceId, entry, ctx, fault);
+        await respond(res, query, sourceId, entry, ctx, fault);
       return;
     case 'reset':
       ctx.ledger.record({ ...entry, status: 0, fault: kind });
@@ -207,8 +199,6 @@ export async function handleRecords(
       ctx.ledger.record({ ...entry, status: 200, fault: kind });
       sendJson(res, 200, { items: [{ identifier: 1 }], next: 42 });
       return;
-    case 'oversize':
-      return sendOversize(res, query, sourceId, entry, ctx, fault);
     default: {
       const unknownKind: never = kind;
       throw new Error(`unhandled fault kind ${String(unknownKind)}`);
