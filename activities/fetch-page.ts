@@ -31,7 +31,9 @@ export interface FetchProgress {
  * Returns only the count and the next cursor.
  * @throws ApplicationFailure NotFound/PermissionDenied (source gone, disabled or missing
  *   credentials), LeaseLost (another owner holds the run, or the page is stored already),
- *   InvalidResponse, and the HTTP client's typed failures.
+ *   InvalidResponse (a page off the partner contract: its shape, more records than asked for, a
+ *   cursor too long or not advancing, an empty page with a cursor, a body over the byte cap), and
+ *   the HTTP client's typed failures.
  */
 export function createFetchPage(deps: ActivityDeps) {
   return async function fetchPage(input: FetchPageInput): Promise<FetchPageResult> {

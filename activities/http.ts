@@ -1,17 +1,44 @@
 /**
  * The HTTP client activities use for partner calls: connect and response timeouts from config,
- * cancellation through the caller's AbortSignal, JSON bodies, and failures mapped to DESIGN error
- * types. Response bodies of failed calls are drained and dropped, never put into messages (R11).
+ * cancellation through the caller's AbortSignal, bounded JSON bodies, a send deadline for
+ * non-idempotent calls, and failures mapped to DESIGN error types. Response bodies of failed calls
+ * are drained (undici stops at 128 KiB) and dropped, never put into messages (R11).
  */
-import { performance } from 'node:perf_hooks';
 import { Agent, type Dispatcher, request } from 'undici';
 import { classify, failure, httpStatusFailure } from './errors.ts';
+
+/** Default of {@link HttpClientOptions.maxResponseBytes}: 16 MiB. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
 export interface HttpClientOptions {
   /** Max time to establish a TCP connection. */
   connectTimeoutMs: number;
   /** Max time to wait for the response headers, and then between body chunks. */
   responseTimeoutMs: number;
+  /**
+   * Most bytes read of a response body (default {@link DEFAULT_MAX_RESPONSE_BYTES}). A partner may
+   * send anything: a larger body is refused on its `Content-Length`, or as soon as the count passes
+   * the cap, and never held in memory whole.
+   */
+  maxResponseBytes?: number;
+}
+
+/** Options of every call. */
+export interface RequestOptions {
+  signal: AbortSignal;
+  headers?: Record<string, string>;
+  /** What the call is, for failure messages (never a URL: it may carry secrets). */
+  what: string;
+}
+
+/** Options of a POST. */
+export interface PostOptions extends RequestOptions {
+  /**
+   * A `performance.now()` instant: when the request has not started being written to its socket
+   * by then, it is aborted unsent. For non-idempotent calls whose caller may only send within a
+   * window (e.g. before another attempt may take over): "not sent" is then a certainty, not a guess.
+   */
+  sendBy?: number;
 }
 
 export interface HttpClient {
@@ -19,79 +46,134 @@ export interface HttpClient {
    * GETs `url` and returns the parsed JSON body of a 2xx response. Not idempotent by itself:
    * callers send an `Idempotency-Key` header where the partner supports one.
    * @throws ApplicationFailure typed per status (429 RateLimited, 5xx UpstreamUnavailable, …),
-   *   Timeout, NetworkError, InvalidResponse (body is not JSON); the signal's reason when aborted.
+   *   Timeout, NetworkError, InvalidResponse (`INVALID_JSON`: body is not JSON;
+   *   `RESPONSE_TOO_LARGE`: body over `maxResponseBytes`); the signal's reason when aborted.
    */
-  getJson(
-    url: URL,
-    opts: { signal: AbortSignal; headers?: Record<string, string>; what: string },
-  ): Promise<unknown>;
+  getJson(url: URL, opts: RequestOptions): Promise<unknown>;
   /**
    * POSTs `body` as JSON to `url` and returns the parsed JSON response of a 2xx (or null when the
    * body is empty or not JSON: the status is the acknowledgement). Not idempotent by itself:
-   * callers send an `Idempotency-Key` the receiver dedupes on. With `sendBy` (a
-   * `performance.now()` instant) the request is not sent at all unless its writing to the socket
-   * starts by then — checked at the last moment before it is written, after connecting.
-   * @throws as {@link HttpClient.getJson}; Timeout SEND_DEADLINE_PASSED when not sent in time.
+   * callers send an `Idempotency-Key` the receiver dedupes on.
+   * @throws as {@link HttpClient.getJson} (except `INVALID_JSON`), and Timeout
+   *   `SEND_DEADLINE_PASSED` when `sendBy` passed before the request was written: nothing was sent.
    */
-  postJson(
-    url: URL,
-    body: unknown,
-    opts: { signal: AbortSignal; headers?: Record<string, string>; what: string; sendBy?: number },
-  ): Promise<unknown>;
-  /** The timeouts this client was created with (callers that bound a call's effects need them). */
+  postJson(url: URL, body: unknown, opts: PostOptions): Promise<unknown>;
+  /** The options this client was created with (callers that bound a call's effects need its timeouts). */
   readonly options: HttpClientOptions;
   close(): Promise<void>;
 }
 
 /**
- * Refuses to write a request to its socket after `deadline`: the dispatch handler's
- * `onRequestStart` is the last hook before undici writes the request line (connection
- * established, nothing sent yet), so an aborted request never reaches the server.
+ * Wraps a request's handler so that it is aborted, unsent, when `sendBy` has passed. undici's
+ * HTTP/1 client calls `onRequestStart` (through the legacy `onConnect`) on the socket it will use,
+ * right before it writes the request line and headers (`writeH1` in client-h1.js), and checks for
+ * an abort before writing anything: the last moment a request can still be taken back.
  */
-function sendingBy(deadline: number, what: string): Dispatcher.DispatcherComposeInterceptor {
-  return (dispatch) => (opts, handler) =>
-    dispatch(opts, {
-      onRequestStart(controller, context) {
-        if (performance.now() > deadline) {
-          controller.abort(
-            failure('Timeout', 'SEND_DEADLINE_PASSED', `${what}: not sent (its send deadline passed)`),
-          );
-          return;
-        }
-        handler.onRequestStart?.(controller, context);
-      },
-      onRequestUpgrade: (...args) => handler.onRequestUpgrade?.(...args),
-      onResponseStart: (...args) => handler.onResponseStart?.(...args),
-      onResponseData: (...args) => handler.onResponseData?.(...args),
-      onResponseEnd: (...args) => handler.onResponseEnd?.(...args),
-      onResponseError: (...args) => handler.onResponseError?.(...args),
-    });
+class SendDeadlineHandler implements Dispatcher.DispatchHandler {
+  readonly #inner: Dispatcher.DispatchHandler;
+  readonly #sendBy: number;
+  readonly #what: string;
+
+  constructor(inner: Dispatcher.DispatchHandler, sendBy: number, what: string) {
+    this.#inner = inner;
+    this.#sendBy = sendBy;
+    this.#what = what;
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController, context: unknown): void {
+    if (performance.now() >= this.#sendBy) {
+      controller.abort(
+        failure('Timeout', 'SEND_DEADLINE_PASSED', `${this.#what}: not sent, its send deadline passed`),
+      );
+      return;
+    }
+    this.#inner.onRequestStart?.(controller, context);
+  }
+
+  onRequestUpgrade(...args: Parameters<NonNullable<Dispatcher.DispatchHandler['onRequestUpgrade']>>): void {
+    this.#inner.onRequestUpgrade?.(...args);
+  }
+
+  onResponseStart(...args: Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseStart']>>): void {
+    this.#inner.onResponseStart?.(...args);
+  }
+
+  onResponseData(...args: Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseData']>>): void {
+    this.#inner.onResponseData?.(...args);
+  }
+
+  onResponseEnd(...args: Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseEnd']>>): void {
+    this.#inner.onResponseEnd?.(...args);
+  }
+
+  onResponseError(...args: Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseError']>>): void {
+    this.#inner.onResponseError?.(...args);
+  }
+}
+
+function tooLarge(what: string, max: number, declared?: number): Error {
+  const announced = declared === undefined ? '' : ` (Content-Length ${declared})`;
+  return failure(
+    'InvalidResponse',
+    'RESPONSE_TOO_LARGE',
+    `${what}: response body larger than ${max} bytes${announced}`,
+  );
+}
+
+/**
+ * Reads a body as UTF-8 text of at most `max` bytes. Refuses at once when `Content-Length` says
+ * more; otherwise counts while reading and destroys the body (aborting the request, so the socket
+ * is closed and the partner stops sending) as soon as the count passes `max`.
+ */
+async function readCapped(res: Dispatcher.ResponseData, max: number, what: string): Promise<string> {
+  const declared = Number(res.headers['content-length']);
+  if (Number.isFinite(declared) && declared > max) {
+    res.body.destroy();
+    throw tooLarge(what, max, declared);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of res.body) {
+    const buffer = chunk as Buffer;
+    size += buffer.length;
+    if (size > max) {
+      res.body.destroy();
+      throw tooLarge(what, max);
+    }
+    chunks.push(buffer);
+  }
+  return new TextDecoder('utf-8').decode(Buffer.concat(chunks, size));
 }
 
 /** Creates a client with its own connection pool; close it on shutdown. */
 export function createHttpClient(options: HttpClientOptions): HttpClient {
+  const maxBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   const agent = new Agent({
     connect: { timeout: options.connectTimeoutMs },
     headersTimeout: options.responseTimeoutMs,
     bodyTimeout: options.responseTimeoutMs,
   });
+  // The deadline is per request: a composed view of the shared pool, not a pool of its own.
+  const dispatcherFor = (sendBy: number | undefined, what: string): Dispatcher =>
+    sendBy === undefined
+      ? agent
+      : agent.compose(
+          (dispatch) => (opts, handler) => dispatch(opts, new SendDeadlineHandler(handler, sendBy, what)),
+        );
   // Sends one request; resolves with the body text of a 2xx, throws a typed failure otherwise.
   const send = async (
     url: URL,
     init: { method: 'GET' | 'POST'; body?: string; headers?: Record<string, string> },
-    signal: AbortSignal,
-    what: string,
-    sendBy?: number,
+    { signal, what, sendBy }: { signal: AbortSignal; what: string; sendBy?: number },
   ): Promise<string> => {
-    const dispatcher = sendBy === undefined ? agent : agent.compose(sendingBy(sendBy, what));
     try {
-      const res = await request(url, { ...init, signal, dispatcher });
+      const res = await request(url, { ...init, signal, dispatcher: dispatcherFor(sendBy, what) });
       if (res.statusCode < 200 || res.statusCode >= 300) {
         await res.body.dump();
         const retryAfter = res.headers['retry-after'];
         throw httpStatusFailure(res.statusCode, what, Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
       }
-      return await res.body.text();
+      return await readCapped(res, maxBytes, what);
     } catch (err) {
       if (signal.aborted) throw signal.reason;
       throw classify(err, what);
@@ -99,7 +181,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
   };
   return {
     async getJson(url, { signal, headers, what }) {
-      const text = await send(url, { method: 'GET', ...(headers ? { headers } : {}) }, signal, what);
+      const text = await send(url, { method: 'GET', ...(headers ? { headers } : {}) }, { signal, what });
       try {
         return JSON.parse(text) as unknown;
       } catch {
@@ -114,9 +196,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
           body: JSON.stringify(body),
           headers: { 'content-type': 'application/json', ...headers },
         },
-        signal,
-        what,
-        sendBy,
+        { signal, what, ...(sendBy === undefined ? {} : { sendBy }) },
       );
       try {
         return text === '' ? null : (JSON.parse(text) as unknown);

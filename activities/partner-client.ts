@@ -6,6 +6,13 @@ import { z } from 'zod';
 import { failure } from './errors.ts';
 import type { HttpClient } from './http.ts';
 
+/**
+ * Longest partner cursor accepted, in characters. A cursor is heartbeated to Temporal, kept in the
+ * workflow's history and state, staged in PostgreSQL and sent back in a URL: a partner must not be
+ * able to make any of these grow without bound.
+ */
+export const MAX_CURSOR_LENGTH = 1024;
+
 export const partnerRecordSchema = z.looseObject({ id: z.string().min(1).max(200) });
 export type PartnerRecord = z.infer<typeof partnerRecordSchema>;
 
@@ -29,8 +36,10 @@ export interface PageRequest {
 
 /**
  * Fetches one partner page. Safe to repeat (a read); carries the step's idempotency key anyway.
- * @throws ApplicationFailure: InvalidResponse when the body does not match the contract, and
- *   whatever {@link HttpClient.getJson} throws.
+ * @throws ApplicationFailure: InvalidResponse (non-retryable) when the body does not match the
+ *   contract (`PAGE_SHAPE`), holds more records than `limit` asked for (`TOO_MANY_RECORDS`), or
+ *   a next cursor longer than {@link MAX_CURSOR_LENGTH} (`CURSOR_TOO_LONG`); and whatever
+ *   {@link HttpClient.getJson} throws.
  */
 export async function fetchPartnerPage(http: HttpClient, req: PageRequest): Promise<PartnerPage> {
   const url = new URL(`sources/${encodeURIComponent(req.sourceId)}/records`, withSlash(req.baseUrl));
@@ -55,7 +64,23 @@ export async function fetchPartnerPage(http: HttpClient, req: PageRequest): Prom
       `partner ${req.sourceId} records: unexpected response shape`,
     );
   }
-  return parsed.data;
+  const page = parsed.data;
+  // A partner ignoring the limit would make a stored page, and its transaction, as big as it likes.
+  if (page.records.length > req.limit) {
+    throw failure(
+      'InvalidResponse',
+      'TOO_MANY_RECORDS',
+      `partner ${req.sourceId} records: ${page.records.length} records on a page of at most ${req.limit}`,
+    );
+  }
+  if (page.nextCursor !== null && page.nextCursor.length > MAX_CURSOR_LENGTH) {
+    throw failure(
+      'InvalidResponse',
+      'CURSOR_TOO_LONG',
+      `partner ${req.sourceId} records: next cursor longer than ${MAX_CURSOR_LENGTH} characters`,
+    );
+  }
+  return page;
 }
 
 function withSlash(base: string): string {

@@ -107,7 +107,7 @@ export async function handleEvents(
     case 'delay': {
       // A publisher that times out while we hang is recorded when it leaves; the event is still
       // applied afterwards, so its redelivery is a duplicate.
-      if (await delayFault(res, entry, ctx, fault?.delayMs ?? 0))
+      if ((await delayFault(res, entry, ctx, fault?.delayMs ?? 0)).fired)
         return applyAndRespond(res, event, entry, ctx, fault);
       // Cancelled by close(): never applied nor answered, so no ledger entry.
       ctx.events.countFaulted(event.id);
@@ -130,6 +130,7 @@ export async function handleEvents(
     case 'truncate':
     case 'malformed':
     case 'schema':
+    case 'oversize':
       // parseFaultSpec refuses these kinds for route "events".
       throw new Error(`fault kind ${kind} is not supported on /events`);
     default: {

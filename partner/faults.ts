@@ -16,9 +16,21 @@ import { MAX_REFERENCE_LENGTH, SUBMISSION_ACTIONS, type SubmissionAction } from 
  * no effect; `delay`: the effect happens after the wait, unless the client left or the partner
  * closed meanwhile), `after` faults hit once it happened (`status`: an error answer for a done
  * effect; `reset`: a lost answer; `delay`: the answer after the wait, if the client is still there).
+ * Late effects, as real partners have them: with a late-effect window (`lateEffectMs` of the fault,
+ * else of the server; 0 = off), a `before` delay whose client leaves at most that long before the
+ * wait ends is still processed when the wait ends, as if the partner had not noticed. Its one
+ * ledger entry is still the 499 `client_closed` one, recorded then, with `late: true`, the
+ * submission id and `effect: true` when the request changed something. A client leaving earlier
+ * than that, or a partner closing before the wait ends, drops the request as without the window.
  */
-/** `malformed`: 200 with a body that is not JSON; `schema`: 200 with JSON of the wrong shape. */
-export type FaultKind = 'status' | 'reset' | 'delay' | 'truncate' | 'malformed' | 'schema';
+/**
+ * `malformed`: 200 with a body that is not JSON; `schema`: 200 with JSON of the wrong shape;
+ * `oversize` (records route only): 200 with the normal page, syntactically valid, whose records
+ * carry a `padding` string making the body `bytes` long (at least the page itself), streamed in
+ * chunks as the client reads, with a `Content-Length` only when `contentLength` is true. It is
+ * recorded once the body ended or the client left, with `bodyBytes` and `bytesSent`.
+ */
+export type FaultKind = 'status' | 'reset' | 'delay' | 'truncate' | 'malformed' | 'schema' | 'oversize';
 
 /**
  * The route a fault hits: `GET /sources/:sourceId/records`, `POST /events`, or the submissions
@@ -38,6 +50,12 @@ export const SUBMISSIONS_FAULT_KINDS: readonly FaultKind[] = ['status', 'reset',
 /** Longest `body` of a `status` fault. */
 export const MAX_FAULT_BODY_LENGTH = 2000;
 
+/** Largest body of an `oversize` fault (`bytes`). */
+export const MAX_OVERSIZE_BYTES = 200_000_000;
+
+/** Longest wait of a `delay` fault, and longest late-effect window (`lateEffectMs`). */
+export const MAX_DELAY_MS = 600_000;
+
 const faultSpecSchema = z
   .strictObject({
     route: z.enum(['records', 'events', 'submissions']).optional(),
@@ -51,11 +69,14 @@ const faultSpecSchema = z
     phase: z.enum(['before', 'after']).optional(),
     afterRequests: z.int().min(0).optional(),
     times: z.int().min(1).optional(),
-    kind: z.enum(['status', 'reset', 'delay', 'truncate', 'malformed', 'schema']),
+    kind: z.enum(['status', 'reset', 'delay', 'truncate', 'malformed', 'schema', 'oversize']),
     status: z.int().min(400).max(599).optional(),
     retryAfter: z.string().min(1).max(200).optional(),
-    delayMs: z.int().min(0).max(600_000).optional(),
+    delayMs: z.int().min(0).max(MAX_DELAY_MS).optional(),
+    lateEffectMs: z.int().min(0).max(MAX_DELAY_MS).optional(),
     body: z.string().max(MAX_FAULT_BODY_LENGTH).optional(),
+    bytes: z.int().min(1).max(MAX_OVERSIZE_BYTES).optional(),
+    contentLength: z.boolean().optional(),
   })
   .refine((s) => s.kind !== 'status' || s.status !== undefined, {
     message: 'kind "status" needs a "status" (400..599)',
@@ -72,6 +93,14 @@ const faultSpecSchema = z
   .refine((s) => (s.route ?? 'records') === 'records' || s.body === undefined, {
     message: '"body" is only valid on route "records"',
     path: ['body'],
+  })
+  .refine((s) => s.kind !== 'oversize' || s.bytes !== undefined, {
+    message: `kind "oversize" needs a "bytes" (1..${MAX_OVERSIZE_BYTES})`,
+    path: ['bytes'],
+  })
+  .refine((s) => s.kind === 'oversize' || (s.bytes === undefined && s.contentLength === undefined), {
+    message: '"bytes" and "contentLength" are only valid with kind "oversize"',
+    path: ['kind'],
   })
   .refine((s) => s.kind !== 'delay' || s.delayMs !== undefined, {
     message: 'kind "delay" needs a "delayMs"',
@@ -103,6 +132,15 @@ const faultSpecSchema = z
     message: '"phase" needs route "submissions"',
     path: ['phase'],
   })
+  .refine(
+    (s) =>
+      s.lateEffectMs === undefined ||
+      (s.route === 'submissions' && s.kind === 'delay' && (s.phase ?? 'before') === 'before'),
+    {
+      message: '"lateEffectMs" needs route "submissions", kind "delay" and phase "before"',
+      path: ['lateEffectMs'],
+    },
+  )
   .refine((s) => s.phase !== 'after' || s.action !== 'lookup', {
     message: 'phase "after" is not valid with action "lookup" (a lookup has no effect)',
     path: ['phase'],
@@ -146,10 +184,23 @@ export interface FaultSpec {
   /** Wait before responding, for kind `delay`. */
   delayMs?: number;
   /**
+   * Late effects of this `before` delay on the submissions route, overriding the server's
+   * `lateEffectMs` (0 = off for this fault). A client that leaves at most this long before the
+   * delay ends still gets its request applied when the delay ends (see `FaultKind`).
+   */
+  lateEffectMs?: number;
+  /**
    * Kind `status` on the records route only: the text sent as the error body's `message` (at most
    * {@link MAX_FAULT_BODY_LENGTH} characters) instead of `injected status <n>`.
    */
   body?: string;
+  /** Kind `oversize`: the body's size in bytes (1..{@link MAX_OVERSIZE_BYTES}). */
+  bytes?: number;
+  /**
+   * Kind `oversize`: announce the size in a `Content-Length` header (default false: chunked, so a
+   * client can only find out by counting what it reads).
+   */
+  contentLength?: boolean;
 }
 
 /** A fault as stored, with its id and live counters. */

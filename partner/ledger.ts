@@ -43,6 +43,20 @@ export interface LedgerEntry {
    * (also when a fault then failed, lost or delayed the answer), false otherwise.
    */
   effect?: boolean;
+  /**
+   * Submissions routes only: true when the partner processed the request after its client had left
+   * (a late effect, see `FaultKind`); `effect` says whether that changed anything. The entry keeps
+   * status 499 and fault `client_closed`: the client never got an answer.
+   */
+  late?: boolean;
+  /** `oversize` faults only: the size in bytes of the body the partner meant to send. */
+  bodyBytes?: number;
+  /**
+   * `oversize` faults only: body bytes handed to the connection before the body ended or the client
+   * left (at most one 64 KiB chunk more than the socket took): less than `bodyBytes` means the
+   * client stopped reading early.
+   */
+  bytesSent?: number;
 }
 
 /** Filter of `entries`/`count`; every given field must match. `cursor: null` = first pages. */

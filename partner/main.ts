@@ -2,7 +2,9 @@ import { parseArgs } from 'node:util';
 import { startPartner } from './server.ts';
 
 /**
- * Standalone demo partner: `tsx partner/main.ts [--port 4010] [--host 127.0.0.1] [--ledger-file path]`.
+ * Standalone demo partner:
+ * `tsx partner/main.ts [--port 4010] [--host 127.0.0.1] [--ledger-file path] [--late-effect-ms n]`
+ * (`--late-effect-ms`: see `PartnerOptions.lateEffectMs`).
  * Runs until SIGINT/SIGTERM, then closes cleanly. Exits 1 on bad arguments or a bind error.
  */
 async function main(): Promise<void> {
@@ -11,10 +13,15 @@ async function main(): Promise<void> {
       port: { type: 'string', default: '4010' },
       host: { type: 'string', default: '127.0.0.1' },
       'ledger-file': { type: 'string' },
+      'late-effect-ms': { type: 'string', default: '0' },
     },
   });
-  const port = Number(values.port);
-  const partner = await startPartner({ port, host: values.host, ledgerFile: values['ledger-file'] });
+  const partner = await startPartner({
+    port: Number(values.port),
+    host: values.host,
+    ledgerFile: values['ledger-file'],
+    lateEffectMs: Number(values['late-effect-ms']),
+  });
   process.stdout.write(`demo partner API listening on ${partner.url}\n`);
   const stop = (): void => {
     partner.close().then(

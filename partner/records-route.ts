@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ActiveFault, FaultInjector } from './faults.ts';
 import { HttpError, jsonBytes, sendJson } from './http-io.ts';
 import type { Ledger, LedgerInput } from './ledger.ts';
+import { sendOversizePage } from './oversize.ts';
 import { buildPage, decodeCursor, isValidDate, type RecordsPage } from './records.ts';
 
 /** Absolute ceiling of `?limit=`; the effective page size is also clamped to `maxPageSize`. */
@@ -38,25 +39,47 @@ function firstPage(query: URLSearchParams, sourceId: string, ctx: RecordsContext
   return buildPage(sourceId, date, fromSeq, Math.min(limit, ctx.maxPageSize), total);
 }
 
+/** How the wait of a `delay` fault ended. */
+export interface DelayEnd {
+  /** False when the partner closed during the wait. */
+  fired: boolean;
+  /**
+   * Whether the client left during the wait: `stayed`; `dropped` (its 499 `client_closed` entry is
+   * recorded); `late` (it left within the late-effect window: nothing is recorded yet, the caller
+   * processes the request and records its 499 entry).
+   */
+  client: 'stayed' | 'dropped' | 'late';
+}
+
 /**
- * Waits out a `delay` fault of `ms`; resolves false when the partner closed meanwhile. A client
- * that gives up while we hang (a timeout, a cancelled run) is recorded when it leaves, as a 499
- * `client_closed` entry: tests see the abort reach the partner. The caller still completes the
- * work afterwards.
+ * Waits out a `delay` fault of `ms`. A client that gives up while we hang (a timeout, a cancelled
+ * run) is recorded when it leaves, as a 499 `client_closed` entry: tests see the abort reach the
+ * partner. With `lateEffectMs` > 0, a client leaving at most that long before the wait ends is
+ * left to the caller (`late`), which decides what a late effect is. The caller still completes
+ * the work afterwards.
  */
 export async function delayFault(
   res: ServerResponse,
   entry: LedgerInput,
   ctx: Pick<RecordsContext, 'ledger' | 'delay' | 'isClosing'>,
   ms: number,
-): Promise<boolean> {
+  lateEffectMs = 0,
+): Promise<DelayEnd> {
+  const endsAt = performance.now() + ms;
+  let client: DelayEnd['client'] = 'stayed';
   const onClientGone = () => {
-    if (!ctx.isClosing() && !res.writableEnded)
-      ctx.ledger.record({ ...entry, status: 499, fault: 'client_closed' });
+    if (ctx.isClosing() || res.writableEnded) return;
+    if (lateEffectMs > 0 && endsAt - performance.now() <= lateEffectMs) {
+      client = 'late';
+      return;
+    }
+    client = 'dropped';
+    ctx.ledger.record({ ...entry, status: 499, fault: 'client_closed' });
   };
   res.once('close', onClientGone);
   try {
-    return await ctx.delay(ms);
+    const fired = await ctx.delay(ms);
+    return { fired, client };
   } finally {
     res.off('close', onClientGone);
   }
@@ -67,25 +90,35 @@ function evaluate(
   query: URLSearchParams,
   sourceId: string,
   ctx: RecordsContext,
-): { status: number; body: unknown } {
+): { status: number; body: unknown; page?: RecordsPage } {
   try {
-    return { status: 200, body: firstPage(query, sourceId, ctx) };
+    const page = firstPage(query, sourceId, ctx);
+    return { status: 200, body: page, page };
   } catch (error) {
     if (!(error instanceof HttpError)) throw error;
     return { status: error.status, body: { error: error.code, message: error.message } };
   }
 }
 
-/** Sends the normal response, or for `truncate` its headers and half its body, then kills the socket. */
-function respond(
+/**
+ * Sends the normal response; for `truncate` its headers and half its body, then kills the socket;
+ * for `oversize` a page padded to the fault's `bytes`, streamed, and recorded once the body ended
+ * or the client left, so the entry can tell which (an error answer is sent as it is).
+ */
+async function respond(
   res: ServerResponse,
   query: URLSearchParams,
   sourceId: string,
   entry: LedgerInput,
   ctx: RecordsContext,
   fault: ActiveFault | undefined,
-): void {
-  const { status, body } = evaluate(query, sourceId, ctx);
+): Promise<void> {
+  const { status, body, page } = evaluate(query, sourceId, ctx);
+  if (fault?.kind === 'oversize' && page) {
+    const sent = await sendOversizePage(res, page, fault.bytes ?? 0, fault.contentLength ?? false);
+    ctx.ledger.record({ ...entry, status, fault: fault.kind, ...sent });
+    return;
+  }
   if (fault?.kind !== 'truncate') {
     ctx.ledger.record({ ...entry, status, ...(fault ? { fault: fault.kind } : {}) });
     // A delayed response may find its client gone; the partner still did the work (it is recorded).
@@ -105,6 +138,7 @@ function respond(
  * Serves `GET /sources/:sourceId/records?date=…[&cursor=…][&limit=n]`, applying at most one
  * injected fault. Side effects: consumes the fault, appends exactly one ledger entry per request
  * that is answered (or deliberately failed); a delayed request cancelled by `close()` leaves none.
+ * An `oversize` answer is recorded when its body ended or its client left (`bytesSent`).
  */
 export async function handleRecords(
   req: IncomingMessage,
@@ -137,11 +171,12 @@ export async function handleRecords(
   switch (kind) {
     case undefined:
     case 'truncate':
+    case 'oversize':
       return respond(res, query, sourceId, entry, ctx, fault);
     case 'delay':
       // Cancelled by close(): the request was never served, so it leaves no ledger entry.
-      if (await delayFault(res, entry, ctx, fault?.delayMs ?? 0))
-        respond(res, query, sourceId, entry, ctx, fault);
+      if ((await delayFault(res, entry, ctx, fault?.delayMs ?? 0)).fired)
+        await respond(res, query, sourceId, entry, ctx, fault);
       return;
     case 'reset':
       ctx.ledger.record({ ...entry, status: 0, fault: kind });

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { handleAdmin } from './admin.ts';
 import { handleEvents, type EventsContext } from './events-route.ts';
 import { EventStore } from './events.ts';
-import { FaultInjector } from './faults.ts';
+import { FaultInjector, MAX_DELAY_MS } from './faults.ts';
 import { HttpError, sendError, sendJson } from './http-io.ts';
 import { Ledger } from './ledger.ts';
 import { handleRecords, type RecordsContext } from './records-route.ts';
@@ -21,6 +21,12 @@ export interface PartnerOptions {
   maxPageSize?: number;
   /** Append every ledger entry as a JSON line to this file (operators can count effects after a restart). */
   ledgerFile?: string;
+  /**
+   * Late-effect window of `before` delay faults on the submissions routes, in ms (default 0 = off;
+   * at most `MAX_DELAY_MS`): a request whose client leaves at most this long before the delay ends
+   * is still applied when it ends, as real partners do. A fault's own `lateEffectMs` overrides it.
+   */
+  lateEffectMs?: number;
 }
 
 export interface PartnerServer {
@@ -87,12 +93,18 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: PartnerCont
 }
 
 function validateOptions(options: PartnerOptions): void {
-  const { port, maxPageSize } = options;
+  const { port, maxPageSize, lateEffectMs } = options;
   if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
     throw new RangeError(`port must be an integer in 0..65535, got ${port}`);
   }
   if (maxPageSize !== undefined && !(Number.isInteger(maxPageSize) && maxPageSize >= 1)) {
     throw new RangeError(`maxPageSize must be a positive integer, got ${maxPageSize}`);
+  }
+  if (
+    lateEffectMs !== undefined &&
+    !(Number.isInteger(lateEffectMs) && lateEffectMs >= 0 && lateEffectMs <= MAX_DELAY_MS)
+  ) {
+    throw new RangeError(`lateEffectMs must be an integer in 0..${MAX_DELAY_MS}, got ${lateEffectMs}`);
   }
 }
 
@@ -127,6 +139,7 @@ export async function startPartner(options: PartnerOptions = {}): Promise<Partne
     submissions: new SubmissionStore(),
     recordCount: options.recordCount ?? defaultRecordCount,
     maxPageSize: options.maxPageSize ?? 50,
+    lateEffectMs: options.lateEffectMs ?? 0,
     delay: (ms) =>
       new Promise<boolean>((resolve) => {
         const timer = setTimeout(() => {

@@ -22,6 +22,8 @@ export interface SubmissionsContext extends Pick<
   'ledger' | 'faults' | 'delay' | 'isClosing'
 > {
   submissions: SubmissionStore;
+  /** The server's late-effect window for `before` delays (0 = off); a fault's own overrides it. */
+  lateEffectMs: number;
 }
 
 /** Body of `POST /submissions`; unknown extra fields are ignored. */
@@ -130,6 +132,17 @@ function decodeId(segment: string): string {
   }
 }
 
+/** `entry` with what computing the outcome found out (reference, submission id, effect, status). */
+function withOutcome(entry: LedgerInput, outcome: Outcome): LedgerInput {
+  return {
+    ...entry,
+    ...(outcome.reference === undefined ? {} : { reference: outcome.reference }),
+    ...(outcome.submissionId === undefined ? {} : { submissionId: outcome.submissionId }),
+    status: outcome.status,
+    effect: outcome.effect,
+  };
+}
+
 /** Records the outcome (with the fault's kind, if any) and sends it unless the client is gone. */
 function answer(
   res: ServerResponse,
@@ -138,14 +151,7 @@ function answer(
   ctx: SubmissionsContext,
   fault: ActiveFault | undefined,
 ): void {
-  ctx.ledger.record({
-    ...entry,
-    ...(outcome.reference === undefined ? {} : { reference: outcome.reference }),
-    ...(outcome.submissionId === undefined ? {} : { submissionId: outcome.submissionId }),
-    status: outcome.status,
-    effect: outcome.effect,
-    ...(fault ? { fault: fault.kind } : {}),
-  });
+  ctx.ledger.record({ ...withOutcome(entry, outcome), ...(fault ? { fault: fault.kind } : {}) });
   if (!res.destroyed) sendJson(res, outcome.status, outcome.body);
 }
 
@@ -182,30 +188,40 @@ async function applyFault(
       req.socket.resetAndDestroy();
       return;
     case 'delay': {
-      let clientGone = false;
-      const onClose = () => {
-        clientGone = true;
-      };
-      res.once('close', onClose);
+      // Late effects are a `before` matter: an `after` request has had its effect already.
+      const lateEffectMs = after ? 0 : (fault.lateEffectMs ?? ctx.lateEffectMs);
       // A client leaving during the wait is recorded by delayFault (499 `client_closed`, with this
-      // entry's effect); that is the request's only entry.
-      const fired = await delayFault(res, entry, ctx, fault.delayMs ?? 0);
-      res.off('close', onClose);
-      if (!fired) {
-        // Cancelled by close(): a `before` request never reached processing and leaves no entry;
-        // an `after` one did its effect, which the ledger must count.
+      // entry's effect), unless it left late enough for a late effect; either is the only entry.
+      const end = await delayFault(res, entry, ctx, fault.delayMs ?? 0, lateEffectMs);
+      if (!end.fired) {
+        // Cancelled by close(): a `before` request never reached processing and leaves no entry
+        // (but one whose client had left still counts as that client's 499); an `after` one did
+        // its effect, which the ledger must count.
         if (done) ctx.ledger.record({ ...entry, status: 0, fault: kind });
+        else if (end.client === 'late') ctx.ledger.record({ ...entry, status: 499, fault: 'client_closed' });
         req.socket.destroy();
         return;
       }
-      // A `before` request whose client left timed out before any effect: apply nothing.
-      if (clientGone) return;
+      // A `before` request whose client left early timed out before any effect: apply nothing.
+      if (end.client === 'dropped') return;
+      if (end.client === 'late') {
+        // The partner finishes what it started although nobody waits for the answer.
+        const outcome = prepared.apply();
+        ctx.ledger.record({
+          ...withOutcome(entry, outcome),
+          status: 499,
+          fault: 'client_closed',
+          late: true,
+        });
+        return;
+      }
       answer(res, entry, done ?? prepared.apply(), ctx, fault);
       return;
     }
     case 'truncate':
     case 'malformed':
     case 'schema':
+    case 'oversize':
       // parseFaultSpec refuses these kinds for route "submissions".
       throw new Error(`fault kind ${kind} is not supported on /submissions`);
     default: {
@@ -227,9 +243,10 @@ async function applyFault(
  * Receipts are the submission without its summary. Faults only see well-formed requests on known
  * submissions. Side effects: consumes the fault, creates or changes submissions, and appends exactly
  * one ledger entry per request (`action`, `reference`, `submissionId`, `effect`; a client leaving
- * during a delay gets the 499 `client_closed` one); a `before` delay cancelled by `close()` leaves
- * none, an `after` one a status-0 entry with its effect. Answers every client error itself; throws
- * only on a bug.
+ * during a delay gets the 499 `client_closed` one, with `late: true` when the request was still
+ * processed after it left); a `before` delay cancelled by `close()` leaves none (unless its client
+ * had left), an `after` one a status-0 entry with its effect. Answers every client error itself;
+ * throws only on a bug.
  */
 export async function handleSubmissions(
   req: IncomingMessage,

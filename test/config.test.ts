@@ -34,7 +34,7 @@ describe('config', () => {
         taskQueue: 'durable-fetch',
       },
       partner: { host: '127.0.0.1', port: 4010, pageLimit: 50 },
-      http: { connectTimeoutMs: 5_000, responseTimeoutMs: 15_000 },
+      http: { connectTimeoutMs: 5_000, responseTimeoutMs: 15_000, maxResponseBytes: 16 * 1024 * 1024 },
       runs: {
         maxFutureDays: 0,
         leaseTtlMs: 300_000,
@@ -184,6 +184,14 @@ describe('config', () => {
         configError({ DURABLE_FETCH_SHUTDOWN_GRACE_MS: bad }).message,
         /DURABLE_FETCH_SHUTDOWN_GRACE_MS: /,
       );
+    }
+  });
+
+  it('config: HTTP_MAX_RESPONSE_BYTES is a whole number of bytes in 1 KiB..1 GiB', () => {
+    assert.equal(loadConfig({ HTTP_MAX_RESPONSE_BYTES: '1048576' }).http.maxResponseBytes, 1_048_576);
+    assert.equal(loadConfig({ HTTP_MAX_RESPONSE_BYTES: '1024' }).http.maxResponseBytes, 1024);
+    for (const bad of ['1023', '1073741825', '1.5', 'big']) {
+      assert.match(configError({ HTTP_MAX_RESPONSE_BYTES: bad }).message, /HTTP_MAX_RESPONSE_BYTES: /, bad);
     }
   });
 

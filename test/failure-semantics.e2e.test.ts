@@ -7,6 +7,7 @@ import { type Client, WorkflowFailedError, WorkflowNotFoundError } from '@tempor
 import { ActivityFailure, ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { createHttpClient } from '../activities/http.ts';
 import { startFetch, type DurableFetchContext } from '../client/start-fetch.ts';
+import { pageKeyFor } from '../workflows/business-key.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
 import { UserFacingError } from '../worker/errors.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
@@ -84,6 +85,36 @@ describe('failure semantics', () => {
       const row = await db.prisma.fetchRun.findFirstOrThrow({ where: { sourceId } });
       assert.deepEqual([row.status, row.errorClass], ['dead_lettered', 'InvalidResponse']);
     }
+  });
+
+  it('a 50 MB partner page dead-letters the run as InvalidResponse RESPONSE_TOO_LARGE without being read whole; nothing of it is staged or stored', async () => {
+    const sourceId = 'fs-oversize';
+    const bodyBytes = 50_000_000;
+    await createSource(db.prisma, sourceId, partner.url);
+    // The worker's client keeps the default cap (16 MiB); every attempt would get the same page.
+    partner.faults.add({ sourceId, cursor: null, kind: 'oversize', bytes: bodyBytes, times: 5 });
+    const err = await worker.run(() => run(sourceId));
+    const cause = innermost(err);
+    assert.ok(cause instanceof ApplicationFailure, String(err));
+    assert.equal(cause.type, 'InvalidResponse');
+
+    const letter = await db.prisma.deadLetter.findFirstOrThrow({ where: { sourceId } });
+    assert.deepEqual([letter.errorType, letter.errorCode], ['InvalidResponse', 'RESPONSE_TOO_LARGE']);
+    assert.match(letter.errorMessage, /response body larger than 16777216 bytes/);
+    const row = await db.prisma.fetchRun.findFirstOrThrow({ where: { sourceId } });
+    assert.deepEqual([row.status, row.errorClass], ['dead_lettered', 'InvalidResponse']);
+    assert.equal(await db.prisma.fetchedRecord.count({ where: { sourceId } }), 0);
+    assert.equal(await db.prisma.fetchedPage.count({ where: { key: pageKeyFor(sourceId, DATE, 0) } }), 0);
+
+    // Asked once (not retried), and the client went away long before the body's end.
+    const entries = () => partner.ledger.entries({ sourceId });
+    for (let i = 0; i < 100 && entries().length === 0; i++) await sleep(50);
+    assert.deepEqual(
+      entries().map((e) => [e.status, e.fault, e.bodyBytes]),
+      [[200, 'oversize', bodyBytes]],
+    );
+    const sent = entries()[0]?.bytesSent ?? bodyBytes;
+    assert.ok(sent < bodyBytes, `the partner sent ${sent} of ${bodyBytes} bytes`);
   });
 
   it('the client rejects an oversize workflow input or a malformed correlation id before starting anything', async () => {

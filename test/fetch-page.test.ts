@@ -6,6 +6,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { HttpClient } from '../activities/http.ts';
 import { createActivities } from '../activities/index.ts';
+import { MAX_CURSOR_LENGTH } from '../activities/partner-client.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';
 
@@ -62,6 +63,11 @@ async function fetchWith(sourceId: string, http: HttpClient, leaseToken?: string
   }
 }
 
+/** Staged pages of `sourceId` (keys are `fetch-records:<source>:…`). */
+function stagedPages(sourceId: string): Promise<number> {
+  return db.prisma.fetchedPage.count({ where: { key: { startsWith: `fetch-records:${sourceId}:` } } });
+}
+
 function failureCode(err: unknown): string {
   assert.ok(err instanceof ApplicationFailure, `expected an ApplicationFailure, got ${String(err)}`);
   return `${err.type}/${(err.details?.[0] as { code: string }).code}`;
@@ -84,11 +90,35 @@ void describe('fetch-page', () => {
     assert.equal(failureCode(await fetchWith('fp-shape', http)), 'InvalidResponse/PAGE_SHAPE');
   });
 
+  void it('a page with more records than the limit asked for fails as InvalidResponse TOO_MANY_RECORDS, staging nothing', async () => {
+    // The page asks for min(partnerPageLimit 50, pageSize 100) = 50 records.
+    const records = (n: number) => Array.from({ length: n }, (_, i) => ({ id: `r${i}` }));
+    const over = stubHttp({ records: records(51), nextCursor: null });
+    assert.equal(failureCode(await fetchWith('fp-many', over)), 'InvalidResponse/TOO_MANY_RECORDS');
+    assert.equal(over.calls, 1, 'not retried within the attempt');
+    assert.equal(await stagedPages('fp-many'), 0);
+    const exact = stubHttp({ records: records(50), nextCursor: null });
+    assert.deepEqual(await fetchWith('fp-many-ok', exact), { recordCount: 50, nextCursor: null });
+  });
+
+  void it(`a next cursor longer than ${MAX_CURSOR_LENGTH} characters fails as InvalidResponse CURSOR_TOO_LONG, staging nothing`, async () => {
+    const long = stubHttp({ records: [{ id: 'x1' }], nextCursor: 'c'.repeat(MAX_CURSOR_LENGTH + 1) });
+    assert.equal(failureCode(await fetchWith('fp-cursor', long)), 'InvalidResponse/CURSOR_TOO_LONG');
+    assert.equal(await stagedPages('fp-cursor'), 0);
+    // At the maximum the cursor is taken (and this stub then repeats it, which stops the page).
+    const longest = stubHttp({ records: [{ id: 'x1' }], nextCursor: 'c'.repeat(MAX_CURSOR_LENGTH) });
+    assert.equal(
+      failureCode(await fetchWith('fp-cursor-ok', longest)),
+      'InvalidResponse/CURSOR_NOT_ADVANCING',
+    );
+    assert.equal(longest.calls, 2);
+  });
+
   void it('an attempt without the current lease fails as LeaseLost before calling the partner', async () => {
     const http = stubHttp({ records: [{ id: 'x1' }], nextCursor: null });
     const stale = '00000000-0000-4000-8000-000000000001';
     assert.equal(failureCode(await fetchWith('fp-lease', http, stale)), 'LeaseLost/LEASE_LOST');
     assert.equal(http.calls, 0);
-    assert.equal(await db.prisma.fetchedPage.count(), 0);
+    assert.equal(await stagedPages('fp-lease'), 0);
   });
 });

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import type { RecordsPage } from '../partner/records.ts';
+import type { FaultSpec } from '../partner/faults.ts';
+import type { PartnerRecord, RecordsPage } from '../partner/records.ts';
 import { type PartnerServer, startPartner } from '../partner/server.ts';
+import { waitFor } from './helpers/outbox.ts';
 
 void describe('partner: fault injection', () => {
   let partner: PartnerServer;
@@ -99,6 +101,71 @@ void describe('partner: fault injection', () => {
     const delayed = await (await fetch(records)).text();
     assert.ok(Date.now() - started >= 140);
     assert.equal(delayed, await (await fetch(records)).text(), 'delayed response is the normal one');
+  });
+
+  void it('oversize: a valid page padded to `bytes`, streamed; the ledger says the client read it all', async () => {
+    partner.faults.add({ kind: 'oversize', bytes: 3_000_000 });
+    const res = await fetch(records);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-length'), null, 'chunked: no size announced');
+    const text = await res.text();
+    assert.equal(Buffer.byteLength(text), 3_000_000);
+    type Padded = Omit<RecordsPage, 'records'> & { records: (PartnerRecord & { padding: string })[] };
+    const page = JSON.parse(text) as Padded;
+    const normal = (await (await fetch(records)).json()) as RecordsPage;
+    assert.deepEqual(
+      page.records.map(({ padding: _padding, ...record }) => record),
+      normal.records,
+      'the normal records, each with a padding field',
+    );
+    assert.equal(page.nextCursor, normal.nextCursor);
+    assert.ok(page.records.every((r) => r.padding.length > 50_000));
+    const [entry] = partner.ledger.entries({ fault: 'oversize' });
+    assert.deepEqual([entry?.status, entry?.bodyBytes, entry?.bytesSent], [200, 3_000_000, 3_000_000]);
+
+    // Announced, and smaller than the page itself: the page with empty paddings.
+    partner.faults.add({ kind: 'oversize', bytes: 1, contentLength: true });
+    const small = await fetch(records);
+    const smallText = await small.text();
+    assert.equal(small.headers.get('content-length'), String(Buffer.byteLength(smallText)));
+    assert.deepEqual(
+      (JSON.parse(smallText) as { records: { padding: string }[] }).records.map((r) => r.padding),
+      normal.records.map(() => ''),
+    );
+  });
+
+  void it('oversize: a client that stops reading early shows in the ledger as bytesSent < bodyBytes', async () => {
+    partner.faults.add({ kind: 'oversize', bytes: 50_000_000, contentLength: true });
+    const res = await fetch(records);
+    assert.equal(res.headers.get('content-length'), '50000000');
+    const reader = res.body?.getReader();
+    assert.ok(reader);
+    assert.equal((await reader.read()).done, false);
+    await reader.cancel();
+    await waitFor(() => partner.ledger.count({ fault: 'oversize' }) > 0, 'the oversize entry');
+    const [entry] = partner.ledger.entries({ fault: 'oversize' });
+    assert.equal(entry?.bodyBytes, 50_000_000);
+    assert.ok((entry?.bytesSent ?? Infinity) < 50_000_000, `sent ${entry?.bytesSent} bytes`);
+    assert.equal((await fetch(records)).status, 200, 'the fault expired');
+  });
+
+  void it('oversize: needs `bytes` within 1..200 MB, records route only; bytes/contentLength need kind oversize', () => {
+    const invalid: [object, RegExp][] = [
+      [{ kind: 'oversize' }, /needs a "bytes"/],
+      [{ kind: 'oversize', bytes: 0 }, /bytes/],
+      [{ kind: 'oversize', bytes: 200_000_001 }, /bytes/],
+      [{ kind: 'oversize', bytes: 1.5 }, /bytes/],
+      [{ kind: 'reset', bytes: 10 }, /only valid with kind "oversize"/],
+      [{ kind: 'delay', delayMs: 1, contentLength: true }, /only valid with kind "oversize"/],
+      [{ route: 'events', kind: 'oversize', bytes: 10 }, /route "events" takes only kinds/],
+      [{ route: 'submissions', kind: 'oversize', bytes: 10 }, /route "submissions" takes only kinds/],
+    ];
+    for (const [spec, message] of invalid) {
+      assert.throws(() => partner.faults.add(spec as FaultSpec), message, JSON.stringify(spec));
+    }
+    assert.equal(partner.faults.list().length, 0);
+    partner.faults.add({ kind: 'oversize', bytes: 200_000_000 });
+    assert.equal(partner.faults.list()[0]?.bytes, 200_000_000);
   });
 
   void it('cursor null: hits only the first page', async () => {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { type PartnerServer, startPartner } from '../partner/server.ts';
 import type { Submission } from '../partner/submissions.ts';
+import { waitFor } from './helpers/outbox.ts';
 
 interface Reply {
   status: number;
@@ -364,6 +365,67 @@ void describe('partner: submissions', () => {
     assert.equal(partner.submissions.list().length, 0, 'the request never reached processing');
     assert.deepEqual(trail(), [['submit', 499, false, 'client_closed']]);
     assert.equal(partner.ledger.entries()[0]?.reference, 'order-8');
+    assert.equal(partner.ledger.entries()[0]?.late, undefined, 'late effects are off by default');
+  });
+
+  void it('late effects: a client that times out during a before-delay still gets its submission, and the ledger says so', async () => {
+    const late = await startPartner({ port: 0, lateEffectMs: 1_000 });
+    try {
+      late.faults.add({ route: 'submissions', kind: 'delay', delayMs: 300 });
+      await assert.rejects(submit(late.url, 'order-late', undefined, AbortSignal.timeout(100)), {
+        name: 'TimeoutError',
+      });
+      await waitFor(() => late.ledger.count() > 0, 'the late entry');
+      const [created, ...others] = late.submissions.byReference('order-late');
+      assert.equal(created?.status, 'submitted', 'applied when the delay ended');
+      assert.equal(others.length, 0);
+      assert.deepEqual(
+        late.ledger.entries().map((e) => [e.action, e.status, e.fault, e.effect, e.late, e.submissionId]),
+        [['submit', 499, 'client_closed', true, true, created?.id]],
+        'one entry: the client left, the effect happened late',
+      );
+    } finally {
+      await late.close();
+    }
+  });
+
+  void it('late effects: a fault overrides the server; a window shorter than the rest of the delay drops the request', async () => {
+    // This partner has no window of its own: the fault's applies.
+    const { body: created } = await submit(partner.url, 'order-late-2');
+    partner.ledger.clear();
+    partner.faults.add({
+      route: 'submissions',
+      kind: 'delay',
+      delayMs: 300,
+      lateEffectMs: 1_000,
+      action: 'confirm',
+    });
+    await assert.rejects(confirm(partner.url, created.id ?? '', AbortSignal.timeout(100)), {
+      name: 'TimeoutError',
+    });
+    await waitFor(() => partner.ledger.count() > 0, 'the late entry');
+    assert.equal(partner.submissions.get(created.id ?? '')?.status, 'confirmed');
+    assert.deepEqual(
+      partner.ledger.entries().map((e) => [e.action, e.status, e.fault, e.effect, e.late]),
+      [['confirm', 499, 'client_closed', true, true]],
+    );
+
+    partner.ledger.clear();
+    partner.faults.add({ route: 'submissions', kind: 'delay', delayMs: 700, lateEffectMs: 100 });
+    await assert.rejects(submit(partner.url, 'order-late-3', undefined, AbortSignal.timeout(100)), {
+      name: 'TimeoutError',
+    });
+    await waitFor(() => partner.ledger.count() > 0, 'the 499 entry');
+    await sleep(800);
+    assert.equal(
+      partner.submissions.byReference('order-late-3').length,
+      0,
+      'left too early for a late effect',
+    );
+    assert.deepEqual(
+      partner.ledger.entries().map((e) => [e.action, e.status, e.fault, e.effect, e.late]),
+      [['submit', 499, 'client_closed', false, undefined]],
+    );
   });
 
   void it('after + delay: the effect happens at once and stays when the client times out', async () => {
@@ -448,6 +510,13 @@ void describe('partner: submissions', () => {
       [{ route: 'submissions', kind: 'reset', action: 'cancel' }, /action/],
       [{ route: 'submissions', kind: 'reset', phase: 'during' }, /phase/],
       [{ route: 'submissions', kind: 'reset', reference: '' }, /reference/],
+      [{ kind: 'delay', delayMs: 10, lateEffectMs: 10 }, /"lateEffectMs" needs route "submissions"/],
+      [{ route: 'submissions', kind: 'reset', lateEffectMs: 10 }, /"lateEffectMs" needs .*kind "delay"/],
+      [
+        { route: 'submissions', kind: 'delay', delayMs: 10, phase: 'after', lateEffectMs: 10 },
+        /"lateEffectMs" needs .*phase "before"/,
+      ],
+      [{ route: 'submissions', kind: 'delay', delayMs: 10, lateEffectMs: -1 }, /lateEffectMs/],
     ];
     for (const [spec, message] of cases) {
       const res = await fetch(`${partner.url}/_admin/faults`, { method: 'POST', body: JSON.stringify(spec) });
@@ -543,6 +612,28 @@ void describe('partner: submissions and close', { timeout: 5000 }, () => {
           [[0, true, 'delay']],
         );
       }
+    }
+  });
+
+  void it('a late effect still pending when close() comes is dropped; the client that left keeps its 499', async () => {
+    const partner = await startPartner({ port: 0, lateEffectMs: 5_000 });
+    partner.faults.add({ route: 'submissions', kind: 'delay', delayMs: 2_000 });
+    await assert.rejects(submit(partner.url, 'closing-late', undefined, AbortSignal.timeout(100)));
+    await sleep(50);
+    // Asserted after close(): a failing assertion must not leave the server running.
+    const beforeClose = partner.ledger.count();
+    await partner.close();
+    assert.equal(beforeClose, 0, 'a late request is recorded when its processing ends');
+    assert.equal(partner.submissions.list().length, 0);
+    assert.deepEqual(
+      partner.ledger.entries().map((e) => [e.status, e.effect, e.fault, e.late]),
+      [[499, false, 'client_closed', undefined]],
+    );
+  });
+
+  void it('startPartner refuses a lateEffectMs that is not an integer in 0..600000', async () => {
+    for (const lateEffectMs of [-1, 1.5, 600_001, Number.NaN]) {
+      await assert.rejects(startPartner({ port: 0, lateEffectMs }), /lateEffectMs must be an integer/);
     }
   });
 });

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { loadClientConnectConfig, type ClientConnectConfig } from '@temporalio/envconfig';
 import { z } from 'zod';
 import { CRASH_POINTS, type CrashPoint } from '../activities/crash-points.ts';
+import { DEFAULT_MAX_RESPONSE_BYTES } from '../activities/http.ts';
 import { DEFAULT_MAX_INPUT_BYTES } from '../workflows/types.ts';
 import { UserFacingError } from './errors.ts';
 import { parseRoutes, type Route } from './outbox/sinks.ts';
@@ -57,6 +58,12 @@ const envSchema = z.object({
   PARTNER_PAGE_LIMIT: z.coerce.number().int().min(1).max(500).default(50),
   HTTP_CONNECT_TIMEOUT_MS: ms.default(5_000),
   HTTP_RESPONSE_TIMEOUT_MS: ms.default(15_000),
+  HTTP_MAX_RESPONSE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(1024 * 1024 * 1024)
+    .default(DEFAULT_MAX_RESPONSE_BYTES),
   DURABLE_FETCH_OUTBOX_ROUTES: z
     .string()
     .default(DEFAULT_OUTBOX_ROUTES)
@@ -120,7 +127,12 @@ export interface Config {
     taskQueue: string;
   };
   partner: { host: string; port: number; pageLimit: number };
-  http: { connectTimeoutMs: number; responseTimeoutMs: number };
+  http: {
+    connectTimeoutMs: number;
+    responseTimeoutMs: number;
+    /** Largest response body any HTTP client reads (partner pages, submissions, webhook answers). */
+    maxResponseBytes: number;
+  };
   runs: {
     maxFutureDays: number;
     leaseTtlMs: number;
@@ -186,7 +198,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       taskQueue: e.DURABLE_FETCH_TASK_QUEUE,
     },
     partner: { host: e.PARTNER_HOST, port: e.PARTNER_PORT, pageLimit: e.PARTNER_PAGE_LIMIT },
-    http: { connectTimeoutMs: e.HTTP_CONNECT_TIMEOUT_MS, responseTimeoutMs: e.HTTP_RESPONSE_TIMEOUT_MS },
+    http: {
+      connectTimeoutMs: e.HTTP_CONNECT_TIMEOUT_MS,
+      responseTimeoutMs: e.HTTP_RESPONSE_TIMEOUT_MS,
+      maxResponseBytes: e.HTTP_MAX_RESPONSE_BYTES,
+    },
     runs: {
       maxFutureDays: e.DURABLE_FETCH_MAX_FUTURE_DAYS,
       leaseTtlMs: e.DURABLE_FETCH_LEASE_TTL_MS,

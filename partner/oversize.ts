@@ -1,0 +1,90 @@
+// The `oversize` fault's body: a real records page made huge with padding, written chunk by chunk
+// as the client takes it, so the partner never holds the whole body in memory.
+import type { ServerResponse } from 'node:http';
+import type { RecordsPage } from './records.ts';
+
+/** One chunk of padding, shared by every write (the partner never builds the padding as a string). */
+const PADDING = Buffer.alloc(64 * 1024, 'x');
+/** Stands in for a padding string while the page is serialised; never occurs in partner data. */
+const MARK = '\u0000padding\u0000';
+/** How MARK looks inside JSON text, quotes left out (they stay in the fixed parts). */
+const MARK_IN_JSON = JSON.stringify(MARK).slice(1, -1);
+
+/** The body as fixed JSON parts with a run of padding characters after each but the last. */
+interface Layout {
+  parts: Buffer[];
+  padding: number[];
+  bodyBytes: number;
+}
+
+/**
+ * Lays `page` out at `bytes` bytes: every record gets a `padding` string (the page itself, when it
+ * has no records), their lengths sharing what the page lacks. Pure. A page already longer than
+ * `bytes` keeps empty paddings.
+ */
+export function layoutOversizePage(page: RecordsPage, bytes: number): Layout {
+  const marked =
+    page.records.length > 0
+      ? { ...page, records: page.records.map((r) => ({ ...r, padding: MARK })) }
+      : { ...page, padding: MARK };
+  const parts = JSON.stringify(marked)
+    .split(MARK_IN_JSON)
+    .map((text) => Buffer.from(text, 'utf8'));
+  const fixed = parts.reduce((n, p) => n + p.length, 0);
+  const runs = parts.length - 1;
+  const total = Math.max(0, bytes - fixed);
+  const padding = Array.from(
+    { length: runs },
+    (_, i) => Math.floor(total / runs) + (i < total % runs ? 1 : 0),
+  );
+  return { parts, padding, bodyBytes: fixed + total };
+}
+
+function* chunks({ parts, padding }: Layout): Generator<Buffer> {
+  for (const [i, part] of parts.entries()) {
+    yield part;
+    for (let left = padding[i] ?? 0; left > 0; left -= PADDING.length) {
+      yield left >= PADDING.length ? PADDING : PADDING.subarray(0, left);
+    }
+  }
+}
+
+/** Resolves on the next `drain`, or at once-ish when the response closes (a gone client never drains). */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.once('drain', done);
+    res.once('close', done);
+  });
+}
+
+/**
+ * Sends `page` as a 200 of about `bytes` bytes (see {@link layoutOversizePage}), honouring
+ * backpressure, and stops as soon as the client is gone. Resolves with the body's size and the
+ * body bytes handed to the connection (at most one chunk more than the socket took). Side effect:
+ * writes and ends `res`; never rejects.
+ */
+export async function sendOversizePage(
+  res: ServerResponse,
+  page: RecordsPage,
+  bytes: number,
+  contentLength: boolean,
+): Promise<{ bodyBytes: number; bytesSent: number }> {
+  const layout = layoutOversizePage(page, bytes);
+  res.writeHead(200, {
+    'content-type': 'application/json; charset=utf-8',
+    ...(contentLength ? { 'content-length': String(layout.bodyBytes) } : {}),
+  });
+  let bytesSent = 0;
+  for (const chunk of chunks(layout)) {
+    if (res.destroyed) break;
+    bytesSent += chunk.length;
+    if (!res.write(chunk)) await drained(res);
+  }
+  if (!res.destroyed) res.end();
+  return { bodyBytes: layout.bodyBytes, bytesSent };
+}
