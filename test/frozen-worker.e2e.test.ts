@@ -49,81 +49,91 @@ after(async () => {
 const prefixOf = (date: string) => `fetch-records:${SOURCE}:${date}:`;
 
 describe('a worker frozen during the downstream call', () => {
-  it(`frozen while the partner holds its submission, ${REPETITIONS} times: exactly one live submission each time, as the ledger says`, { timeout: 600_000 }, async (t) => {
-    await createSource(db.prisma, SOURCE, partner.url, {
-      submitSummary: true,
-      submitMaxProcessingMs: PROCESSING_MS + 1_000,
-    });
-    const taskQueue = `test-frozen-${randomUUID()}`;
-    for (let i = 0; i < 2; i++) {
-      workers.push(
-        spawnWorker({
-          DATABASE_URL: db.url,
-          TEMPORAL_ADDRESS: temporalAddress(),
-          DURABLE_FETCH_TASK_QUEUE: taskQueue,
-          HTTP_CONNECT_TIMEOUT_MS: '1000',
-          HTTP_RESPONSE_TIMEOUT_MS: '5000',
-          DURABLE_FETCH_SWEEP_INTERVAL_MS: '2000',
-          LOG_LEVEL: 'info',
-        }),
-      );
-    }
-    await Promise.all(workers.map((w) => w.waitFor(/worker polling task queue/, 60_000)));
-
-    for (let n = 1; n <= REPETITIONS; n++) {
-      const date = `2026-08-0${n}`;
-      partner.faults.add({
-        route: 'submissions',
-        action: 'submit',
-        reference: `${prefixOf(date)}submit-summary:r1`,
-        kind: 'delay',
-        delayMs: PROCESSING_MS,
+  it(
+    `frozen while the partner holds its submission, ${REPETITIONS} times: exactly one live submission each time, as the ledger says`,
+    { timeout: 600_000 },
+    async (t) => {
+      await createSource(db.prisma, SOURCE, partner.url, {
+        submitSummary: true,
+        submitMaxProcessingMs: PROCESSING_MS + 1_000,
       });
-      const { handle } = await startFetch(
-        { temporal: client, prisma: db.prisma, taskQueue, now: () => new Date('2026-11-29T12:00:00Z') },
-        { sourceId: SOURCE, date, requestedBy: 'test' },
-      );
-      // Freeze whichever worker sent the call, the moment it says so.
-      const sent = new RegExp(`"reference":"${prefixOf(date)}submit-summary:r1"[^\\n]*downstream call sent`);
-      const holder = await within(
-        Promise.any(workers.map((w) => w.waitFor(sent, 60_000).then(() => w))),
-        60_000,
-        () => workers.map((w) => w.output()).join('\n'),
-      );
-      holder.child.kill('SIGSTOP');
-      await sleep(FREEZE_MS);
-      holder.child.kill('SIGCONT');
+      const taskQueue = `test-frozen-${randomUUID()}`;
+      for (let i = 0; i < 2; i++) {
+        workers.push(
+          spawnWorker({
+            DATABASE_URL: db.url,
+            TEMPORAL_ADDRESS: temporalAddress(),
+            DURABLE_FETCH_TASK_QUEUE: taskQueue,
+            HTTP_CONNECT_TIMEOUT_MS: '1000',
+            HTTP_RESPONSE_TIMEOUT_MS: '5000',
+            DURABLE_FETCH_SWEEP_INTERVAL_MS: '2000',
+            LOG_LEVEL: 'info',
+          }),
+        );
+      }
+      await Promise.all(workers.map((w) => w.waitFor(/worker polling task queue/, 60_000)));
 
-      const result = await within(handle.result(), 180_000, () => workers.map((w) => w.output()).join('\n'));
-      assert.equal(result.status, 'succeeded', `repetition ${n}`);
-      // Strays, if any call took effect behind the ledger's back, are voided by the workers' sweep.
-      await waitFor(
-        async () =>
-          (await db.prisma.downstreamAction.count({
-            where: { strayOf: { not: null }, state: { notIn: ['compensated', 'not_applied', 'resolved'] } },
-          })) === 0,
-        'no stray left live',
-        60_000,
-      );
+      for (let n = 1; n <= REPETITIONS; n++) {
+        const date = `2026-08-0${n}`;
+        partner.faults.add({
+          route: 'submissions',
+          action: 'submit',
+          reference: `${prefixOf(date)}submit-summary:r1`,
+          kind: 'delay',
+          delayMs: PROCESSING_MS,
+        });
+        const { handle } = await startFetch(
+          { temporal: client, prisma: db.prisma, taskQueue, now: () => new Date('2026-11-29T12:00:00Z') },
+          { sourceId: SOURCE, date, requestedBy: 'test' },
+        );
+        // Freeze whichever worker sent the call, the moment it says so.
+        const sent = new RegExp(
+          `"reference":"${prefixOf(date)}submit-summary:r1"[^\\n]*downstream call sent`,
+        );
+        const holder = await within(
+          Promise.any(workers.map((w) => w.waitFor(sent, 60_000).then(() => w))),
+          60_000,
+          () => workers.map((w) => w.output()).join('\n'),
+        );
+        holder.child.kill('SIGSTOP');
+        await sleep(FREEZE_MS);
+        holder.child.kill('SIGCONT');
 
-      const live = partner.submissions.list().filter((s) => s.reference.startsWith(prefixOf(date)) && s.status !== 'voided');
-      assert.equal(live.length, 1, `repetition ${n}: exactly one live submission`);
-      const [kept] = live;
-      const run = await db.prisma.fetchRun.findFirstOrThrow({
-        where: { sourceId: SOURCE, businessDate: new Date(`${date}T00:00:00Z`) },
-        include: { downstreamActions: true },
-      });
-      const own = run.downstreamActions.filter((a) => a.strayOf === null && a.state === 'confirmed');
-      assert.deepEqual(
-        own.map((a) => [a.partnerId, a.partnerState]),
-        [[kept?.id, 'confirmed']],
-        `repetition ${n}: the ledger names the one live submission`,
-      );
-      assert.equal(kept?.status, 'confirmed');
-      const created = partner.ledger
-        .entries({ action: 'submit' })
-        .filter((e) => e.effect && e.reference?.startsWith(prefixOf(date))).length;
-      t.diagnostic(`repetition ${n}: ${created} submission(s) created, ${live.length} live`);
-    }
-  });
+        const result = await within(handle.result(), 180_000, () =>
+          workers.map((w) => w.output()).join('\n'),
+        );
+        assert.equal(result.status, 'succeeded', `repetition ${n}`);
+        // Strays, if any call took effect behind the ledger's back, are voided by the workers' sweep.
+        await waitFor(
+          async () =>
+            (await db.prisma.downstreamAction.count({
+              where: { strayOf: { not: null }, state: { notIn: ['compensated', 'not_applied', 'resolved'] } },
+            })) === 0,
+          'no stray left live',
+          60_000,
+        );
+
+        const live = partner.submissions
+          .list()
+          .filter((s) => s.reference.startsWith(prefixOf(date)) && s.status !== 'voided');
+        assert.equal(live.length, 1, `repetition ${n}: exactly one live submission`);
+        const [kept] = live;
+        const run = await db.prisma.fetchRun.findFirstOrThrow({
+          where: { sourceId: SOURCE, businessDate: new Date(`${date}T00:00:00Z`) },
+          include: { downstreamActions: true },
+        });
+        const own = run.downstreamActions.filter((a) => a.strayOf === null && a.state === 'confirmed');
+        assert.deepEqual(
+          own.map((a) => [a.partnerId, a.partnerState]),
+          [[kept?.id, 'confirmed']],
+          `repetition ${n}: the ledger names the one live submission`,
+        );
+        assert.equal(kept?.status, 'confirmed');
+        const created = partner.ledger
+          .entries({ action: 'submit' })
+          .filter((e) => e.effect && e.reference?.startsWith(prefixOf(date))).length;
+        t.diagnostic(`repetition ${n}: ${created} submission(s) created, ${live.length} live`);
+      }
+    },
+  );
 });
