@@ -1,17 +1,23 @@
 // A worker that freezes during the non-idempotent call (R4, R9, R12a), repeated: two real
-// `durable-fetch worker` processes; the partner holds `POST /submissions` for 12 s before applying
+// `durable-fetch worker` processes; the partner holds `POST /submissions` for 25 s before applying
 // it, and applies requests late even when their client has left (late effects, as real partners
-// do); the worker that sent the call is SIGSTOPped for 20 s, then SIGCONTinued. The other worker
+// do); the worker that sent the call is SIGSTOPped for 35 s, then SIGCONTinued. The other worker
 // takes the activity's retry and must not conclude "not applied" before the call's settle window
 // is over. Each time: exactly one live submission at the partner, and the ledger says what the
 // partner holds.
+//
+// Be very careful: a frozen process still holds its open long polls, and the server hands them
+// tasks it then waits on until they time out. Each worker runs one activity at a time, so the one
+// busy in the call polls for no activity (the retry goes to the other), and the run's workflow
+// tasks time out after 1 s, so one handed to the frozen worker is soon handed on.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
-import { startFetch } from '../client/start-fetch.ts';
+import { fetchStartOptions, prepareFetch } from '../client/start-fetch.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
+import type { fetchRecordsWorkflow } from '../workflows/fetch-records.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource } from './helpers/deps.ts';
 import { waitFor } from './helpers/outbox.ts';
@@ -21,8 +27,8 @@ import { temporalAddress, testClient } from './helpers/temporal.ts';
 const SOURCE = 'frozen-src';
 const REPETITIONS = 3;
 /** How long the partner takes to apply a submission; it declares a little more. */
-const PROCESSING_MS = 12_000;
-const FREEZE_MS = 20_000;
+const PROCESSING_MS = 25_000;
+const FREEZE_MS = 35_000;
 
 let db: TestDatabase;
 let partner: PartnerServer;
@@ -67,6 +73,7 @@ describe('a worker frozen during the downstream call', () => {
             HTTP_CONNECT_TIMEOUT_MS: '1000',
             HTTP_RESPONSE_TIMEOUT_MS: '5000',
             DURABLE_FETCH_SWEEP_INTERVAL_MS: '2000',
+            DURABLE_FETCH_WORKER_ACTIVITY_SLOTS: '1',
             LOG_LEVEL: 'info',
           }),
         );
@@ -82,10 +89,14 @@ describe('a worker frozen during the downstream call', () => {
           kind: 'delay',
           delayMs: PROCESSING_MS,
         });
-        const { handle } = await startFetch(
-          { temporal: client, prisma: db.prisma, taskQueue, now: () => new Date('2026-11-29T12:00:00Z') },
+        const prepared = await prepareFetch(
+          { prisma: db.prisma, now: () => new Date('2026-11-29T12:00:00Z') },
           { sourceId: SOURCE, date, requestedBy: 'test' },
         );
+        const handle = await client.workflow.start<typeof fetchRecordsWorkflow>('fetchRecordsWorkflow', {
+          ...fetchStartOptions(prepared, taskQueue, 'FAIL'),
+          workflowTaskTimeout: '1 second',
+        });
         // Freeze whichever worker sent the call, the moment it says so.
         const sent = new RegExp(
           `"reference":"${prefixOf(date)}submit-summary:r1"[^\\n]*downstream call sent`,
