@@ -23,6 +23,7 @@ import type { compensateRunWorkflow } from '../workflows/compensate-run.ts';
 import type { CompensateRunInput } from '../workflows/types.ts';
 import { checkActor, checkText } from './audit.ts';
 import { SEARCH_KEYS, type DurableFetchContext } from './start-fetch.ts';
+import { recordAudit } from '../activities/audit-log.ts';
 
 export type { AuditEntry, DownstreamState };
 
@@ -212,15 +213,13 @@ export async function resolveCompensation(
       RETURNING partner_id`;
     const first = changed[0];
     if (!first) return undefined;
-    await tx.auditEntry.create({
-      data: {
-        actor,
-        action: 'compensation.resolve',
-        targetType: COMPENSATION_TARGET,
-        targetId: row.id,
-        reason: note,
-        details: { from: 'needs_manual', partnerId: first.partner_id },
-      },
+    await recordAudit(tx, {
+      actor,
+      action: 'compensation.resolve',
+      targetType: COMPENSATION_TARGET,
+      targetId: row.id,
+      reason: note,
+      details: { from: 'needs_manual', partnerId: first.partner_id },
     });
     // In the same transaction: a resolved row and a run still waiting for it never coexist.
     const { status } = await settleRun(tx, row.fetchRunId);
@@ -304,15 +303,13 @@ export async function retryCompensation(
       UPDATE downstream_action SET state = ${to}::downstream_state, updated_at = now()
        WHERE id = ${row.id}::uuid AND state = ${from}::downstream_state`;
     if (n !== 1) return false;
-    await tx.auditEntry.create({
-      data: {
-        actor,
-        action: 'compensation.retry',
-        targetType: COMPENSATION_TARGET,
-        targetId: row.id,
-        reason,
-        details: { from, to, partnerId: row.partnerId, workflowId },
-      },
+    await recordAudit(tx, {
+      actor,
+      action: 'compensation.retry',
+      targetType: COMPENSATION_TARGET,
+      targetId: row.id,
+      reason,
+      details: { from, to, partnerId: row.partnerId, workflowId },
     });
     return true;
   });
@@ -382,15 +379,13 @@ async function putBack(ctx: PrismaCtx, id: string, from: string, actor: string, 
        WHERE id = ${id}::uuid AND state = ${from}::downstream_state`;
     if (n !== 1) return;
     const details: Prisma.InputJsonObject = { from, to: 'needs_manual' };
-    await tx.auditEntry.create({
-      data: {
-        actor,
-        action: 'compensation.retry_failed',
-        targetType: COMPENSATION_TARGET,
-        targetId: id,
-        reason: errorMessage(err).slice(0, MAX_NOTE_LENGTH),
-        details,
-      },
+    await recordAudit(tx, {
+      actor,
+      action: 'compensation.retry_failed',
+      targetType: COMPENSATION_TARGET,
+      targetId: id,
+      reason: errorMessage(err).slice(0, MAX_NOTE_LENGTH),
+      details,
     });
   });
 }
