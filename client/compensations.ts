@@ -18,11 +18,10 @@ import type {
   RunStatus,
 } from '../prisma/generated/client.ts';
 import { errorMessage, UserFacingError } from '../worker/errors.ts';
-import { compensationWorkflowIdFor, FETCH_RECORDS } from '../workflows/business-key.ts';
-import type { compensateRunWorkflow } from '../workflows/compensate-run.ts';
 import type { CompensateRunInput } from '../workflows/types.ts';
 import { checkActor, checkText } from './audit.ts';
-import { SEARCH_KEYS, type DurableFetchContext } from './start-fetch.ts';
+import { compensationIdOf, startCompensationWorkflow } from './start-compensation.ts';
+import type { DurableFetchContext } from './start-fetch.ts';
 import { recordAudit } from '../activities/audit-log.ts';
 
 export type { AuditEntry, DownstreamState };
@@ -122,10 +121,7 @@ export async function getCompensation(ctx: PrismaCtx, id: string): Promise<Compe
     ...flatten(row),
     run: { ...row.run, businessDate },
     audit,
-    compensationWorkflowId: compensationWorkflowIdFor(
-      { jobType: FETCH_RECORDS, sourceId: row.run.sourceId, businessDate },
-      row.round,
-    ),
+    compensationWorkflowId: compensationIdOf({ sourceId: row.run.sourceId, businessDate, round: row.round }),
   };
 }
 
@@ -286,10 +282,7 @@ export async function retryCompensation(
     );
   }
   const businessDate = dateText(run.businessDate);
-  const workflowId = compensationWorkflowIdFor(
-    { jobType: FETCH_RECORDS, sourceId: run.sourceId, businessDate },
-    row.round,
-  );
+  const workflowId = compensationIdOf({ sourceId: run.sourceId, businessDate, round: row.round });
   if (await isRunning(ctx.temporal, workflowId)) {
     throw new UserFacingError(
       `a compensation of ${row.businessKey} is running (${workflowId}); retry once it ends`,
@@ -324,19 +317,7 @@ export async function retryCompensation(
     reason: 'operator',
   };
   try {
-    const handle = await ctx.temporal.workflow.start<typeof compensateRunWorkflow>('compensateRunWorkflow', {
-      workflowId,
-      taskQueue,
-      args: [input],
-      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-      typedSearchAttributes: [
-        { key: SEARCH_KEYS.source, value: run.sourceId },
-        { key: SEARCH_KEYS.date, value: businessDate },
-        { key: SEARCH_KEYS.jobType, value: FETCH_RECORDS },
-        { key: SEARCH_KEYS.status, value: 'compensating' },
-      ],
-      staticSummary: `compensate ${FETCH_RECORDS} ${run.sourceId} ${businessDate} (operator)`,
-    });
+    const handle = await startCompensationWorkflow(ctx.temporal, input, taskQueue, 'operator');
     return { workflowId, runId: handle.firstExecutionRunId, taskQueue, state: to };
   } catch (err) {
     await putBack(ctx, row.id, to, actor, err);
