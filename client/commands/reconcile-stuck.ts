@@ -48,7 +48,7 @@ function printSweep(report: SweepReport): void {
     console.log(`? run ${u.fetchRunId} (${u.workflowId}): could not ask Temporal: ${u.error}`);
   const settled = report.runs.filter((r) => r.outcome === 'settled').length;
   console.log(
-    `${plural(report.runs.length, 'stuck run')} (${settled} settled), ${plural(report.leftStuck, 'left stuck')}; ` +
+    `${plural(report.runs.length, 'stuck run')} (${settled} settled), ${report.leftStuck} left stuck; ` +
       `${plural(report.checked, 'run')} past their lease checked`,
   );
 }
