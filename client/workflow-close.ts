@@ -4,8 +4,9 @@
  * the run's row — the DESIGN error type, safe code and redacted message `finishRun` records — as a
  * pure function. Used by the stuck-run sweep (client/stuck-runs.ts).
  */
-import { ApplicationFailure, type Client, TimeoutFailure, WorkflowNotFoundError } from '@temporalio/client';
+import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import { redactUrlsIn } from '../worker/redact.ts';
+import { errorOf } from '../workflows/outcome.ts';
 
 /** temporal.api.enums.v1.HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT (the proto package is CommonJS-only). */
 const CLOSE_EVENT_ONLY = 2;
@@ -113,37 +114,18 @@ async function closeEventOf(
 const clip = (text: string) => redactUrlsIn(text).slice(0, MAX_MESSAGE);
 
 /**
- * The DESIGN error type, message and safe code of a workflow's failure: the first
- * ApplicationFailure down its cause chain (an activity's typed failure under ActivityFailure or
- * ChildWorkflowFailure), Temporal's own timeouts as DESIGN types — as `errorOf` does inside
- * workflows. Pure.
+ * The DESIGN error type, message and safe code of a workflow's failure: exactly what the
+ * workflow's own `finish()` would have recorded (workflows/outcome.ts `errorOf`: the
+ * ApplicationFailure under an ActivityFailure, Temporal's timeouts as DESIGN types), the message
+ * redacted and cut short. Pure.
  */
 export function failureFacts(failure: unknown): {
   errorType: string;
   errorMessage: string;
   errorCode?: string;
 } {
-  for (let e: unknown = failure, depth = 0; e instanceof Error && depth < 20; e = e.cause, depth++) {
-    if (e instanceof ApplicationFailure) {
-      const code = (e.details?.[0] as { code?: unknown } | undefined)?.code;
-      return {
-        errorType: e.type ?? 'Internal',
-        errorMessage: clip(e.message),
-        ...(typeof code === 'string' ? { errorCode: code } : {}),
-      };
-    }
-    if (e instanceof TimeoutFailure) {
-      const deadline = e.timeoutType === 'SCHEDULE_TO_CLOSE';
-      return {
-        errorType: deadline ? 'DeadlineExceeded' : 'Timeout',
-        errorMessage: `activity ${deadline ? 'deadline' : 'timeout'} (${e.timeoutType}) exceeded`,
-      };
-    }
-  }
-  return {
-    errorType: 'Internal',
-    errorMessage: clip(failure instanceof Error ? failure.message : String(failure)),
-  };
+  const facts = errorOf(failure);
+  return { ...facts, errorMessage: clip(facts.errorMessage) };
 }
 
 /**

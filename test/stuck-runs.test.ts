@@ -16,7 +16,8 @@ import type { CompensateRunResult } from '../workflows/types.ts';
 import { detail, runCli } from './helpers/cli.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource } from './helpers/deps.ts';
-import { spawnTs, type Spawned } from './helpers/process.ts';
+import { scrapeMetrics } from './helpers/metrics.ts';
+import { metricsUrlOf, spawnWorker, type Spawned } from './helpers/process.ts';
 import { temporalAddress, testClient } from './helpers/temporal.ts';
 
 const DATE = '2026-08-14';
@@ -59,7 +60,7 @@ async function withWorker(
     TEMPORAL_ADDRESS: temporalAddress(),
     DURABLE_FETCH_TASK_QUEUE: taskQueue,
   };
-  const worker = spawnTs(['bin/durable-fetch.js', 'worker'], {
+  const worker = spawnWorker({
     ...env,
     DURABLE_FETCH_LEASE_TTL_MS: String(LEASE_TTL_MS),
     DURABLE_FETCH_SWEEP_INTERVAL_MS: String(sweepMs),
@@ -88,6 +89,12 @@ async function until<T>(check: () => Promise<T | undefined>, what: () => string,
     if (Date.now() > deadline) assert.fail(`timed out waiting for ${what()}`);
     await sleep(200);
   }
+}
+
+/** Registers `sourceId` with its page requests held by the partner; returns the fault's id. */
+async function heldSource(s: Scenario, sourceId: string): Promise<string> {
+  await createSource(s.db.prisma, sourceId, partner.url);
+  return partner.faults.add({ sourceId, kind: 'delay', delayMs: HOLD_MS, times: 100 });
 }
 
 /** Starts the run of `sourceId` and waits until the partner holds the call `faultId` hits. */
@@ -124,28 +131,11 @@ function settledRun(s: Scenario, sourceId: string) {
   );
 }
 
-/** Parses the Prometheus text format into `name{labels}` → value. */
-async function scrape(url: string): Promise<Map<string, number>> {
-  const values = new Map<string, number>();
-  for (const line of (await (await fetch(url)).text()).split('\n')) {
-    if (line.startsWith('#') || line.trim() === '') continue;
-    const at = line.lastIndexOf(' ');
-    values.set(line.slice(0, at), Number(line.slice(at + 1)));
-  }
-  return values;
-}
-
 describe('stuck runs', () => {
   it('stuck-runs: a run terminated mid-fetch is dead-lettered by the sweep with the reason, audited once', async () => {
     await withWorker(1_000, async (s) => {
-      await createSource(s.db.prisma, 'stuck-term', partner.url);
-      const fault = partner.faults.add({
-        sourceId: 'stuck-term',
-        kind: 'delay',
-        delayMs: HOLD_MS,
-        times: 100,
-      });
-      const [, metricsUrl] = await s.worker.waitFor(/metrics at (http:\S+)/, 10_000);
+      const fault = await heldSource(s, 'stuck-term');
+      const metricsUrl = await metricsUrlOf(s.worker);
       const { handle, run } = await startHeld(s, 'stuck-term', fault);
 
       await handle.terminate('operator: the partner hangs, stopping this run');
@@ -169,7 +159,7 @@ describe('stuck runs', () => {
       assert.equal((audit[0]?.details as { found?: string }).found, 'terminated');
       const m = await until(
         async () => {
-          const values = await scrape(metricsUrl ?? '');
+          const values = await scrapeMetrics(metricsUrl);
           return values.get('durable_fetch_runs_stuck_settled_total{outcome="terminated"}') === 1
             ? values
             : undefined;
@@ -240,13 +230,7 @@ describe('stuck runs', () => {
 
   it('stuck-runs: with the sweep off, status --check names the stuck run; reconcile --stuck settles it; status no longer lists it', async () => {
     await withWorker(0, async (s) => {
-      await createSource(s.db.prisma, 'stuck-off', partner.url);
-      const fault = partner.faults.add({
-        sourceId: 'stuck-off',
-        kind: 'delay',
-        delayMs: HOLD_MS,
-        times: 100,
-      });
+      const fault = await heldSource(s, 'stuck-off');
       const { handle, run } = await startHeld(s, 'stuck-off', fault);
       await handle.terminate('operator: testing the manual sweep');
 
@@ -296,13 +280,7 @@ describe('stuck runs', () => {
     await withWorker(
       1_000,
       async (s) => {
-        await createSource(s.db.prisma, 'stuck-live', partner.url);
-        const fault = partner.faults.add({
-          sourceId: 'stuck-live',
-          kind: 'delay',
-          delayMs: HOLD_MS,
-          times: 100,
-        });
+        const fault = await heldSource(s, 'stuck-live');
         const { handle, run } = await startHeld(s, 'stuck-live', fault);
         try {
           // Two passes that looked the run up (its lease ran out) and settled nothing.
