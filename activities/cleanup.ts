@@ -10,6 +10,7 @@
  */
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { Logger } from '../worker/logger.ts';
+import { type Periodic, startPeriodic } from '../worker/periodic.ts';
 
 export interface DeleteExpiredOptions {
   /** Cut-off: rows with `expires_at < now` go. Default: the database's clock, per batch. */
@@ -122,13 +123,12 @@ export interface PeriodicCleanupOptions {
 }
 
 /**
- * Runs {@link deleteExpired} after `initialDelayMs`, then `intervalMs` after each pass ends, each
- * delay plus up to 10% jitter so workers started together do not clean in lockstep. Passes never
- * overlap; a failed pass is logged (warn) and the schedule goes on, nothing is thrown. Timers are
- * unref'd: they never keep the process alive. `stop()` cancels the next pass and resolves once a
- * pass in progress has finished; calling it again is harmless.
+ * Runs {@link deleteExpired} after `initialDelayMs`, then `intervalMs` after each pass ends
+ * (worker/periodic.ts: jittered, never overlapping, unref'd timers). A failed pass is logged
+ * (warn) and the schedule goes on, nothing is thrown. `stop()` cancels the next pass and resolves
+ * once a pass in progress has finished; calling it again is harmless.
  */
-export function startPeriodicCleanup(db: Db, options: PeriodicCleanupOptions): { stop(): Promise<void> } {
+export function startPeriodicCleanup(db: Db, options: PeriodicCleanupOptions): Periodic {
   const {
     intervalMs,
     log,
@@ -136,22 +136,6 @@ export function startPeriodicCleanup(db: Db, options: PeriodicCleanupOptions): {
     publishedEventRetentionMs,
     maxBatches,
   } = options;
-  if (intervalMs <= 0) return { stop: () => Promise.resolve() };
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> | undefined;
-
-  const schedule = (delayMs: number) => {
-    if (stopped) return;
-    timer = setTimeout(tick, delayMs * (1 + Math.random() * 0.1));
-    timer.unref();
-  };
-  const tick = () => {
-    running = pass().finally(() => {
-      running = undefined;
-      schedule(intervalMs);
-    });
-  };
   const pass = async () => {
     const t0 = Date.now();
     try {
@@ -168,13 +152,5 @@ export function startPeriodicCleanup(db: Db, options: PeriodicCleanupOptions): {
       log.warn({ err }, `cleanup of expired rows failed; next attempt in ${intervalMs} ms`);
     }
   };
-
-  schedule(initialDelayMs);
-  return {
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running;
-    },
-  };
+  return startPeriodic(pass, { intervalMs, initialDelayMs });
 }

@@ -4,6 +4,7 @@
  */
 import { Prisma, type PrismaClient } from '../prisma/generated/client.ts';
 import type { ActivityDeps } from './deps.ts';
+import { recordAudit } from './audit-log.ts';
 
 /** Which open dead letters a replay takes (all given filters must match). */
 export interface ReplayFilter {
@@ -114,18 +115,16 @@ export function createReplayActivities(deps: ActivityDeps) {
                  close_reason = ${`replay ${input.replayId}: ${input.outcome}`}, updated_at = now()
            WHERE id = ${input.deadLetterId}::uuid AND status = 'open' AND replay_id = ${input.replayId}`;
         if (changed !== 1) return;
-        await tx.auditEntry.create({
-          data: {
-            actor: input.actor,
-            action: 'dead_letter.replay',
-            targetType: 'dead_letter',
-            targetId: input.deadLetterId,
-            reason: `replay ${input.replayId}`,
-            details: {
-              replayId: input.replayId,
-              outcome: input.outcome,
-              workflowRunId: input.workflowRunId ?? null,
-            },
+        await recordAudit(tx, {
+          actor: input.actor,
+          action: 'dead_letter.replay',
+          targetType: 'dead_letter',
+          targetId: input.deadLetterId,
+          reason: `replay ${input.replayId}`,
+          details: {
+            replayId: input.replayId,
+            outcome: input.outcome,
+            workflowRunId: input.workflowRunId ?? null,
           },
         });
       });

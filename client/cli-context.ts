@@ -4,7 +4,7 @@
  */
 import type { Client } from '@temporalio/client';
 import { type Config, databaseUrl, loadConfig } from '../worker/config.ts';
-import { createPrisma, type PrismaClient } from '../worker/db.ts';
+import { CLI_POOL_SIZE, createPrisma, type PoolOptions, type PrismaClient } from '../worker/db.ts';
 import { UserFacingError } from '../worker/errors.ts';
 import { redactUrl } from '../worker/redact.ts';
 import { codeOf } from '../activities/errors.ts';
@@ -12,7 +12,12 @@ import { connectClient } from '../worker/temporal.ts';
 
 export interface CliContext {
   config: Config;
-  prisma(): Promise<PrismaClient>;
+  /**
+   * The database, opened on the first call with `pool` (default: a command's small, unbounded
+   * pool); later calls return the same client whatever they pass. Long-running processes (worker,
+   * publisher) pass theirs before anything else opens it.
+   */
+  prisma(pool?: PoolOptions): Promise<PrismaClient>;
   temporal(): Promise<Client>;
   close(): Promise<void>;
 }
@@ -23,10 +28,10 @@ export function createCliContext(config: Config = loadConfig()): CliContext {
   let temporal: Client | undefined;
   return {
     config,
-    async prisma() {
+    async prisma(pool = { max: CLI_POOL_SIZE }) {
       if (prisma) return prisma;
       const url = databaseUrl(config);
-      const client = createPrisma(url, { max: 4 });
+      const client = createPrisma(url, pool);
       await checkDatabase(client, url, config);
       prisma = client;
       return prisma;

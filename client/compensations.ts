@@ -18,11 +18,11 @@ import type {
   RunStatus,
 } from '../prisma/generated/client.ts';
 import { errorMessage, UserFacingError } from '../worker/errors.ts';
-import { compensationWorkflowIdFor, FETCH_RECORDS } from '../workflows/business-key.ts';
-import type { compensateRunWorkflow } from '../workflows/compensate-run.ts';
 import type { CompensateRunInput } from '../workflows/types.ts';
 import { checkActor, checkText } from './audit.ts';
-import { SEARCH_KEYS, type DurableFetchContext } from './start-fetch.ts';
+import { compensationIdOf, startCompensationWorkflow } from './start-compensation.ts';
+import type { DurableFetchContext } from './start-fetch.ts';
+import { recordAudit } from '../activities/audit-log.ts';
 
 export type { AuditEntry, DownstreamState };
 
@@ -121,10 +121,7 @@ export async function getCompensation(ctx: PrismaCtx, id: string): Promise<Compe
     ...flatten(row),
     run: { ...row.run, businessDate },
     audit,
-    compensationWorkflowId: compensationWorkflowIdFor(
-      { jobType: FETCH_RECORDS, sourceId: row.run.sourceId, businessDate },
-      row.round,
-    ),
+    compensationWorkflowId: compensationIdOf({ sourceId: row.run.sourceId, businessDate, round: row.round }),
   };
 }
 
@@ -212,15 +209,13 @@ export async function resolveCompensation(
       RETURNING partner_id`;
     const first = changed[0];
     if (!first) return undefined;
-    await tx.auditEntry.create({
-      data: {
-        actor,
-        action: 'compensation.resolve',
-        targetType: COMPENSATION_TARGET,
-        targetId: row.id,
-        reason: note,
-        details: { from: 'needs_manual', partnerId: first.partner_id },
-      },
+    await recordAudit(tx, {
+      actor,
+      action: 'compensation.resolve',
+      targetType: COMPENSATION_TARGET,
+      targetId: row.id,
+      reason: note,
+      details: { from: 'needs_manual', partnerId: first.partner_id },
     });
     // In the same transaction: a resolved row and a run still waiting for it never coexist.
     const { status } = await settleRun(tx, row.fetchRunId);
@@ -287,10 +282,7 @@ export async function retryCompensation(
     );
   }
   const businessDate = dateText(run.businessDate);
-  const workflowId = compensationWorkflowIdFor(
-    { jobType: FETCH_RECORDS, sourceId: run.sourceId, businessDate },
-    row.round,
-  );
+  const workflowId = compensationIdOf({ sourceId: run.sourceId, businessDate, round: row.round });
   if (await isRunning(ctx.temporal, workflowId)) {
     throw new UserFacingError(
       `a compensation of ${row.businessKey} is running (${workflowId}); retry once it ends`,
@@ -304,15 +296,13 @@ export async function retryCompensation(
       UPDATE downstream_action SET state = ${to}::downstream_state, updated_at = now()
        WHERE id = ${row.id}::uuid AND state = ${from}::downstream_state`;
     if (n !== 1) return false;
-    await tx.auditEntry.create({
-      data: {
-        actor,
-        action: 'compensation.retry',
-        targetType: COMPENSATION_TARGET,
-        targetId: row.id,
-        reason,
-        details: { from, to, partnerId: row.partnerId, workflowId },
-      },
+    await recordAudit(tx, {
+      actor,
+      action: 'compensation.retry',
+      targetType: COMPENSATION_TARGET,
+      targetId: row.id,
+      reason,
+      details: { from, to, partnerId: row.partnerId, workflowId },
     });
     return true;
   });
@@ -327,19 +317,7 @@ export async function retryCompensation(
     reason: 'operator',
   };
   try {
-    const handle = await ctx.temporal.workflow.start<typeof compensateRunWorkflow>('compensateRunWorkflow', {
-      workflowId,
-      taskQueue,
-      args: [input],
-      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-      typedSearchAttributes: [
-        { key: SEARCH_KEYS.source, value: run.sourceId },
-        { key: SEARCH_KEYS.date, value: businessDate },
-        { key: SEARCH_KEYS.jobType, value: FETCH_RECORDS },
-        { key: SEARCH_KEYS.status, value: 'compensating' },
-      ],
-      staticSummary: `compensate ${FETCH_RECORDS} ${run.sourceId} ${businessDate} (operator)`,
-    });
+    const handle = await startCompensationWorkflow(ctx.temporal, input, taskQueue, 'operator');
     return { workflowId, runId: handle.firstExecutionRunId, taskQueue, state: to };
   } catch (err) {
     await putBack(ctx, row.id, to, actor, err);
@@ -382,15 +360,13 @@ async function putBack(ctx: PrismaCtx, id: string, from: string, actor: string, 
        WHERE id = ${id}::uuid AND state = ${from}::downstream_state`;
     if (n !== 1) return;
     const details: Prisma.InputJsonObject = { from, to: 'needs_manual' };
-    await tx.auditEntry.create({
-      data: {
-        actor,
-        action: 'compensation.retry_failed',
-        targetType: COMPENSATION_TARGET,
-        targetId: id,
-        reason: errorMessage(err).slice(0, MAX_NOTE_LENGTH),
-        details,
-      },
+    await recordAudit(tx, {
+      actor,
+      action: 'compensation.retry_failed',
+      targetType: COMPENSATION_TARGET,
+      targetId: id,
+      reason: errorMessage(err).slice(0, MAX_NOTE_LENGTH),
+      details,
     });
   });
 }

@@ -25,6 +25,7 @@ import { isBusinessDate } from '../workflows/business-key.ts';
 import { replayWorkflowId } from '../workflows/replay-api.ts';
 import { checkActor, checkText } from './audit.ts';
 import { launchFetch, MAX_PAGE_SIZE, prepareFetch, type DurableFetchContext } from './start-fetch.ts';
+import { recordAudit } from '../activities/audit-log.ts';
 
 export type { AuditEntry, DeadLetterStatus };
 
@@ -509,15 +510,13 @@ async function closeLetter(
              close_reason = ${close.reason}, updated_at = now()
        WHERE id = ${id}::uuid AND status = 'open' AND replay_id IS NULL`;
     if (n !== 1) return undefined;
-    await tx.auditEntry.create({
-      data: {
-        actor: close.actor,
-        action: close.action,
-        targetType: DEAD_LETTER_TARGET,
-        targetId: id,
-        reason: close.reason,
-        details: close.details,
-      },
+    await recordAudit(tx, {
+      actor: close.actor,
+      action: close.action,
+      targetType: DEAD_LETTER_TARGET,
+      targetId: id,
+      reason: close.reason,
+      details: close.details,
     });
     return tx.deadLetter.findUniqueOrThrow({ where: { id } });
   });

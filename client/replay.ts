@@ -21,6 +21,7 @@ import {
   resumeReplaySignal,
 } from '../workflows/replay-api.ts';
 import type { replayDeadLettersWorkflow } from '../workflows/replay-dead-letters.ts';
+import { recordAudit } from '../activities/audit-log.ts';
 
 export type { ReplayFilter, ReplayProgress, ReplayReport, ReplayTarget };
 
@@ -84,14 +85,12 @@ export async function startReplay(
     max,
     actor: req.actor,
   };
-  await ctx.prisma.auditEntry.create({
-    data: {
-      actor: req.actor,
-      action: 'replay.start',
-      targetType: 'replay',
-      targetId: replayId,
-      details: { filter: { ...req.filter }, ratePerSecond: req.ratePerSecond, max },
-    },
+  await recordAudit(ctx.prisma, {
+    actor: req.actor,
+    action: 'replay.start',
+    targetType: 'replay',
+    targetId: replayId,
+    details: { filter: { ...req.filter }, ratePerSecond: req.ratePerSecond, max },
   });
   await ctx.temporal.workflow.start<typeof replayDeadLettersWorkflow>('replayDeadLettersWorkflow', {
     workflowId,
@@ -172,8 +171,11 @@ export async function controlReplay(
   if (action === 'pause') await handle.signal(pauseReplaySignal);
   else if (action === 'resume') await handle.signal(resumeReplaySignal);
   else await handle.cancel();
-  await ctx.prisma.auditEntry.create({
-    data: { actor, action: `replay.${action}`, targetType: 'replay', targetId: replayId },
+  await recordAudit(ctx.prisma, {
+    actor,
+    action: `replay.${action}`,
+    targetType: 'replay',
+    targetId: replayId,
   });
   return { replayId };
 }

@@ -25,6 +25,7 @@ import { checkActor, checkText } from './audit.ts';
 import { MAX_NOTE_LENGTH } from './compensations.ts';
 import { scheduleIdFor, sourceScheduleSchema } from './schedules.ts';
 import { MAX_PAGE_SIZE } from './start-fetch.ts';
+import { recordAudit } from '../activities/audit-log.ts';
 
 export type { Source };
 
@@ -157,15 +158,13 @@ export async function pauseSource(
       data: { pausedAt, pausedReason: reason, pausedBy: actor },
     });
     if (n.count !== 1) return { kind: 'paused' as const, current };
-    await tx.auditEntry.create({
-      data: {
-        actor,
-        action: 'source.pause',
-        targetType: SOURCE_TARGET,
-        targetId: id,
-        reason,
-        details: { pausedAt: pausedAt.toISOString(), scheduleId },
-      },
+    await recordAudit(tx, {
+      actor,
+      action: 'source.pause',
+      targetType: SOURCE_TARGET,
+      targetId: id,
+      reason,
+      details: { pausedAt: pausedAt.toISOString(), scheduleId },
     });
     return { kind: 'done' as const, source: await tx.source.findUniqueOrThrow({ where: { id } }) };
   });
@@ -237,15 +236,13 @@ export async function resumeSource(
       data: { pausedAt: null, pausedReason: null, pausedBy: null },
     });
     if (n.count !== 1) return { kind: 'not-paused' as const };
-    await tx.auditEntry.create({
-      data: {
-        actor,
-        action: 'source.resume',
-        targetType: SOURCE_TARGET,
-        targetId: id,
-        reason,
-        details: { pausedAt: pausedAt.toISOString(), pausedBy, pausedReason },
-      },
+    await recordAudit(tx, {
+      actor,
+      action: 'source.resume',
+      targetType: SOURCE_TARGET,
+      targetId: id,
+      reason,
+      details: { pausedAt: pausedAt.toISOString(), pausedBy, pausedReason },
     });
     return {
       kind: 'done' as const,
@@ -459,15 +456,13 @@ export async function updateSource(
     }
     if (changed.length === 0) return { source: current, changed, before, after };
     const source = await tx.source.update({ where: { id }, data: after as Prisma.SourceUpdateInput });
-    await tx.auditEntry.create({
-      data: {
-        actor,
-        action: 'source.update',
-        targetType: SOURCE_TARGET,
-        targetId: id,
-        reason,
-        details: { before, after } as Prisma.InputJsonObject,
-      },
+    await recordAudit(tx, {
+      actor,
+      action: 'source.update',
+      targetType: SOURCE_TARGET,
+      targetId: id,
+      reason,
+      details: { before, after } as Prisma.InputJsonObject,
     });
     return { source, changed, before, after };
   });

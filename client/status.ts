@@ -14,6 +14,7 @@ import {
   type QueueStats,
   TASK_QUEUE_TYPES,
 } from '../worker/health.ts';
+import { findStuckRuns, type StuckRun } from './stuck-runs.ts';
 
 export interface QueueStatus extends QueueStats {
   /** The trend over the window, from the workers' samples (`queue_sample`). */
@@ -41,8 +42,16 @@ export interface Status {
   queues: QueueStatus[];
   runs: { started: number; finished: number; retried: number };
   database: DatabaseHealth;
+  /**
+   * Runs still `running` past their lease whose workflow is closed or gone (live from Temporal),
+   * and those whose workflow could not be looked up.
+   */
+  stuck: { runs: StuckRun[]; unchecked: number };
   sources: SourceStatus[];
 }
+
+/** Candidates (running, lease run out) `status` looks up in Temporal at most. */
+const MAX_STUCK_CHECKED = 100;
 
 /**
  * Reads Temporal (live task-queue stats) and PostgreSQL (samples, runs, outbox, dead letters,
@@ -74,6 +83,7 @@ export async function readStatus(
            count(*) FILTER (WHERE started_at >= ${since} AND attempt > 1) AS retried
       FROM fetch_run WHERE started_at >= ${since} OR finished_at >= ${since}`;
   const database = await databaseHealth(ctx.prisma);
+  const stuck = await findStuckRuns(ctx, { maxRuns: MAX_STUCK_CHECKED });
   const sourceRows = await ctx.prisma.$queryRaw<
     { id: string; paused: boolean; last_success: Date | null; finished: bigint; failed: bigint }[]
   >`
@@ -105,6 +115,17 @@ export async function readStatus(
       `${database.compensationsNeedsManual} compensations need a human (compensations list --state needs_manual)`,
     );
   }
+  if (stuck.stuck.length > 0) {
+    const n = stuck.stuck.length;
+    problems.push(
+      `${n} ${n === 1 ? 'run' : 'runs'} stuck: their workflow closed while the row says running (durable-fetch reconcile --stuck)`,
+    );
+  }
+  if (stuck.unchecked.length > 0) {
+    problems.push(
+      `${stuck.unchecked.length} runs past their lease could not be looked up in Temporal: ${stuck.unchecked[0]?.error ?? ''}`,
+    );
+  }
   if (database.outboxDead > 0) problems.push(`${database.outboxDead} dead outbox events (outbox dead list)`);
   if (database.outboxOldestPendingAgeSeconds > 60) {
     problems.push(
@@ -128,6 +149,7 @@ export async function readStatus(
       retried: Number(runs?.retried ?? 0),
     },
     database,
+    stuck: { runs: stuck.stuck, unchecked: stuck.unchecked.length },
     sources,
   };
 }

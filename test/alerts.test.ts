@@ -174,6 +174,7 @@ void describe('alerts', () => {
         'DurableFetchOutboxLag',
         'DurableFetchCompensationsNeedManual',
         'DurableFetchDownstreamFailing',
+        'DurableFetchRunsStuck',
       ],
     );
   });

@@ -40,10 +40,11 @@ describe('config', () => {
         leaseTtlMs: 300_000,
         idempotencyRetentionMs: 30 * 86_400_000,
         cleanupIntervalMs: 600_000,
+        sweepIntervalMs: 60_000,
         maxInputBytes: 16 * 1024,
       },
       metrics: { enabled: true, host: '0.0.0.0', port: 9464, sampleMs: 15_000 },
-      worker: { shutdownGraceMs: 20_000 },
+      worker: { shutdownGraceMs: 20_000, activitySlots: 20 },
       outbox: {
         routes: [
           { pattern: 'fetch.*', sink: 'webhook' },
@@ -166,6 +167,7 @@ describe('config', () => {
       leaseTtlMs: 60_000,
       idempotencyRetentionMs: 86_400_000,
       cleanupIntervalMs: 600_000,
+      sweepIntervalMs: 60_000,
       maxInputBytes: 16 * 1024,
     });
     assert.equal(config.partner.pageLimit, 500);
@@ -192,6 +194,27 @@ describe('config', () => {
     assert.equal(loadConfig({ HTTP_MAX_RESPONSE_BYTES: '1024' }).http.maxResponseBytes, 1024);
     for (const bad of ['1023', '1073741825', '1.5', 'big']) {
       assert.match(configError({ HTTP_MAX_RESPONSE_BYTES: bad }).message, /HTTP_MAX_RESPONSE_BYTES: /, bad);
+    }
+  });
+
+  it('config: DURABLE_FETCH_SWEEP_INTERVAL_MS is 0 (off) or at least a second', () => {
+    assert.equal(loadConfig({ DURABLE_FETCH_SWEEP_INTERVAL_MS: '0' }).runs.sweepIntervalMs, 0);
+    assert.equal(loadConfig({ DURABLE_FETCH_SWEEP_INTERVAL_MS: '1000' }).runs.sweepIntervalMs, 1000);
+    for (const bad of ['-1', '999', '1.5', 'hourly']) {
+      assert.match(
+        configError({ DURABLE_FETCH_SWEEP_INTERVAL_MS: bad }).message,
+        /DURABLE_FETCH_SWEEP_INTERVAL_MS: /,
+      );
+    }
+  });
+
+  it('config: DURABLE_FETCH_WORKER_ACTIVITY_SLOTS is a whole number from 1 to 1000', () => {
+    assert.equal(loadConfig({ DURABLE_FETCH_WORKER_ACTIVITY_SLOTS: '7' }).worker.activitySlots, 7);
+    for (const bad of ['0', '1001', '2.5', 'many']) {
+      assert.match(
+        configError({ DURABLE_FETCH_WORKER_ACTIVITY_SLOTS: bad }).message,
+        /DURABLE_FETCH_WORKER_ACTIVITY_SLOTS: /,
+      );
     }
   });
 

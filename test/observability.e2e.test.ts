@@ -12,6 +12,7 @@ import { startPartner, type PartnerServer } from '../partner/server.ts';
 import { startSampler, type Sampler } from '../worker/health.ts';
 import { createMetrics, type Metrics, startMetricsServer, type MetricsServer } from '../worker/metrics.ts';
 import { runCli } from './helpers/cli.ts';
+import { scrapeMetrics } from './helpers/metrics.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';
 import { spawnTs } from './helpers/process.ts';
@@ -46,17 +47,7 @@ after(async () => {
   await db?.drop();
 });
 
-/** Parses the Prometheus text format into `name{labels}` → value (labels in the order given). */
-async function scrape(url = server.url): Promise<Map<string, number>> {
-  const text = await (await fetch(url)).text();
-  const values = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (line.startsWith('#') || line.trim() === '') continue;
-    const at = line.lastIndexOf(' ');
-    values.set(line.slice(0, at), Number(line.slice(at + 1)));
-  }
-  return values;
-}
+const scrape = (url = server.url) => scrapeMetrics(url);
 
 const sampler = (taskQueues: string[]): Sampler =>
   startSampler({

@@ -414,10 +414,10 @@ describe('reconcile', () => {
   });
 
   it('invalid arguments: one line, exit 1', async () => {
-    assertOneLineError(await runCli(['reconcile'], env), /exactly one of <runId> or --date/);
+    assertOneLineError(await runCli(['reconcile'], env), /exactly one of <runId>, --date or --stuck/);
     assertOneLineError(
       await runCli(['reconcile', `rec-plain/${CLEAN}`, '--date', CLEAN], env),
-      /exactly one of <runId> or --date/,
+      /exactly one of <runId>, --date or --stuck/,
     );
     assertOneLineError(
       await runCli(['reconcile', `rec-plain/${CLEAN}`, '--source', 'rec-plain'], env),
@@ -435,9 +435,19 @@ describe('reconcile', () => {
       await runCli(['reconcile', '--date', CLEAN, '--source', 'rec-nope'], env),
       /no source 'rec-nope'/,
     );
+    assertOneLineError(
+      await runCli(['reconcile', '--stuck', '--date', CLEAN], env),
+      /exactly one of <runId>, --date or --stuck/,
+    );
+    assertOneLineError(
+      await runCli(['reconcile', '--stuck', '--source', 'rec-plain'], env),
+      /--source goes with --date/,
+    );
     const help = await runCli(['reconcile', '--help'], {});
     assert.equal(help.code, 0, detail(help));
     assert.match(help.stdout, /records_stored and pages_stored/);
     assert.match(help.stdout, /PARTNER_UNREACHABLE/);
+    assert.match(help.stdout, /--stuck/);
+    assert.match(help.stdout, /WORKFLOW_TERMINATED/);
   });
 });

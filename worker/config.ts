@@ -42,6 +42,11 @@ const envSchema = z.object({
   DURABLE_FETCH_LEASE_TTL_MS: ms.default(5 * 60_000),
   DURABLE_FETCH_IDEMPOTENCY_RETENTION_DAYS: z.coerce.number().int().positive().default(30),
   DURABLE_FETCH_CLEANUP_INTERVAL_MS: z.coerce.number().int().min(0).default(600_000),
+  DURABLE_FETCH_SWEEP_INTERVAL_MS: z.coerce
+    .number()
+    .int()
+    .refine((v) => v === 0 || v >= 1_000, 'must be 0 (off) or at least 1000 ms')
+    .default(60_000),
   DURABLE_FETCH_MAX_INPUT_BYTES: z.coerce
     .number()
     .int()
@@ -49,6 +54,7 @@ const envSchema = z.object({
     .max(2_000_000)
     .default(DEFAULT_MAX_INPUT_BYTES),
   DURABLE_FETCH_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(20_000),
+  DURABLE_FETCH_WORKER_ACTIVITY_SLOTS: z.coerce.number().int().min(1).max(1_000).default(20),
   DURABLE_FETCH_METRICS_ENABLED: z.enum(['true', 'false']).default('true'),
   DURABLE_FETCH_METRICS_HOST: z.string().min(1).default('0.0.0.0'),
   DURABLE_FETCH_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
@@ -139,6 +145,11 @@ export interface Config {
     idempotencyRetentionMs: number;
     /** Workers delete expired idempotency records and staged pages this often; 0 = never. */
     cleanupIntervalMs: number;
+    /**
+     * Workers settle stuck runs (workflow closed, row still `running`, lease run out) this often;
+     * 0 = never (`durable-fetch reconcile --stuck` does it by hand).
+     */
+    sweepIntervalMs: number;
     /** Largest workflow input a start may send (R12d). */
     maxInputBytes: number;
   };
@@ -147,6 +158,8 @@ export interface Config {
   worker: {
     /** On SIGINT/SIGTERM, how long running activities may finish before they are cancelled (R9). */
     shutdownGraceMs: number;
+    /** Activities a worker runs at once; its database pool is sized from it (worker/db.ts). */
+    activitySlots: number;
   };
   outbox: {
     routes: Route[];
@@ -208,6 +221,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       leaseTtlMs: e.DURABLE_FETCH_LEASE_TTL_MS,
       idempotencyRetentionMs: e.DURABLE_FETCH_IDEMPOTENCY_RETENTION_DAYS * 86_400_000,
       cleanupIntervalMs: e.DURABLE_FETCH_CLEANUP_INTERVAL_MS,
+      sweepIntervalMs: e.DURABLE_FETCH_SWEEP_INTERVAL_MS,
       maxInputBytes: e.DURABLE_FETCH_MAX_INPUT_BYTES,
     },
     metrics: {
@@ -216,7 +230,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       port: e.DURABLE_FETCH_METRICS_PORT,
       sampleMs: e.DURABLE_FETCH_METRICS_SAMPLE_MS,
     },
-    worker: { shutdownGraceMs: e.DURABLE_FETCH_SHUTDOWN_GRACE_MS },
+    worker: {
+      shutdownGraceMs: e.DURABLE_FETCH_SHUTDOWN_GRACE_MS,
+      activitySlots: e.DURABLE_FETCH_WORKER_ACTIVITY_SLOTS,
+    },
     outbox: {
       routes: e.DURABLE_FETCH_OUTBOX_ROUTES,
       batchSize: e.DURABLE_FETCH_OUTBOX_BATCH,

@@ -4,9 +4,82 @@ import { PrismaClient } from '../prisma/generated/client.ts';
 export type { PrismaClient };
 
 /**
+ * Server-side bounds of every session a worker or publisher opens (start-up parameters, so they
+ * hold for every statement and transaction of the session), chosen against the `database` retry
+ * preset's 10 s start-to-close (workflows/retry-presets.ts). The one place for such settings: the
+ * outbox claim sets the same values per transaction (worker/outbox/store.ts), for pools that
+ * were opened without them.
+ */
+export const SESSION_BOUNDS = {
+  /**
+   * A statement waiting for a lock (a `fetch_run` row held by another attempt of the same run)
+   * gives up after 5 s with SQLSTATE 55P03, which is retried as DatabaseUnavailable: half the
+   * attempt's 10 s, so the waiter fails inside its own attempt and retries with backoff, instead
+   * of timing out while its zombie still queues behind the lock.
+   */
+  lockTimeoutMs: 5_000,
+  /**
+   * The server ends a session left idle inside an open transaction for 10 s (SQLSTATE 25P03),
+   * which rolls it back and releases its row locks. A live `storePage` is never idle that long
+   * between its statements (its whole transaction is bounded to 8 s); a worker frozen inside one
+   * (a stopped process, a paused VM, a partition) is past its 10 s attempt by then, and Temporal
+   * has handed the page to another worker, which must be able to lock the run's row.
+   */
+  idleInTransactionTimeoutMs: 10_000,
+} as const;
+
+/**
+ * How long opening a connection, or waiting for a free one in the pool, may take before the query
+ * fails (retried as DatabaseUnavailable): an unreachable database fails fast, inside the 10 s
+ * attempt, instead of hanging until Temporal times the activity out.
+ */
+export const CONNECT_TIMEOUT_MS = 5_000;
+
+/** Connections of a CLI command: one query at a time, plus headroom for a transaction. */
+export const CLI_POOL_SIZE = 4;
+
+/** Connections a worker needs beside its activity slots: the health sampler, cleanup and the sweep. */
+export const WORKER_BACKGROUND_CONNECTIONS = 3;
+
+export interface PoolOptions {
+  /** Connections in the pool. Default 10. */
+  max?: number;
+  /** Sessions get {@link SESSION_BOUNDS} (long-running processes). Default false (CLI commands). */
+  bounded?: boolean;
+}
+
+/**
+ * The pool of a worker running `activitySlots` activities at once: each holds at most one
+ * connection at a time (a query, or one transaction), so no activity waits for a connection
+ * another one of the same process holds; plus the background passes, plus `extra` for whatever
+ * else the process runs (`npm start`'s publisher). Sessions are bounded.
+ */
+export function workerPool(activitySlots: number, extra = 0): Required<PoolOptions> {
+  return { max: activitySlots + WORKER_BACKGROUND_CONNECTIONS + extra, bounded: true };
+}
+
+/** The pool of `durable-fetch publisher`: the size it always had, bounded sessions. */
+export const PUBLISHER_POOL: Required<PoolOptions> = { max: CLI_POOL_SIZE, bounded: true };
+
+/** The driver settings of a pool: exported so a test can check what a process would open. */
+export function poolConfig(connectionString: string, options: PoolOptions = {}) {
+  return {
+    connectionString,
+    max: options.max ?? 10,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    ...(options.bounded
+      ? {
+          lock_timeout: SESSION_BOUNDS.lockTimeoutMs,
+          idle_in_transaction_session_timeout: SESSION_BOUNDS.idleInTransactionTimeoutMs,
+        }
+      : {}),
+  };
+}
+
+/**
  * The process's one PrismaClient (Prisma's guidance), on the node-postgres driver adapter.
  * Connects lazily; call `$disconnect()` on shutdown.
  */
-export function createPrisma(connectionString: string, options: { max?: number } = {}): PrismaClient {
-  return new PrismaClient({ adapter: new PrismaPg({ connectionString, max: options.max ?? 10 }) });
+export function createPrisma(connectionString: string, options: PoolOptions = {}): PrismaClient {
+  return new PrismaClient({ adapter: new PrismaPg(poolConfig(connectionString, options)) });
 }

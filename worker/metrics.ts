@@ -119,6 +119,17 @@ export function createMetrics() {
       labelNames: ['source'] as const,
       registers: r,
     }),
+    runsStuck: new Gauge({
+      name: 'durable_fetch_runs_stuck',
+      help: 'Runs the last stuck-run sweep found stuck (workflow closed or gone while the row says running) and could not settle, or could not check in Temporal.',
+      registers: r,
+    }),
+    runsStuckSettled: new Counter({
+      name: 'durable_fetch_runs_stuck_settled_total',
+      help: 'Stuck runs the sweep settled, by how their workflow had ended (failed, terminated, timed_out, cancelled, completed, gone).',
+      labelNames: ['outcome'] as const,
+      registers: r,
+    }),
     leaseTakeovers: new Counter({
       name: 'durable_fetch_lease_takeovers_total',
       help: 'Outbox claims taken over after their lease ran out (a publisher died or stalled), by kind (outbox).',

@@ -14,7 +14,7 @@ import type { fetchRecordsWorkflow } from '../workflows/fetch-records.ts';
 import { duration, failureSummary, workflowUrl } from '../client/format.ts';
 import { createActivityDeps } from './activity-deps.ts';
 import { type Config, EMBEDDED_PG, databaseUrl, loadConfig, partnerUrl } from './config.ts';
-import { createPrisma } from './db.ts';
+import { createPrisma, PUBLISHER_POOL, workerPool } from './db.ts';
 import { DEMO_SOURCE_ID, ensureDemoSource } from './demo-source.ts';
 import { isUserFacingError } from './errors.ts';
 import { redactUrl } from './redact.ts';
@@ -27,6 +27,7 @@ import { resolveTemporalCli } from './temporal-cli.ts';
 import { startDevServer } from './temporal-dev-server.ts';
 import { connectClient, connectNative } from './temporal.ts';
 import { startPublisher } from './outbox/create-publisher.ts';
+import { startStuckRunSweep } from './stuck-run-sweep.ts';
 import { buildWorker } from './worker.ts';
 
 const say = (line: string) => console.log(`[durable-fetch] ${line}`);
@@ -118,7 +119,9 @@ async function main(): Promise<void> {
   closers.push({ name: 'partner', close: () => partner.close() });
   say(`demo partner API at ${partner.url} (ledger: ${partner.url}/_admin/ledger)`);
 
-  const prisma = createPrisma(url);
+  // The worker's pool (its activity slots, sampler and sweep) plus the publisher's, in one process.
+  const slots = config.worker.activitySlots;
+  const prisma = createPrisma(url, workerPool(slots, PUBLISHER_POOL.max));
   closers.push({ name: 'prisma', close: () => prisma.$disconnect() });
   await ensureDemoSource(prisma, partnerUrl(config));
 
@@ -132,6 +135,7 @@ async function main(): Promise<void> {
     taskQueue: config.temporal.taskQueue,
     deps,
     shutdownGraceTimeMs: config.worker.shutdownGraceMs,
+    maxConcurrentActivityTaskExecutions: slots,
   });
   // No cleanup pass of the worker's own here: the publisher started below runs one pass for all
   // (expired idempotency records, staged pages and published events) in this process.
@@ -171,6 +175,15 @@ async function main(): Promise<void> {
   }
   const publisher = await startPublisher(config, prisma, () => Promise.resolve(client), log, runtime.metrics);
   closers.push({ name: 'publisher', close: () => publisher.stop() });
+  const sweep = startStuckRunSweep({
+    prisma,
+    temporal: () => Promise.resolve(client),
+    taskQueue: config.temporal.taskQueue,
+    log,
+    metrics: runtime.metrics,
+    intervalMs: config.runs.sweepIntervalMs,
+  });
+  closers.push({ name: 'stuck-run sweep', close: () => sweep.stop() });
   const observability = await startObservability(config, runtime, {
     prisma,
     temporal: () => Promise.resolve(client),

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { PUBLISHER_POOL } from '../../worker/db.ts';
 import { createLogger } from '../../worker/logger.ts';
 import { createMetrics } from '../../worker/metrics.ts';
 import { startObservability } from '../../worker/observability.ts';
@@ -26,7 +27,7 @@ export function registerPublisher(program: Command, ctx: () => CliContext): void
     .action(async () => {
       const c = ctx();
       const log = createLogger(c.config.logLevel, { process: 'publisher' });
-      const prisma = await c.prisma();
+      const prisma = await c.prisma(PUBLISHER_POOL);
       const runtime = { metrics: createMetrics() };
       const observability = await startObservability(c.config, runtime, {
         prisma,

@@ -5,6 +5,7 @@ import { UserFacingError } from '../../worker/errors.ts';
 import type { CliContext } from '../cli-context.ts';
 import { type Finding, reconcileRuns, type ReconcileReport, type RunReport } from '../reconcile.ts';
 import { printJson } from './output.ts';
+import { reconcileStuck, STUCK_HELP } from './reconcile-stuck.ts';
 
 const RECONCILE_HELP = `
 Compares, per run, what the database holds with itself and with the partner, and lists every
@@ -59,58 +60,72 @@ function printReport(report: ReconcileReport): void {
   console.log(`${plural(report.runs.length, 'run')}, ${plural(report.mismatches, 'mismatch', 'mismatches')}`);
 }
 
-/** `durable-fetch reconcile <runId> | --date <d> [--source]` (issue #7). */
+/** `durable-fetch reconcile <runId> | --date <d> [--source] | --stuck` (issue #7). */
 export function registerReconcile(program: Command, ctx: () => CliContext): void {
   program
     .command('reconcile')
     .description(
-      'compare runs with their records, outbox events, compensations and the partner; list every mismatch (exit 1 when any)',
+      'compare runs with their records, outbox events, compensations and the partner; list every mismatch (exit 1 when any); --stuck: settle runs whose workflow closed while the row says running',
     )
     .argument('[runId]', 'one run: FetchRun id, workflow id or <source>/<date>')
     .option('--date <YYYY-MM-DD>', 'every run of this business date')
     .option('--source <id>', 'with --date: only this source')
+    .option('--stuck', 'settle stuck runs: still running, lease run out, workflow closed or gone (see below)')
     .option('--json', 'print the report as JSON (still exits 1 on mismatches)')
-    .addHelpText('after', RECONCILE_HELP)
-    .action(async (runId: string | undefined, opts: { date?: string; source?: string; json?: boolean }) => {
-      if ((runId === undefined) === (opts.date === undefined)) {
-        throw new UserFacingError('reconcile: give exactly one of <runId> or --date', 'INVALID_INPUT');
-      }
-      if (runId !== undefined && opts.source !== undefined) {
-        throw new UserFacingError('reconcile: --source goes with --date, not with a run id', 'INVALID_INPUT');
-      }
-      const c = ctx();
-      const prisma = await c.prisma();
-      const http = createHttpClient(c.config.http);
-      let report: ReconcileReport;
-      try {
-        report = await reconcileRuns(
-          {
-            prisma,
-            http,
-            secret: (ref) => (isSecretRef(ref) ? process.env[ref] : undefined),
-            pageLimit: c.config.partner.pageLimit,
-          },
-          {
-            ...(runId === undefined ? {} : { runId }),
-            ...(opts.date !== undefined ? { date: opts.date } : {}),
-            ...(opts.source === undefined ? {} : { sourceId: opts.source }),
-          },
-          {
-            onProgress: (done, total) => {
-              if (total > PROGRESS_ABOVE && (done % PROGRESS_ABOVE === 0 || done === total)) {
-                process.stderr.write(`checked ${done}/${total}\n`);
-              }
+    .addHelpText('after', RECONCILE_HELP + STUCK_HELP)
+    .action(
+      async (
+        runId: string | undefined,
+        opts: { date?: string; source?: string; stuck?: boolean; json?: boolean },
+      ) => {
+        const selectors = [runId !== undefined, opts.date !== undefined, opts.stuck === true];
+        if (selectors.filter(Boolean).length !== 1) {
+          throw new UserFacingError(
+            'reconcile: give exactly one of <runId>, --date or --stuck',
+            'INVALID_INPUT',
+          );
+        }
+        if (opts.date === undefined && opts.source !== undefined) {
+          throw new UserFacingError('reconcile: --source goes with --date only', 'INVALID_INPUT');
+        }
+        const c = ctx();
+        if (opts.stuck) return reconcileStuck(c, opts.json === true);
+        const prisma = await c.prisma();
+        const http = createHttpClient(c.config.http);
+        let report: ReconcileReport;
+        try {
+          report = await reconcileRuns(
+            {
+              prisma,
+              http,
+              secret: (ref) => (isSecretRef(ref) ? process.env[ref] : undefined),
+              pageLimit: c.config.partner.pageLimit,
             },
-          },
-        );
-      } finally {
-        await http.close();
-      }
-      if (opts.json) printJson(report);
-      else printReport(report);
-      // Printed in full first; the one-line error then makes the exit code 1 (client/cli.ts main).
-      if (report.mismatches > 0) {
-        throw new UserFacingError(plural(report.mismatches, 'mismatch', 'mismatches'), 'RECONCILE_MISMATCH');
-      }
-    });
+            {
+              ...(runId === undefined ? {} : { runId }),
+              ...(opts.date !== undefined ? { date: opts.date } : {}),
+              ...(opts.source === undefined ? {} : { sourceId: opts.source }),
+            },
+            {
+              onProgress: (done, total) => {
+                if (total > PROGRESS_ABOVE && (done % PROGRESS_ABOVE === 0 || done === total)) {
+                  process.stderr.write(`checked ${done}/${total}\n`);
+                }
+              },
+            },
+          );
+        } finally {
+          await http.close();
+        }
+        if (opts.json) printJson(report);
+        else printReport(report);
+        // Printed in full first; the one-line error then makes the exit code 1 (client/cli.ts main).
+        if (report.mismatches > 0) {
+          throw new UserFacingError(
+            plural(report.mismatches, 'mismatch', 'mismatches'),
+            'RECONCILE_MISMATCH',
+          );
+        }
+      },
+    );
 }

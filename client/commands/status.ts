@@ -9,7 +9,10 @@ const STATUS_HELP = `
 A backlog risk is flagged only when, over the window, the oldest waiting task keeps getting older
 (nothing drains the queue) or completion stays below arrival in every sample with tasks waiting —
 not on a short spike. The trend comes from the samples every worker takes (DURABLE_FETCH_METRICS_SAMPLE_MS)
-plus one taken now; with less than half a window of history it says so.`;
+plus one taken now; with less than half a window of history it says so.
+A stuck run is one still 'running' whose lease has run out while the latest execution of its
+workflow is closed or gone: listed, and a problem, until a worker's sweep or
+durable-fetch reconcile --stuck settles it.`;
 
 function parseWindow(value: string): number {
   const m = /^(\d{1,5})(s|m|h)$/.exec(value);
@@ -49,6 +52,20 @@ function print(s: Status): void {
   console.log(
     `dead letters open: ${d.deadLettersOpen}; compensations needing a human: ${d.compensationsNeedsManual}`,
   );
+  if (s.stuck.runs.length > 0) {
+    console.log('');
+    console.log(
+      table(
+        s.stuck.runs.map((r) => ({
+          'stuck run': `${r.sourceId}/${r.businessDate}`,
+          id: r.fetchRunId,
+          workflow: r.workflowId,
+          found: r.settlement.reason,
+        })),
+        ['stuck run', 'id', 'workflow', 'found'],
+      ),
+    );
+  }
   if (s.sources.length > 0) {
     console.log('');
     console.log(

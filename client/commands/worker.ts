@@ -3,7 +3,9 @@ import { startPeriodicCleanup } from '../../activities/cleanup.ts';
 import { createActivityDeps } from '../../worker/activity-deps.ts';
 import { createLogger } from '../../worker/logger.ts';
 import { installRuntime, startObservability } from '../../worker/observability.ts';
+import { workerPool } from '../../worker/db.ts';
 import { ensureSearchAttributes } from '../../worker/search-attributes.ts';
+import { startStuckRunSweep } from '../../worker/stuck-run-sweep.ts';
 import { connectNative } from '../../worker/temporal.ts';
 import { buildWorker } from '../../worker/worker.ts';
 import type { CliContext } from '../cli-context.ts';
@@ -17,7 +19,13 @@ A second SIGINT/SIGTERM during the grace time stops at once (exit 130/143): acti
 running are retried elsewhere once their heartbeat times out.
 It serves /metrics (its own and the Temporal SDK's) on DURABLE_FETCH_METRICS_HOST:DURABLE_FETCH_METRICS_PORT
 (default 0.0.0.0:9464; 0 = any free port) and samples backlog and health every
-DURABLE_FETCH_METRICS_SAMPLE_MS; see docs/operations.md.`;
+DURABLE_FETCH_METRICS_SAMPLE_MS; see docs/operations.md.
+It runs DURABLE_FETCH_WORKER_ACTIVITY_SLOTS activities at once (default 20) and opens that many
+database connections plus 3 (health sampler, cleanup, stuck-run sweep); each session waits at most
+5 s for a lock, is ended by PostgreSQL after 10 s idle inside a transaction, and a connection
+attempt gives up after 5 s. Every DURABLE_FETCH_SWEEP_INTERVAL_MS (default 60000; 0 = off) it
+settles stuck runs: rows still 'running' whose lease ran out (DURABLE_FETCH_LEASE_TTL_MS) while
+their workflow is closed or gone (e.g. terminated in the Web UI); see durable-fetch reconcile --stuck.`;
 
 /** Exit code of a process stopped by `signal` (128 + its number), as shells report it. */
 const signalExitCode = (signal: NodeJS.Signals) => (signal === 'SIGINT' ? 130 : 143);
@@ -33,7 +41,8 @@ export function registerWorker(program: Command, ctx: () => CliContext): void {
       const { config } = c;
       const log = createLogger(config.logLevel, { process: 'worker' });
       const runtime = await installRuntime(config, log);
-      const prisma = await c.prisma();
+      const slots = config.worker.activitySlots;
+      const prisma = await c.prisma(workerPool(slots));
       const temporal = await c.temporal();
       const observability = await startObservability(config, runtime, {
         prisma,
@@ -52,8 +61,17 @@ export function registerWorker(program: Command, ctx: () => CliContext): void {
         taskQueue: config.temporal.taskQueue,
         deps,
         shutdownGraceTimeMs: graceMs,
+        maxConcurrentActivityTaskExecutions: slots,
       });
       const cleanup = startPeriodicCleanup(prisma, { intervalMs: config.runs.cleanupIntervalMs, log });
+      const sweep = startStuckRunSweep({
+        prisma,
+        temporal: () => c.temporal(),
+        taskQueue: config.temporal.taskQueue,
+        log,
+        metrics: runtime.metrics,
+        intervalMs: config.runs.sweepIntervalMs,
+      });
       let signalled = false;
       const onSignal = (signal: NodeJS.Signals) => {
         if (signalled) {
@@ -77,6 +95,7 @@ export function registerWorker(program: Command, ctx: () => CliContext): void {
       await worker.run();
       await observability.stop();
       await cleanup.stop();
+      await sweep.stop();
       await deps.http.close();
       await connection.close();
       console.error('worker stopped');

@@ -8,6 +8,7 @@
  * its own late write changes nothing (it reports the rejection).
  */
 import type { Prisma, PrismaClient } from '../../prisma/generated/client.ts';
+import { SESSION_BOUNDS } from '../db.ts';
 
 type Db = Pick<PrismaClient, '$queryRaw' | '$executeRaw' | '$transaction'>;
 
@@ -62,11 +63,13 @@ export async function claimBatch(
     // predecessors: 90 ms instead of 5 ms at a few thousand pending.
     // Bounded waits: a claimer that froze while holding the lock (VM pause, partition) must not
     // stop every other publisher. Waiting claimers give up after lock_timeout and try again; the
-    // server ends a holder idle in its transaction, which releases the lock.
+    // server ends a holder idle in its transaction, which releases the lock. The same bounds as
+    // every worker and publisher session (worker/db.ts), set here too for pools opened without them.
     await tx.$queryRaw`
-      SELECT set_config('enable_bitmapscan', 'off', true), set_config('lock_timeout', '5s', true),
+      SELECT set_config('enable_bitmapscan', 'off', true),
+             set_config('lock_timeout', ${`${SESSION_BOUNDS.lockTimeoutMs}ms`}, true),
              set_config('statement_timeout', '10s', true),
-             set_config('idle_in_transaction_session_timeout', '10s', true)`;
+             set_config('idle_in_transaction_session_timeout', ${`${SESSION_BOUNDS.idleInTransactionTimeoutMs}ms`}, true)`;
     await tx.$queryRaw`SELECT pg_advisory_xact_lock(hashtext(${CLAIM_LOCK}))::text AS locked`;
     return tx.$queryRaw<ClaimRow[]>`
       WITH locked AS (

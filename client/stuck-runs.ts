@@ -1,0 +1,280 @@
+/**
+ * The stuck-run sweep: defence in depth for runs whose workflow closed without settling their
+ * `fetch_run` row (a database outage while it recorded its end, a bug, an operator's Terminate in
+ * the Web UI). Such a row says `running` forever: no dead letter, no compensation. The sweep finds
+ * it, asks Temporal how the workflow really ended, and settles the row through the normal path —
+ * `finishRun`'s own statement, then the claim's compensation when it left downstream effects.
+ *
+ * A row is a candidate once its lease has run out (`lease_until < now()`, DURABLE_FETCH_LEASE_TTL_MS
+ * after its last renewal): a live workflow keeps renewing its lease, so only rows whose owner went
+ * quiet cost a call to Temporal.
+ *
+ * Be very careful: the settle is fenced by the lease token read with the candidate, so a run taken
+ * up meanwhile by a new execution (which takes a new token) is left alone; and the compensation is
+ * started only by the sweeper whose settle changed the row, under the claim's workflow id. Any
+ * number of workers may sweep at once.
+ */
+import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { recordAudit } from '../activities/audit-log.ts';
+import { COMPENSABLE_STATES } from '../activities/downstream-ledger.ts';
+import { finishRunRow, observeRunFinished } from '../activities/finish-run.ts';
+import type { PrismaClient } from '../prisma/generated/client.ts';
+import { errorMessage } from '../worker/errors.ts';
+import type { Logger } from '../worker/logger.ts';
+import type { Metrics } from '../worker/metrics.ts';
+import { redactUrlsIn } from '../worker/redact.ts';
+import type { FinishRunInput } from '../workflows/types.ts';
+import { compensationIdOf, startCompensationWorkflow } from './start-compensation.ts';
+import { type ClosedEnd, readWorkflowEnd, type Settlement, settlementOf } from './workflow-close.ts';
+
+/** `target_type` and `action` of the audit entry of a settled run. */
+export const RUN_TARGET = 'fetch_run';
+export const SETTLE_STUCK_ACTION = 'run.settle_stuck';
+
+/** Candidates read per query, and at most per pass (the next pass goes on from the start). */
+const BATCH = 100;
+const DEFAULT_MAX_RUNS = 500;
+
+export interface StuckRunsContext {
+  prisma: PrismaClient;
+  temporal: Client;
+}
+
+/** A run whose row says `running` while its workflow is closed or gone, and how to record it. */
+export interface StuckRun {
+  fetchRunId: string;
+  workflowId: string;
+  sourceId: string;
+  businessDate: string;
+  /** The claim (`attempt`) whose end is recorded; its downstream actions are compensated. */
+  round: number;
+  found: ClosedEnd['found'];
+  /** The closed execution's run id (absent when the workflow is gone). */
+  closedRunId: string | null;
+  settlement: Settlement;
+}
+
+/** A candidate whose workflow could not be looked up: it may be stuck. */
+export interface UncheckedRun {
+  fetchRunId: string;
+  workflowId: string;
+  error: string;
+}
+
+interface Candidate {
+  id: string;
+  workflow_id: string;
+  lease_token: string;
+  attempt: number;
+  source_id: string;
+  business_date: string;
+  lease_until: Date;
+}
+
+interface Found extends StuckRun {
+  leaseToken: string;
+  taskQueue: string | null;
+}
+
+/**
+ * Walks the candidates (running, lease run out) oldest lease first, at most `maxRuns`, and hands
+ * each stuck one to `onStuck`. Runs whose workflow is still open are skipped, untouched.
+ */
+async function scan(
+  ctx: StuckRunsContext,
+  maxRuns: number,
+  onStuck: (run: Found) => Promise<void>,
+): Promise<{ checked: number; unchecked: UncheckedRun[] }> {
+  const unchecked: UncheckedRun[] = [];
+  let checked = 0;
+  let after = { leaseUntil: new Date(0), id: '00000000-0000-0000-0000-000000000000' };
+  while (checked < maxRuns) {
+    const batch = await ctx.prisma.$queryRaw<Candidate[]>`
+      SELECT id::text AS id, workflow_id, lease_token::text AS lease_token, attempt, source_id,
+             to_char(business_date, 'YYYY-MM-DD') AS business_date, lease_until
+        FROM fetch_run
+       WHERE status = 'running' AND lease_until < now() AND lease_token IS NOT NULL
+         AND (lease_until, id) > (${after.leaseUntil}::timestamptz, ${after.id}::uuid)
+       ORDER BY lease_until, id
+       LIMIT ${Math.min(BATCH, maxRuns - checked)}`;
+    for (const c of batch) {
+      checked++;
+      let end;
+      try {
+        end = await readWorkflowEnd(ctx.temporal, c.workflow_id);
+      } catch (err) {
+        unchecked.push({
+          fetchRunId: c.id,
+          workflowId: c.workflow_id,
+          error: redactUrlsIn(errorMessage(err)),
+        });
+        continue;
+      }
+      if (end.found === 'running') continue;
+      await onStuck({
+        fetchRunId: c.id,
+        workflowId: c.workflow_id,
+        sourceId: c.source_id,
+        businessDate: c.business_date,
+        round: c.attempt,
+        found: end.found,
+        closedRunId: 'runId' in end ? end.runId : null,
+        settlement: settlementOf(end),
+        leaseToken: c.lease_token,
+        taskQueue: 'taskQueue' in end ? end.taskQueue : null,
+      });
+    }
+    const last = batch.at(-1);
+    if (!last || batch.length < BATCH) break;
+    after = { leaseUntil: last.lease_until, id: last.id };
+  }
+  return { checked, unchecked };
+}
+
+const publicView = ({ leaseToken: _token, taskQueue: _queue, ...run }: Found): StuckRun => run;
+
+/**
+ * The stuck runs now, without changing anything (for `durable-fetch status`): candidates whose
+ * latest workflow execution is closed, or whose workflow is gone. Read-only.
+ * @throws database errors; Temporal errors of one run are returned as `unchecked`.
+ */
+export async function findStuckRuns(
+  ctx: StuckRunsContext,
+  options: { maxRuns?: number } = {},
+): Promise<{ checked: number; stuck: StuckRun[]; unchecked: UncheckedRun[] }> {
+  const stuck: StuckRun[] = [];
+  const scanned = await scan(ctx, options.maxRuns ?? DEFAULT_MAX_RUNS, (run) => {
+    stuck.push(publicView(run));
+    return Promise.resolve();
+  });
+  return { ...scanned, stuck };
+}
+
+export interface SweepContext extends StuckRunsContext {
+  /** Task queue for a compensation when the run's own workflow (and so its queue) is gone. */
+  taskQueue: string;
+  /** Who settles, in the audit trail: `system:sweep` in workers, the operator for the CLI. */
+  actor: string;
+  log: Logger;
+  metrics: Metrics;
+}
+
+/** What the sweep did to one stuck run. */
+export interface SweptRun extends StuckRun {
+  /** `settled` here; `changed` meanwhile by someone else (another sweeper, a new execution); `failed`. */
+  outcome: 'settled' | 'changed' | 'failed';
+  deadLetterId: string | null;
+  /** The claim's compensation, when the run left downstream effects to settle. */
+  compensation: { workflowId: string; started: 'started' | 'already_running' | 'failed' } | null;
+  error?: string;
+}
+
+export interface SweepReport {
+  checked: number;
+  runs: SweptRun[];
+  unchecked: UncheckedRun[];
+  /** Runs left stuck (failed to settle, compensation not started) plus runs not checked. */
+  leftStuck: number;
+}
+
+/**
+ * One sweep pass: settles every stuck run it finds (at most `maxRuns` candidates) and starts the
+ * compensation of each that left downstream effects, writing one audit entry per settled run.
+ * Idempotent and safe with many sweepers at once; an error on one run is logged, reported and the
+ * pass goes on. @throws database errors of the candidate query only.
+ */
+export async function sweepStuckRuns(
+  ctx: SweepContext,
+  options: { maxRuns?: number } = {},
+): Promise<SweepReport> {
+  const runs: SweptRun[] = [];
+  const scanned = await scan(ctx, options.maxRuns ?? DEFAULT_MAX_RUNS, async (run) => {
+    runs.push(await settleOne(ctx, run));
+  });
+  for (const u of scanned.unchecked) {
+    ctx.log.warn(u, 'stuck-run sweep: could not look the workflow of an expired run up');
+  }
+  const leftStuck =
+    runs.filter((r) => r.outcome === 'failed' || r.compensation?.started === 'failed').length +
+    scanned.unchecked.length;
+  return { ...scanned, runs, leftStuck };
+}
+
+async function settleOne(ctx: SweepContext, run: Found): Promise<SweptRun> {
+  const { settlement } = run;
+  const input: FinishRunInput = {
+    fetchRunId: run.fetchRunId,
+    leaseToken: run.leaseToken,
+    status: settlement.status,
+    ...(settlement.errorType === undefined ? {} : { errorType: settlement.errorType }),
+    ...(settlement.errorMessage === undefined ? {} : { errorMessage: settlement.errorMessage }),
+    ...(settlement.errorCode === undefined ? {} : { errorCode: settlement.errorCode }),
+  };
+  const view = { ...publicView(run), deadLetterId: null, compensation: null };
+  let settled;
+  try {
+    settled = await ctx.prisma.$transaction(async (tx) => {
+      const row = await finishRunRow(tx, input);
+      if (!row.finished) return { row, pending: 0 };
+      const pending = await tx.downstreamAction.count({
+        where: { fetchRunId: run.fetchRunId, round: run.round, state: { in: [...COMPENSABLE_STATES] } },
+      });
+      await recordAudit(tx, {
+        actor: ctx.actor,
+        action: SETTLE_STUCK_ACTION,
+        targetType: RUN_TARGET,
+        targetId: run.fetchRunId,
+        reason: settlement.reason,
+        details: {
+          workflowId: run.workflowId,
+          closedRunId: run.closedRunId,
+          found: run.found,
+          status: settlement.status,
+          errorType: settlement.errorType ?? null,
+          errorCode: settlement.errorCode ?? null,
+          deadLetterId: row.deadLetterId,
+          round: run.round,
+          actionsToCompensate: pending,
+        },
+      });
+      return { row, pending };
+    });
+  } catch (err) {
+    const error = redactUrlsIn(errorMessage(err));
+    ctx.log.error({ fetchRunId: run.fetchRunId, error }, 'stuck-run sweep: could not settle a stuck run');
+    return { ...view, outcome: 'failed', error };
+  }
+  observeRunFinished(ctx, input, settled.row);
+  if (!settled.row.finished) return { ...view, outcome: 'changed' };
+  ctx.metrics.runsStuckSettled.inc({ outcome: run.found });
+  const compensation = settled.pending > 0 ? await compensate(ctx, run) : null;
+  ctx.log.warn(
+    { fetchRunId: run.fetchRunId, workflowId: run.workflowId, found: run.found, status: settlement.status },
+    `settled a stuck run: ${settlement.reason}`,
+  );
+  return { ...view, outcome: 'settled', deadLetterId: settled.row.deadLetterId, compensation };
+}
+
+/** Starts the claim's compensation as the run's workflow would have; one already open is fine. */
+async function compensate(ctx: SweepContext, run: Found): Promise<NonNullable<SweptRun['compensation']>> {
+  const input = {
+    fetchRunId: run.fetchRunId,
+    sourceId: run.sourceId,
+    businessDate: run.businessDate,
+    round: run.round,
+    reason: run.settlement.status === 'cancelled' ? ('cancelled' as const) : ('failed' as const),
+  };
+  const workflowId = compensationIdOf(input);
+  try {
+    await startCompensationWorkflow(ctx.temporal, input, run.taskQueue ?? ctx.taskQueue, 'sweep');
+    return { workflowId, started: 'started' };
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError)
+      return { workflowId, started: 'already_running' };
+    ctx.log.error(
+      { fetchRunId: run.fetchRunId, workflowId, error: redactUrlsIn(errorMessage(err)) },
+      'stuck-run sweep: could not start the compensation (durable-fetch compensations retry)',
+    );
+    return { workflowId, started: 'failed' };
+  }
+}
