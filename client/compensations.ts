@@ -65,6 +65,8 @@ export type CompensationDetail = Compensation & {
 export interface ListCompensationsFilter {
   state?: DownstreamState;
   sourceId?: string;
+  /** Only strays: effects at the partner the ledger did not expect (voided by the compensation path). */
+  strays?: boolean;
   /** Newest `updatedAt` first; default 50, at most 1000. */
   limit?: number;
 }
@@ -91,6 +93,7 @@ export async function listCompensations(
     where: {
       state: filter.state,
       ...(filter.sourceId === undefined ? {} : { run: { sourceId: filter.sourceId } }),
+      ...(filter.strays ? { strayOf: { not: null } } : {}),
     },
     include: { run: RUN_KEY },
     orderBy: [{ updatedAt: 'desc' }, { id: 'asc' }],

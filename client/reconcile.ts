@@ -1,10 +1,11 @@
 /**
- * Reconciling side effects (issue #7, R11): for each selected run, compares what the database
- * holds — the run row, its business rows, its outbox events, its compensation ledger — with
- * itself and with the partner (its records API and its submissions), and lists every mismatch.
+ * Reconciling side effects (R11): for each selected run, compares what the database holds — the
+ * run row, its business rows, its outbox events, its compensation ledger — with itself and with
+ * the partner (its records API and its submissions), and lists every mismatch.
  *
- * Read-only everywhere: the database is read in one REPEATABLE READ snapshot per run (so a run
- * being written meanwhile cannot produce a false mismatch), the partner only with GETs. A partner
+ * The database is read in one REPEATABLE READ snapshot per run (so a run being written meanwhile
+ * cannot produce a false mismatch), the partner only with GETs. One write: a live submission the
+ * ledger does not know is recorded as a stray, so that it is voided (never left alone). A partner
  * that cannot be read is reported on the run (`PARTNER_UNREACHABLE`), never thrown.
  */
 import { ApplicationFailure } from '@temporalio/common';
@@ -12,6 +13,7 @@ import { classify } from '../activities/errors.ts';
 import type { HttpClient } from '../activities/http.ts';
 import { fetchPartnerPage } from '../activities/partner-client.ts';
 import { PAGE_STORED_TOPIC, RUN_COMPLETED_TOPIC } from '../activities/outbox.ts';
+import { recordStray } from '../activities/downstream-ledger.ts';
 import { bearerToken } from '../activities/sources.ts';
 import { findSubmissions, type Submission } from '../activities/submissions-client.ts';
 import {
@@ -79,6 +81,7 @@ export const MISMATCH_CODES = [
   'NOT_APPLIED_BUT_LIVE',
   'UNCOMPENSATED_ACTION',
   'UNSETTLED_ACTION',
+  'STRAY_NOT_VOIDED',
 ] as const;
 export type MismatchCode = (typeof MISMATCH_CODES)[number];
 
@@ -304,7 +307,7 @@ async function reconcileRun(ctx: ReconcileContext, selected: FetchRun): Promise<
   }
   const partner = new PartnerReader(ctx, snap.source);
   if (run.status === 'succeeded') await checkRecords(partner, snap, stored, report);
-  await checkActions(partner, snap, report);
+  await checkActions(ctx, partner, snap, report);
   return report;
 }
 
@@ -529,8 +532,45 @@ const brief = (list: readonly Submission[]) => list.map((s) => ({ id: s.id, stat
 const describeHeld = (list: readonly Submission[]) =>
   list.length === 0 ? 'nothing' : list.map((s) => `${s.id} ${s.status}`).join(', ');
 
-/** The compensation ledger of the run against the partner's submissions. */
-async function checkActions(partner: PartnerReader, snap: Snapshot, report: RunReport): Promise<void> {
+/**
+ * A stray row (an effect the ledger did not expect, to be voided whatever the run's outcome)
+ * against the partner: live means its void is still to come.
+ */
+function checkStray(action: DownstreamAction, held: Submission[] | undefined, report: RunReport): void {
+  const what = `stray ${action.id} (submission ${action.partnerId ?? '?'} under ${action.reference})`;
+  if (action.state === 'compensated' || action.state === 'resolved' || action.state === 'not_applied') {
+    const recorded = held?.find((s) => s.id === action.partnerId);
+    if (action.state === 'compensated' && recorded && live(recorded)) {
+      report.mismatches.push({
+        code: 'COMPENSATED_BUT_LIVE',
+        message: `${what} is compensated but ${recorded.id} is ${recorded.status} at the partner`,
+        expected: 'voided',
+        actual: recorded.status,
+        actionId: action.id,
+      });
+    }
+    return;
+  }
+  report.mismatches.push({
+    code: 'STRAY_NOT_VOIDED',
+    message: `${what} is ${action.state}: not voided yet (the workers' sweep starts its compensation)`,
+    expected: 'compensated (voided)',
+    actual: action.state,
+    actionId: action.id,
+  });
+}
+
+/**
+ * The compensation ledger of the run against the partner's submissions. A live submission under
+ * an action's reference that the ledger does not know is recorded as a stray of that action (the
+ * one write reconcile makes: the workers' sweep then voids it).
+ */
+async function checkActions(
+  ctx: ReconcileContext,
+  partner: PartnerReader,
+  snap: Snapshot,
+  report: RunReport,
+): Promise<void> {
   const succeeded = snap.run.status === 'succeeded';
   const mismatch = (f: Finding<MismatchCode>) => report.mismatches.push(f);
   /** Confirmed rows of a succeeded run whose submission is live at the partner. */
@@ -545,6 +585,10 @@ async function checkActions(partner: PartnerReader, snap: Snapshot, report: RunR
     );
     const heldView = held ? brief(held) : 'unknown (partner unreachable)';
     const state = action.state;
+    if (action.strayOf !== null) {
+      checkStray(action, held, report);
+      continue;
+    }
 
     if (UNSETTLED.includes(state)) {
       mismatch({
@@ -567,7 +611,8 @@ async function checkActions(partner: PartnerReader, snap: Snapshot, report: RunR
     }
     if (!held) continue; // the partner could not be read: already reported
     const recorded = action.partnerId === null ? undefined : held.find((s) => s.id === action.partnerId);
-    const others = held.filter((s) => s.id !== action.partnerId && live(s));
+    const strays = new Set(snap.actions.filter((a) => a.strayOf === action.id).map((a) => a.partnerId));
+    const others = held.filter((s) => s.id !== action.partnerId && !strays.has(s.id) && live(s));
 
     if (state === 'not_applied') {
       const alive = held.filter(live);
@@ -645,9 +690,13 @@ async function checkActions(partner: PartnerReader, snap: Snapshot, report: RunR
     }
 
     if (others.length > 0) {
+      const why = 'reconcile found it live beside the recorded submission';
+      for (const s of others) {
+        await recordStray(ctx.prisma, action, { partnerId: s.id, partnerState: s.status }, why);
+      }
       mismatch({
         code: 'EXTRA_LIVE_SUBMISSION',
-        message: `the partner holds ${plural(others.length, 'more live submission')} under ${action.reference} than ${what} records: ${describeHeld(others)}`,
+        message: `the partner holds ${plural(others.length, 'more live submission')} under ${action.reference} than ${what} records: ${describeHeld(others)}; recorded as strays, to be voided by the workers' sweep`,
         expected: action.partnerId === null ? [] : [action.partnerId],
         actual: brief(held.filter(live)),
         actionId: action.id,
@@ -655,7 +704,11 @@ async function checkActions(partner: PartnerReader, snap: Snapshot, report: RunR
     }
   }
 
-  if (succeeded && snap.source.submitSummary && !snap.actions.some((a) => a.state === 'confirmed')) {
+  if (
+    succeeded &&
+    snap.source.submitSummary &&
+    !snap.actions.some((a) => a.state === 'confirmed' && a.strayOf === null)
+  ) {
     mismatch({
       code: 'SUBMISSION_MISSING',
       message: `run succeeded and source ${snap.source.id} submits its summary, but no ledger row is confirmed`,

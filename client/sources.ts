@@ -306,6 +306,7 @@ export interface SourceChanges {
   timezone?: string;
   enabled?: boolean;
   submitSummary?: boolean;
+  submitMaxProcessingMs?: number;
 }
 
 export type SourceField = keyof SourceChanges;
@@ -320,7 +321,11 @@ export const FIELD_OPTIONS: Record<SourceField, string> = {
   timezone: '--timezone',
   enabled: '--enable/--disable',
   submitSummary: '--submit-summary',
+  submitMaxProcessingMs: '--submit-max-processing',
 };
+
+/** Longest declared processing time of a partner's submissions: a day. */
+export const MAX_SUBMIT_PROCESSING_MS = 86_400_000;
 
 function isTimeZone(zone: string): boolean {
   try {
@@ -386,6 +391,12 @@ const changesSchema = z.strictObject({
   timezone: z.string().refine(isTimeZone, 'expected an IANA timezone such as Europe/Paris or UTC').optional(),
   enabled: z.boolean().optional(),
   submitSummary: z.boolean().optional(),
+  submitMaxProcessingMs: z
+    .number({ error: `expected milliseconds 0..${MAX_SUBMIT_PROCESSING_MS}` })
+    .int(`expected milliseconds 0..${MAX_SUBMIT_PROCESSING_MS}`)
+    .min(0, `expected milliseconds 0..${MAX_SUBMIT_PROCESSING_MS}`)
+    .max(MAX_SUBMIT_PROCESSING_MS, `expected milliseconds 0..${MAX_SUBMIT_PROCESSING_MS}`)
+    .optional(),
 });
 
 export interface UpdateOptions {

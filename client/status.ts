@@ -110,6 +110,11 @@ export async function readStatus(
     if (q.verdict.risk) problems.push(`backlog risk on ${q.taskQueue} (${q.type}): ${q.verdict.reason}`);
   }
   if (database.deadLettersOpen > 0) problems.push(`${database.deadLettersOpen} open dead letters (dlq list)`);
+  if (database.straysUnsettled > 0) {
+    problems.push(
+      `${database.straysUnsettled} stray submissions at partners not yet voided (compensations list --stray)`,
+    );
+  }
   if (database.compensationsNeedsManual > 0) {
     problems.push(
       `${database.compensationsNeedsManual} compensations need a human (compensations list --state needs_manual)`,

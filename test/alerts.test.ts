@@ -173,6 +173,7 @@ void describe('alerts', () => {
         'DurableFetchDeadLetterRatio',
         'DurableFetchOutboxLag',
         'DurableFetchCompensationsNeedManual',
+        'DurableFetchStrayEffects',
         'DurableFetchDownstreamFailing',
         'DurableFetchRunsStuck',
       ],

@@ -210,6 +210,39 @@ describe('compensation', { concurrency: true }, () => {
     assert.deepEqual([row.state, row.attempts, row.lookups], ['confirmed', 2, lookups.length]);
   });
 
+  it('a submit the partner applies after its client gave up (a late effect) is found after the call’s settle window: adopted, no second submission', async () => {
+    const sourceId = 'comp-late';
+    // This partner declares up to 5 s of processing; it applies the held call 4.5 s after receipt,
+    // 3.5 s after the client (1 s timeout) gave up on it.
+    await createSource(db.prisma, sourceId, partner.url, {
+      submitSummary: true,
+      submitMaxProcessingMs: 5_000,
+    });
+    partner.faults.add({
+      route: 'submissions',
+      action: 'submit',
+      reference: referenceOf(sourceId),
+      kind: 'delay',
+      delayMs: 4_500,
+      lateEffectMs: 10_000,
+    });
+    const result = await worker.run(async () => (await start(sourceId)).result());
+    assert.equal(result.status, 'succeeded');
+    const submits = partner.ledger.entries({ action: 'submit', reference: referenceOf(sourceId) });
+    assert.deepEqual(
+      submits.map((e) => [e.status, e.effect, e.late]),
+      [[499, true, true]],
+      'one call: the client left, the partner applied it late; never called again',
+    );
+    assert.deepEqual(
+      atPartner(sourceId).statuses,
+      ['confirmed'],
+      'the late submission adopted and confirmed',
+    );
+    const row = await ledgerRow(sourceId);
+    assert.deepEqual([row.state, row.attempts, row.partnerId], ['confirmed', 1, atPartner(sourceId).ids[0]]);
+  });
+
   it('a run cancelled mid-way (the Web UI’s cancel call) is compensated: nothing stays live at the partner', async () => {
     await submittingSource('comp-cancel');
     // Confirm hangs long enough for the cancel to land while it is in flight.

@@ -1,4 +1,4 @@
-// A worker that freezes during the non-idempotent call (R4, R9, R12a), repeated: two real
+// A worker that freezes during the non-idempotent call (R4, R9, R12a), three times at once: two real
 // `durable-fetch worker` processes; the partner holds `POST /submissions` for 25 s before applying
 // it, and applies requests late even when their client has left (late effects, as real partners
 // do); the worker that sent the call is SIGSTOPped for 35 s, then SIGCONTinued. The other worker
@@ -54,97 +54,100 @@ after(async () => {
 
 const prefixOf = (date: string) => `fetch-records:${SOURCE}:${date}:`;
 
+/** Two workers of their own, one run, its holder frozen; returns what the partner then holds. */
+async function repetition(n: number): Promise<string> {
+  const date = `2026-08-0${n}`;
+  const taskQueue = `test-frozen-${randomUUID()}`;
+  const pair = [0, 1].map(() =>
+    spawnWorker({
+      DATABASE_URL: db.url,
+      TEMPORAL_ADDRESS: temporalAddress(),
+      DURABLE_FETCH_TASK_QUEUE: taskQueue,
+      HTTP_CONNECT_TIMEOUT_MS: '1000',
+      HTTP_RESPONSE_TIMEOUT_MS: '5000',
+      DURABLE_FETCH_SWEEP_INTERVAL_MS: '2000',
+      DURABLE_FETCH_WORKER_ACTIVITY_SLOTS: '1',
+      LOG_LEVEL: 'info',
+    }),
+  );
+  workers.push(...pair);
+  const outputs = () => pair.map((w) => w.output()).join('\n');
+  await Promise.all(pair.map((w) => w.waitFor(/worker polling task queue/, 60_000)));
+  partner.faults.add({
+    route: 'submissions',
+    action: 'submit',
+    reference: `${prefixOf(date)}submit-summary:r1`,
+    kind: 'delay',
+    delayMs: PROCESSING_MS,
+  });
+  const prepared = await prepareFetch(
+    { prisma: db.prisma, now: () => new Date('2026-11-29T12:00:00Z') },
+    { sourceId: SOURCE, date, requestedBy: 'test' },
+  );
+  const handle = await client.workflow.start<typeof fetchRecordsWorkflow>('fetchRecordsWorkflow', {
+    ...fetchStartOptions(prepared, taskQueue, 'FAIL'),
+    workflowTaskTimeout: '1 second',
+  });
+  // Freeze whichever worker sent the call, the moment it says so.
+  const sent = new RegExp(`"reference":"${prefixOf(date)}submit-summary:r1"[^\\n]*downstream call sent`);
+  const holder = await within(
+    Promise.any(pair.map((w) => w.waitFor(sent, 60_000).then(() => w))),
+    60_000,
+    outputs,
+  );
+  holder.child.kill('SIGSTOP');
+  await sleep(FREEZE_MS);
+  holder.child.kill('SIGCONT');
+
+  const result = await within(handle.result(), 180_000, outputs);
+  assert.equal(result.status, 'succeeded', `repetition ${n}`);
+  // Strays, if any call took effect behind the ledger's back, are voided by the workers' sweep.
+  await waitFor(
+    async () =>
+      (await db.prisma.downstreamAction.count({
+        where: {
+          run: { businessDate: new Date(`${date}T00:00:00Z`) },
+          strayOf: { not: null },
+          state: { notIn: ['compensated', 'not_applied', 'resolved'] },
+        },
+      })) === 0,
+    'no stray left live',
+    60_000,
+  );
+
+  const live = partner.submissions
+    .list()
+    .filter((s) => s.reference.startsWith(prefixOf(date)) && s.status !== 'voided');
+  assert.equal(live.length, 1, `repetition ${n}: exactly one live submission`);
+  const [kept] = live;
+  const run = await db.prisma.fetchRun.findFirstOrThrow({
+    where: { sourceId: SOURCE, businessDate: new Date(`${date}T00:00:00Z`) },
+    include: { downstreamActions: true },
+  });
+  const own = run.downstreamActions.filter((a) => a.strayOf === null && a.state === 'confirmed');
+  assert.deepEqual(
+    own.map((a) => [a.partnerId, a.partnerState]),
+    [[kept?.id, 'confirmed']],
+    `repetition ${n}: the ledger names the one live submission`,
+  );
+  assert.equal(kept?.status, 'confirmed');
+  const created = partner.ledger
+    .entries({ action: 'submit' })
+    .filter((e) => e.effect && e.reference?.startsWith(prefixOf(date))).length;
+  return `repetition ${n}: ${created} submission(s) created, ${live.length} live`;
+}
+
 describe('a worker frozen during the downstream call', () => {
   it(
-    `frozen while the partner holds its submission, ${REPETITIONS} times: exactly one live submission each time, as the ledger says`,
+    `frozen while the partner holds its submission, ${REPETITIONS} times at once: exactly one live submission each time, as the ledger says`,
     { timeout: 600_000 },
     async (t) => {
       await createSource(db.prisma, SOURCE, partner.url, {
         submitSummary: true,
         submitMaxProcessingMs: PROCESSING_MS + 1_000,
       });
-      const taskQueue = `test-frozen-${randomUUID()}`;
-      for (let i = 0; i < 2; i++) {
-        workers.push(
-          spawnWorker({
-            DATABASE_URL: db.url,
-            TEMPORAL_ADDRESS: temporalAddress(),
-            DURABLE_FETCH_TASK_QUEUE: taskQueue,
-            HTTP_CONNECT_TIMEOUT_MS: '1000',
-            HTTP_RESPONSE_TIMEOUT_MS: '5000',
-            DURABLE_FETCH_SWEEP_INTERVAL_MS: '2000',
-            DURABLE_FETCH_WORKER_ACTIVITY_SLOTS: '1',
-            LOG_LEVEL: 'info',
-          }),
-        );
-      }
-      await Promise.all(workers.map((w) => w.waitFor(/worker polling task queue/, 60_000)));
-
-      for (let n = 1; n <= REPETITIONS; n++) {
-        const date = `2026-08-0${n}`;
-        partner.faults.add({
-          route: 'submissions',
-          action: 'submit',
-          reference: `${prefixOf(date)}submit-summary:r1`,
-          kind: 'delay',
-          delayMs: PROCESSING_MS,
-        });
-        const prepared = await prepareFetch(
-          { prisma: db.prisma, now: () => new Date('2026-11-29T12:00:00Z') },
-          { sourceId: SOURCE, date, requestedBy: 'test' },
-        );
-        const handle = await client.workflow.start<typeof fetchRecordsWorkflow>('fetchRecordsWorkflow', {
-          ...fetchStartOptions(prepared, taskQueue, 'FAIL'),
-          workflowTaskTimeout: '1 second',
-        });
-        // Freeze whichever worker sent the call, the moment it says so.
-        const sent = new RegExp(
-          `"reference":"${prefixOf(date)}submit-summary:r1"[^\\n]*downstream call sent`,
-        );
-        const holder = await within(
-          Promise.any(workers.map((w) => w.waitFor(sent, 60_000).then(() => w))),
-          60_000,
-          () => workers.map((w) => w.output()).join('\n'),
-        );
-        holder.child.kill('SIGSTOP');
-        await sleep(FREEZE_MS);
-        holder.child.kill('SIGCONT');
-
-        const result = await within(handle.result(), 180_000, () =>
-          workers.map((w) => w.output()).join('\n'),
-        );
-        assert.equal(result.status, 'succeeded', `repetition ${n}`);
-        // Strays, if any call took effect behind the ledger's back, are voided by the workers' sweep.
-        await waitFor(
-          async () =>
-            (await db.prisma.downstreamAction.count({
-              where: { strayOf: { not: null }, state: { notIn: ['compensated', 'not_applied', 'resolved'] } },
-            })) === 0,
-          'no stray left live',
-          60_000,
-        );
-
-        const live = partner.submissions
-          .list()
-          .filter((s) => s.reference.startsWith(prefixOf(date)) && s.status !== 'voided');
-        assert.equal(live.length, 1, `repetition ${n}: exactly one live submission`);
-        const [kept] = live;
-        const run = await db.prisma.fetchRun.findFirstOrThrow({
-          where: { sourceId: SOURCE, businessDate: new Date(`${date}T00:00:00Z`) },
-          include: { downstreamActions: true },
-        });
-        const own = run.downstreamActions.filter((a) => a.strayOf === null && a.state === 'confirmed');
-        assert.deepEqual(
-          own.map((a) => [a.partnerId, a.partnerState]),
-          [[kept?.id, 'confirmed']],
-          `repetition ${n}: the ledger names the one live submission`,
-        );
-        assert.equal(kept?.status, 'confirmed');
-        const created = partner.ledger
-          .entries({ action: 'submit' })
-          .filter((e) => e.effect && e.reference?.startsWith(prefixOf(date))).length;
-        t.diagnostic(`repetition ${n}: ${created} submission(s) created, ${live.length} live`);
-      }
+      const reports = await Promise.all(Array.from({ length: REPETITIONS }, (_, i) => repetition(i + 1)));
+      for (const line of reports) t.diagnostic(line);
     },
   );
 });

@@ -64,6 +64,8 @@ export interface DatabaseHealth {
   outboxRetrying: number;
   deadLettersOpen: number;
   compensationsNeedsManual: number;
+  /** Strays (effects at a partner the ledger did not expect) not yet voided or settled. */
+  straysUnsettled: number;
 }
 
 /** The database's health counts (one round trip). Read-only. */
@@ -76,6 +78,7 @@ export async function databaseHealth(prisma: Pick<PrismaClient, '$queryRaw'>): P
       retrying: bigint;
       letters: bigint;
       manual: bigint;
+      strays: bigint;
     }[]
   >`
     SELECT (SELECT count(*) FROM outbox_event WHERE status = 'pending') AS pending,
@@ -83,7 +86,9 @@ export async function databaseHealth(prisma: Pick<PrismaClient, '$queryRaw'>): P
            (SELECT count(*) FROM outbox_event WHERE status = 'dead') AS dead,
            (SELECT count(*) FROM outbox_event WHERE status = 'pending' AND attempts > 0) AS retrying,
            (SELECT count(*) FROM dead_letter WHERE status = 'open') AS letters,
-           (SELECT count(*) FROM downstream_action WHERE state = 'needs_manual') AS manual`;
+           (SELECT count(*) FROM downstream_action WHERE state = 'needs_manual') AS manual,
+           (SELECT count(*) FROM downstream_action
+             WHERE stray_of IS NOT NULL AND state NOT IN ('compensated', 'not_applied', 'resolved')) AS strays`;
   return {
     outboxPending: Number(row?.pending ?? 0),
     outboxOldestPendingAgeSeconds: Math.max(0, row?.oldest ?? 0),
@@ -91,6 +96,7 @@ export async function databaseHealth(prisma: Pick<PrismaClient, '$queryRaw'>): P
     outboxRetrying: Number(row?.retrying ?? 0),
     deadLettersOpen: Number(row?.letters ?? 0),
     compensationsNeedsManual: Number(row?.manual ?? 0),
+    straysUnsettled: Number(row?.strays ?? 0),
   };
 }
 
@@ -204,6 +210,7 @@ export function startSampler(options: {
     metrics.outboxOldestPendingAge.set(db.outboxOldestPendingAgeSeconds);
     metrics.deadLettersOpen.set(db.deadLettersOpen);
     metrics.compensationsNeedsManual.set(db.compensationsNeedsManual);
+    metrics.downstreamStraysUnsettled.set(db.straysUnsettled);
     if (ticks++ % 100 === 0) {
       await prisma.$executeRaw`DELETE FROM queue_sample WHERE at < now() - interval '1 day'`;
     }

@@ -130,6 +130,11 @@ export function createMetrics() {
       labelNames: ['outcome'] as const,
       registers: r,
     }),
+    downstreamStraysUnsettled: new Gauge({
+      name: 'durable_fetch_downstream_strays_unsettled',
+      help: 'Strays (effects at a partner the ledger did not expect) not yet voided: the sweep starts their compensation.',
+      registers: r,
+    }),
     leaseTakeovers: new Counter({
       name: 'durable_fetch_lease_takeovers_total',
       help: 'Outbox claims taken over after their lease ran out (a publisher died or stalled), by kind (outbox).',

@@ -1,9 +1,11 @@
 /**
  * The stuck-run sweep as a periodic pass of every worker process (`durable-fetch worker`,
  * `npm start`): every DURABLE_FETCH_SWEEP_INTERVAL_MS it settles runs whose workflow closed
- * without settling their row (client/stuck-runs.ts) and sets `durable_fetch_runs_stuck`.
+ * without settling their row (client/stuck-runs.ts), sets `durable_fetch_runs_stuck`, and starts
+ * the compensations owed and not running — strays above all (client/owed-compensations.ts).
  */
 import type { Client } from '@temporalio/client';
+import { startOwedCompensations } from '../client/owed-compensations.ts';
 import { sweepStuckRuns } from '../client/stuck-runs.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { Logger } from './logger.ts';
@@ -37,14 +39,16 @@ export function startStuckRunSweep(options: StuckRunSweepOptions): Periodic {
   const { intervalMs, log, metrics } = options;
   const pass = async () => {
     try {
+      const temporal = await options.temporal();
       const report = await sweepStuckRuns({
         prisma: options.prisma,
-        temporal: await options.temporal(),
+        temporal,
         taskQueue: options.taskQueue,
         actor: SWEEP_ACTOR,
         log,
         metrics,
       });
+      await startOwedCompensations({ prisma: options.prisma, temporal, taskQueue: options.taskQueue, log });
       metrics.runsStuck.set(report.leftStuck);
       const settled = report.runs.filter((r) => r.outcome === 'settled').length;
       log[settled > 0 || report.leftStuck > 0 ? 'info' : 'debug'](

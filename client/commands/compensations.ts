@@ -22,6 +22,9 @@ The compensation ledger holds one row per non-idempotent downstream call of a ru
 summary submission). A run that fails for good or is cancelled undoes its calls (compensation);
 a row whose compensation exhausted its budget is needs_manual and waits for an operator, who either
 fixes the cause and retries it, or settles it by hand and resolves it. Both are audited.
+A stray is a row of its own for an effect the partner holds under an action's reference that the
+ledger did not expect (a superseded attempt's late call, a second live submission a lookup or
+\`reconcile\` found): it is voided whatever its run's outcome (\`stray of\` names the action).
 States: ${STATES.join(', ')}.`;
 
 function parseState(value: string): DownstreamState {
@@ -42,7 +45,7 @@ function row(c: Compensation): Record<string, string> {
     id: c.id,
     source: c.sourceId,
     date: c.businessDate,
-    action: c.action,
+    action: c.strayOf ? `${c.action} (stray)` : c.action,
     state: c.state,
     'partner id': c.partnerId ?? '',
     calls: String(c.attempts),
@@ -77,19 +80,28 @@ export function registerCompensations(program: Command, ctx: () => CliContext): 
     .description('list ledger rows, most recently changed first, then how many are needs_manual')
     .option('--state <state>', `only this state (${STATES.join('|')})`, parseState)
     .option('--source <id>', 'only this source (also for the needs_manual count)')
+    .option('--stray', 'only strays (effects the ledger did not expect, voided whatever the run)')
     .option('--limit <n>', 'at most n rows (default 50)', parseLimit)
     .option('--json', 'print JSON')
-    .action(async (opts: { state?: DownstreamState; source?: string; limit?: number; json?: boolean }) => {
-      const prisma = await ctx().prisma();
-      const list = await listCompensations(
-        { prisma },
-        { state: opts.state, sourceId: opts.source, limit: opts.limit },
-      );
-      if (opts.json) return printJson(list);
-      if (list.length === 0) return console.log('no compensations');
-      console.log(table(list.map(row), COLUMNS));
-      console.log(`needs_manual: ${await countNeedsManual({ prisma }, { sourceId: opts.source })}`);
-    });
+    .action(
+      async (opts: {
+        state?: DownstreamState;
+        source?: string;
+        stray?: boolean;
+        limit?: number;
+        json?: boolean;
+      }) => {
+        const prisma = await ctx().prisma();
+        const list = await listCompensations(
+          { prisma },
+          { state: opts.state, sourceId: opts.source, strays: opts.stray === true, limit: opts.limit },
+        );
+        if (opts.json) return printJson(list);
+        if (list.length === 0) return console.log('no compensations');
+        console.log(table(list.map(row), COLUMNS));
+        console.log(`needs_manual: ${await countNeedsManual({ prisma }, { sourceId: opts.source })}`);
+      },
+    );
 
   compensations
     .command('show')
@@ -111,6 +123,9 @@ export function registerCompensations(program: Command, ctx: () => CliContext): 
         ['key', found.key],
         ['reference', found.reference],
         ['round', String(found.round)],
+        ['stray of', found.strayOf ?? ''],
+        ['last call', iso(found.lastCallAt)],
+        ['settles at', iso(found.settlesAt)],
         ['step', String(found.step)],
         ['partner state', found.partnerState ?? ''],
         ['lookups', String(found.lookups)],

@@ -7,6 +7,7 @@ import { UserFacingError } from '../../worker/errors.ts';
 import { createMetrics } from '../../worker/metrics.ts';
 import { defaultActor } from '../audit.ts';
 import type { CliContext } from '../cli-context.ts';
+import { type OwedCompensation, startOwedCompensations } from '../owed-compensations.ts';
 import { type SweepReport, type SweptRun, sweepStuckRuns } from '../stuck-runs.ts';
 import { printJson } from './output.ts';
 
@@ -17,8 +18,11 @@ database outage while the run recorded its end, a Terminate in the Web UI). Each
 workflow really ended — failed: its error; terminated: Internal/WORKFLOW_TERMINATED with the reason;
 timed out: DeadlineExceeded/WORKFLOW_TIMED_OUT; cancelled: cancelled; completed or gone: Internal —
 with a dead letter and an audit entry (run.settle_stuck), and the compensation of its downstream
-effects is started. Runs whose workflow is still open are not touched. Workers do the same every
-DURABLE_FETCH_SWEEP_INTERVAL_MS. Exit 0 when nothing is left stuck, 1 otherwise.`;
+effects is started. Runs whose workflow is still open are not touched. Then it starts every
+compensation owed and not running: strays (submissions at the partner the ledger did not expect,
+voided whatever their run's outcome) and actions of failed runs whose compensation never started.
+Workers do the same every DURABLE_FETCH_SWEEP_INTERVAL_MS. Exit 0 when nothing is left stuck and
+every owed compensation runs, 1 otherwise.`;
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
@@ -42,31 +46,42 @@ function runLine(run: SweptRun): string {
   return `✓ ${what}: ${run.settlement.reason} → ${run.settlement.status}${letter}${compensationText(run)}`;
 }
 
-function printSweep(report: SweepReport): void {
+function owedLine(o: OwedCompensation): string {
+  const what = `${o.sourceId}/${o.businessDate} round ${o.round}: ${plural(o.actions, 'action')} owed (${plural(o.strays, 'stray')})`;
+  if (o.started === 'failed') return `✗ ${what}; compensation ${o.workflowId} NOT started: ${o.error ?? ''}`;
+  return `✓ ${what}; compensation ${o.workflowId} ${o.started === 'started' ? 'started' : 'already running'}`;
+}
+
+function printSweep(report: SweepReport & { owed: OwedCompensation[] }): void {
   for (const run of report.runs) console.log(runLine(run));
   for (const u of report.unchecked)
     console.log(`? run ${u.fetchRunId} (${u.workflowId}): could not ask Temporal: ${u.error}`);
   const settled = report.runs.filter((r) => r.outcome === 'settled').length;
+  for (const o of report.owed) console.log(owedLine(o));
   console.log(
     `${plural(report.runs.length, 'stuck run')} (${settled} settled), ${report.leftStuck} left stuck; ` +
-      `${plural(report.checked, 'run')} past their lease checked`,
+      `${plural(report.checked, 'run')} past their lease checked; ${plural(report.owed.length, 'owed compensation')}`,
   );
 }
 
 /** The `--stuck` action. @throws UserFacingError STUCK_RUNS (exit 1) when runs are left stuck. */
 export async function reconcileStuck(c: CliContext, json: boolean): Promise<void> {
-  const report = await sweepStuckRuns({
+  const ctx = {
     prisma: await c.prisma(),
     temporal: await c.temporal(),
     taskQueue: c.config.temporal.taskQueue,
-    actor: defaultActor(),
     // Everything the sweep logs is in the report printed below.
     log: pino({ level: 'silent' }),
-    metrics: createMetrics(),
-  });
+  };
+  const swept = await sweepStuckRuns({ ...ctx, actor: defaultActor(), metrics: createMetrics() });
+  const report = { ...swept, owed: await startOwedCompensations(ctx) };
   if (json) printJson(report);
   else printSweep(report);
   if (report.leftStuck > 0) {
     throw new UserFacingError(`${plural(report.leftStuck, 'run')} left stuck`, 'STUCK_RUNS');
+  }
+  const unstarted = report.owed.filter((o) => o.started === 'failed').length;
+  if (unstarted > 0) {
+    throw new UserFacingError(`${plural(unstarted, 'owed compensation')} not started`, 'STUCK_RUNS');
   }
 }

@@ -19,10 +19,13 @@ mismatch (exit code 1 when there is any, 0 otherwise):
   ledger     each compensation row against the partner's submissions under its reference:
              confirmed = live (and confirmed, for a succeeded run), compensated = voided,
              not_applied = nothing live, attempting/unknown/compensating/needs_manual = unsettled;
-             a succeeded run of a source that submits its summary has a confirmed submission.
+             a stray = voided (STRAY_NOT_VOIDED until then); a succeeded run of a source that
+             submits its summary has a confirmed submission.
 Runs still queued, running or waiting to retry are checked against the database only.
 A partner that cannot be read is a mismatch (PARTNER_UNREACHABLE). Credentials are read from the
-source's DF_SECRET_* variable, as the worker does. Nothing is changed anywhere.`;
+source's DF_SECRET_* variable, as the worker does. One thing is written: a live submission under an
+action's reference that the ledger does not know (EXTRA_LIVE_SUBMISSION) is recorded as a stray of
+that action, which the workers' sweep then voids; nothing else is changed anywhere.`;
 
 /** Runs above which progress goes to stderr. */
 const PROGRESS_ABOVE = 10;

@@ -65,8 +65,8 @@ function auditTable(audit: readonly AuditEntry[]): string {
   );
 }
 
-/** `--page-size <n>`: digits only, anything else is left for updateSource to refuse. */
-function pageSizeArg(value: string): number {
+/** An integer option (`--page-size`, `--submit-max-processing`): digits only, anything else is left for updateSource to refuse. */
+function integerArg(value: string): number {
   return /^\s*-?\d{1,9}\s*$/.test(value) ? Number(value) : Number.NaN;
 }
 
@@ -83,6 +83,7 @@ interface UpdateOpts {
   enable?: boolean;
   disable?: boolean;
   submitSummary?: boolean;
+  submitMaxProcessing?: number;
   reason: string;
   by?: string;
   json?: boolean;
@@ -128,6 +129,7 @@ export function registerSources(program: Command, ctx: () => CliContext): void {
         ['page size', String(found.pageSize)],
         ['retry policy', found.retryPolicy],
         ['submit summary', found.submitSummary ? 'yes' : 'no'],
+        ['submit max processing', `${found.submitMaxProcessingMs} ms`],
         ['downstream', found.downstream],
         ['schedule', scheduleSummary(found.schedule)],
         ['schedule config', found.schedule === null ? '' : JSON.stringify(found.schedule)],
@@ -205,7 +207,7 @@ export function registerSources(program: Command, ctx: () => CliContext): void {
     .argument('<id>', 'source id')
     .option('--name <text>', 'display name')
     .option('--base-url <url>', "the partner's http(s) base URL (no credentials in it)")
-    .option('--page-size <n>', 'records per stored page, 1..1000 (new runs)', pageSizeArg)
+    .option('--page-size <n>', 'records per stored page, 1..1000 (new runs)', integerArg)
     .option('--retry-policy <name>', `partner retry preset (${PARTNER_PRESETS.join('|')}; new runs)`)
     .option('--credentials-ref <NAME>', 'name of the DF_SECRET_* variable holding the bearer token')
     .option('--no-credentials-ref', 'send no credentials')
@@ -214,6 +216,11 @@ export function registerSources(program: Command, ctx: () => CliContext): void {
     .addOption(new Option('--disable', 'disable the source (its runs fail at their next page)'))
     .option('--submit-summary', 'runs submit their summary downstream')
     .option('--no-submit-summary', 'runs do not submit their summary')
+    .option(
+      '--submit-max-processing <ms>',
+      'the longest the partner may take to apply a submission after receiving it: a lookup that finds nothing proves "not applied" only after the call timeouts plus this (default 60000)',
+      integerArg,
+    )
     .requiredOption('--reason <text>', 'why (1..1000 characters; audited)')
     .option('--by <who>', 'who (default: the OS user)')
     .option('--json', 'print JSON')
@@ -227,6 +234,7 @@ export function registerSources(program: Command, ctx: () => CliContext): void {
         timezone: opts.timezone,
         enabled: opts.enable ? true : opts.disable ? false : undefined,
         submitSummary: opts.submitSummary,
+        submitMaxProcessingMs: opts.submitMaxProcessing,
       };
       const c = ctx();
       const updated = await updateSource({ prisma: await c.prisma() }, id, changes, {

@@ -50,7 +50,7 @@ function print(s: Status): void {
     `outbox: ${d.outboxPending} pending (${d.outboxRetrying} retrying), oldest ${age(d.outboxOldestPendingAgeSeconds)}, ${d.outboxDead} dead`,
   );
   console.log(
-    `dead letters open: ${d.deadLettersOpen}; compensations needing a human: ${d.compensationsNeedsManual}`,
+    `dead letters open: ${d.deadLettersOpen}; compensations needing a human: ${d.compensationsNeedsManual}; strays not yet voided: ${d.straysUnsettled}`,
   );
   if (s.stuck.runs.length > 0) {
     console.log('');
