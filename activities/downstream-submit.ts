@@ -1,34 +1,18 @@
 /**
- * The run's side of a non-idempotent downstream action (R4): the intent is recorded before the
- * call, the call counted (and its settle window set) immediately before it is sent, its outcome
- * recorded after; an earlier claim's action is adopted instead of repeated; the recorded effect is
+ * The run's calls of a non-idempotent downstream action (R4): the call counted (and its settle
+ * window set) immediately before it is sent, its outcome recorded after; then the recorded effect
  * confirmed (repeat-safe by the partner's id).
  */
 import { performance } from 'node:perf_hooks';
 import { Context } from '@temporalio/activity';
-import { FETCH_RECORDS, idempotencyKeyFor } from '../workflows/business-key.ts';
 import type { ErrorType } from '../workflows/error-types.ts';
-import type {
-  AdoptActionInput,
-  ConfirmSubmissionInput,
-  DownstreamActionView,
-  RecordIntentInput,
-  RecordIntentResult,
-  SubmitSummaryInput,
-} from '../workflows/types.ts';
+import type { ConfirmSubmissionInput, SubmitSummaryInput } from '../workflows/types.ts';
 import { crashPoint } from './crash-points.ts';
 import type { ActivityDeps } from './deps.ts';
 import type { PartnerCalls } from './downstream-calls.ts';
-import {
-  errorFields,
-  loadAction,
-  outcomeUnknown,
-  recordStray,
-  UNSETTLED_STATES,
-  view,
-} from './downstream-ledger.ts';
+import { errorFields, loadAction, outcomeUnknown, recordStray } from './downstream-ledger.ts';
 import { failure } from './errors.ts';
-import { leaseLost, renewLease } from './lease.ts';
+import { renewLease } from './lease.ts';
 import { loadEnabledSource } from './sources.ts';
 import { actOnSubmission, createSubmission, type Submission } from './submissions-client.ts';
 
@@ -38,93 +22,10 @@ import { actOnSubmission, createSubmission, type Submission } from './submission
  */
 const REJECTIONS: ReadonlySet<string> = new Set<ErrorType>(['InvalidInput', 'PermissionDenied', 'NotFound']);
 
-/** Earlier claims' states a later claim settles itself (the others wait for an operator). */
-const SETTLEABLE_EARLIER: ReadonlySet<string> = new Set([
-  'attempting',
-  'unknown',
-  'confirmed',
-  'compensating',
-]);
-
 export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) {
   const { prisma } = deps;
 
   return {
-    /**
-     * The action of this claim: the row this claim owns (its own, or one it adopted), else a new
-     * intent row (state `attempting`, no call made yet). Fenced by the run's lease, which it renews
-     * (recording the execution that holds it: a reset to a later workflow task keeps the token).
-     * When an earlier claim of the run left the action unsettled, the earlier row is returned as
-     * `{ kind: 'earlier' }` for the workflow to settle first (with `settleEarlier`), since acting
-     * again could double the effect. Idempotent.
-     * @throws ApplicationFailure LeaseLost; InvalidInput EARLIER_ACTION_UNSETTLED when the earlier
-     *   action waits for an operator (`needs_manual`), or always without `settleEarlier`.
-     */
-    async recordDownstreamIntent(input: RecordIntentInput): Promise<RecordIntentResult> {
-      await renewLease(prisma, input, deps.leaseTtlMs);
-      const base = { fetchRunId: input.fetchRunId, action: input.action, strayOf: null };
-      const current = await prisma.downstreamAction.findFirst({ where: { ...base, round: input.round } });
-      if (current) return view(current);
-      const earlier = await prisma.downstreamAction.findFirst({
-        where: { ...base, round: { lt: input.round }, state: { in: [...UNSETTLED_STATES] } },
-        orderBy: { round: 'desc' },
-      });
-      if (earlier) {
-        if (input.settleEarlier && SETTLEABLE_EARLIER.has(earlier.state)) {
-          return { kind: 'earlier', action: view(earlier) };
-        }
-        throw failure(
-          'InvalidInput',
-          'EARLIER_ACTION_UNSETTLED',
-          `an earlier ${input.action} of this run (compensation ${earlier.id}) is ${earlier.state}: settle it first (durable-fetch compensations show ${earlier.id})`,
-        );
-      }
-      const businessKey = idempotencyKeyFor({
-        jobType: FETCH_RECORDS,
-        sourceId: input.sourceId,
-        businessDate: input.businessDate,
-      });
-      // Also the reference the partner is given: one per action and claim, so that an earlier
-      // claim's compensation looking up its own reference never finds (and voids) this one's.
-      const key = `${businessKey}:${input.action}:r${input.round}`;
-      await prisma.$executeRaw`
-        INSERT INTO downstream_action (id, fetch_run_id, business_key, key, round, action, step, reference)
-        SELECT gen_random_uuid(), r.id, ${businessKey}, ${key}, ${input.round}, ${input.action}, ${input.step}, ${key}
-          FROM fetch_run r
-         WHERE r.id = ${input.fetchRunId}::uuid AND r.lease_token = ${input.leaseToken}::uuid AND r.status = 'running'
-        ON CONFLICT (key) DO NOTHING`;
-      const row = await prisma.downstreamAction.findUnique({ where: { key } });
-      if (!row) throw leaseLost(input);
-      return view(row);
-    },
-
-    /**
-     * Takes an earlier claim's confirmed action over for this claim (a reset or a restart of the
-     * run goes on with the effect that exists instead of making a second one): its round becomes
-     * this claim's, so this claim confirms it and, should the run fail, compensates it. Fenced by
-     * the run's lease. Idempotent.
-     * @throws ApplicationFailure LeaseLost.
-     */
-    async adoptDownstreamAction(input: AdoptActionInput): Promise<DownstreamActionView> {
-      const adopted = await prisma.$executeRaw`
-        UPDATE downstream_action a SET round = ${input.round}, updated_at = now()
-          FROM fetch_run r
-         WHERE a.id = ${input.actionId}::uuid AND a.state = 'confirmed' AND a.stray_of IS NULL
-           AND a.round < ${input.round}
-           AND r.id = a.fetch_run_id AND r.id = ${input.fetchRunId}::uuid
-           AND r.lease_token = ${input.leaseToken}::uuid AND r.status = 'running'`;
-      const row = await loadAction(prisma, input.actionId);
-      if (adopted === 1) {
-        deps.log.info(
-          { actionId: row.id, partnerId: row.partnerId, round: input.round },
-          'an earlier claim’s downstream effect adopted',
-        );
-      } else if (row.round !== input.round) {
-        await renewLease(prisma, input, deps.leaseTtlMs);
-      }
-      return view(row);
-    },
-
     /**
      * Submits the run's summary (page and record counts, nothing else) with `POST /submissions`,
      * which is NOT idempotent. Made only when the row says exactly `expectedAttempts` calls were

@@ -9,12 +9,14 @@
 import type { ActivityDeps } from './deps.ts';
 import { createPartnerCalls } from './downstream-calls.ts';
 import { createCompensateActivities } from './downstream-compensate.ts';
+import { createIntentActivities } from './downstream-intent.ts';
 import { createReconcileActivity } from './downstream-reconcile.ts';
 import { createSubmitActivities } from './downstream-submit.ts';
 
 export function createDownstreamActivities(deps: ActivityDeps) {
   const calls = createPartnerCalls(deps);
   return {
+    ...createIntentActivities(deps),
     ...createSubmitActivities(deps, calls),
     ...createReconcileActivity(deps, calls),
     ...createCompensateActivities(deps, calls),

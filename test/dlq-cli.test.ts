@@ -591,7 +591,8 @@ describe('dlq cli: retry', { timeout: 300_000 }, () => {
       `${UI}/namespaces/default/workflows/${encodeURIComponent(workflowIdOf(sourceId, date))}/${failedShown.timelineRunId}/history`,
     );
     const failedText = ok(await runCli(['dlq', 'show', letter.id], env));
-    assert.ok(failedText.includes(`\ntimeline (execution ${failedShown.timelineRunId}):\n`), failedText);
+    // The timeline is the letter's own execution's: no other execution to name.
+    assert.ok(failedText.includes('\ntimeline:\n'), failedText);
 
     // Bad overrides are refused in one line and change nothing.
     assertOneLineError(

@@ -1,0 +1,104 @@
+/**
+ * Which action a claim of a run acts on (R4): its own intent row, written before any call, or the
+ * action an earlier claim of the run left open — adopted when it took effect, so that a reset or
+ * a run taken up again goes on with the effect that exists instead of making a second one.
+ */
+import { FETCH_RECORDS, idempotencyKeyFor } from '../workflows/business-key.ts';
+import type {
+  AdoptActionInput,
+  DownstreamActionView,
+  RecordIntentInput,
+  RecordIntentResult,
+} from '../workflows/types.ts';
+import type { ActivityDeps } from './deps.ts';
+import { loadAction, UNSETTLED_STATES, view } from './downstream-ledger.ts';
+import { failure } from './errors.ts';
+import { leaseLost, renewLease } from './lease.ts';
+
+/** Earlier claims' states a later claim settles itself (the others wait for an operator). */
+const SETTLEABLE_EARLIER: ReadonlySet<string> = new Set([
+  'attempting',
+  'unknown',
+  'confirmed',
+  'compensating',
+]);
+
+export function createIntentActivities(deps: ActivityDeps) {
+  const { prisma } = deps;
+  return {
+    /**
+     * The action of this claim: the row this claim owns (its own, or one it adopted), else a new
+     * intent row (state `attempting`, no call made yet). Fenced by the run's lease, which it renews
+     * (recording the execution that holds it: a reset to a later workflow task keeps the token).
+     * When an earlier claim of the run left the action unsettled, the earlier row is returned as
+     * `{ kind: 'earlier' }` for the workflow to settle first (with `settleEarlier`), since acting
+     * again could double the effect. Idempotent.
+     * @throws ApplicationFailure LeaseLost; InvalidInput EARLIER_ACTION_UNSETTLED when the earlier
+     *   action waits for an operator (`needs_manual`), or always without `settleEarlier`.
+     */
+    async recordDownstreamIntent(input: RecordIntentInput): Promise<RecordIntentResult> {
+      await renewLease(prisma, input, deps.leaseTtlMs);
+      const base = { fetchRunId: input.fetchRunId, action: input.action, strayOf: null };
+      const current = await prisma.downstreamAction.findFirst({ where: { ...base, round: input.round } });
+      if (current) return view(current);
+      const earlier = await prisma.downstreamAction.findFirst({
+        where: { ...base, round: { lt: input.round }, state: { in: [...UNSETTLED_STATES] } },
+        orderBy: { round: 'desc' },
+      });
+      if (earlier) {
+        if (input.settleEarlier && SETTLEABLE_EARLIER.has(earlier.state)) {
+          return { kind: 'earlier', action: view(earlier) };
+        }
+        throw failure(
+          'InvalidInput',
+          'EARLIER_ACTION_UNSETTLED',
+          `an earlier ${input.action} of this run (compensation ${earlier.id}) is ${earlier.state}: settle it first (durable-fetch compensations show ${earlier.id})`,
+        );
+      }
+      const businessKey = idempotencyKeyFor({
+        jobType: FETCH_RECORDS,
+        sourceId: input.sourceId,
+        businessDate: input.businessDate,
+      });
+      // Also the reference the partner is given: one per action and claim, so that an earlier
+      // claim's compensation looking up its own reference never finds (and voids) this one's.
+      const key = `${businessKey}:${input.action}:r${input.round}`;
+      await prisma.$executeRaw`
+        INSERT INTO downstream_action (id, fetch_run_id, business_key, key, round, action, step, reference)
+        SELECT gen_random_uuid(), r.id, ${businessKey}, ${key}, ${input.round}, ${input.action}, ${input.step}, ${key}
+          FROM fetch_run r
+         WHERE r.id = ${input.fetchRunId}::uuid AND r.lease_token = ${input.leaseToken}::uuid AND r.status = 'running'
+        ON CONFLICT (key) DO NOTHING`;
+      const row = await prisma.downstreamAction.findUnique({ where: { key } });
+      if (!row) throw leaseLost(input);
+      return view(row);
+    },
+
+    /**
+     * Takes an earlier claim's confirmed action over for this claim (a reset or a restart of the
+     * run goes on with the effect that exists instead of making a second one): its round becomes
+     * this claim's, so this claim confirms it and, should the run fail, compensates it. Fenced by
+     * the run's lease. Idempotent.
+     * @throws ApplicationFailure LeaseLost.
+     */
+    async adoptDownstreamAction(input: AdoptActionInput): Promise<DownstreamActionView> {
+      const adopted = await prisma.$executeRaw`
+        UPDATE downstream_action a SET round = ${input.round}, updated_at = now()
+          FROM fetch_run r
+         WHERE a.id = ${input.actionId}::uuid AND a.state = 'confirmed' AND a.stray_of IS NULL
+           AND a.round < ${input.round}
+           AND r.id = a.fetch_run_id AND r.id = ${input.fetchRunId}::uuid
+           AND r.lease_token = ${input.leaseToken}::uuid AND r.status = 'running'`;
+      const row = await loadAction(prisma, input.actionId);
+      if (adopted === 1) {
+        deps.log.info(
+          { actionId: row.id, partnerId: row.partnerId, round: input.round },
+          'an earlier claim’s downstream effect adopted',
+        );
+      } else if (row.round !== input.round) {
+        await renewLease(prisma, input, deps.leaseTtlMs);
+      }
+      return view(row);
+    },
+  };
+}
