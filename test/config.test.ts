@@ -33,7 +33,7 @@ describe('config', () => {
         uiUrl: 'http://localhost:8233',
         taskQueue: 'durable-fetch',
       },
-      partner: { host: '127.0.0.1', port: 4010, pageLimit: 50 },
+      partner: { host: '127.0.0.1', port: 4010, pageLimit: 50, lateEffectMs: 0 },
       http: { connectTimeoutMs: 5_000, responseTimeoutMs: 15_000, maxResponseBytes: 16 * 1024 * 1024 },
       runs: {
         maxFutureDays: 0,

@@ -62,6 +62,7 @@ const envSchema = z.object({
   PARTNER_HOST: z.string().default('127.0.0.1'),
   PARTNER_PORT: port.default(4010),
   PARTNER_PAGE_LIMIT: z.coerce.number().int().min(1).max(500).default(50),
+  PARTNER_LATE_EFFECT_MS: z.coerce.number().int().min(0).max(600_000).default(0),
   HTTP_CONNECT_TIMEOUT_MS: ms.default(5_000),
   HTTP_RESPONSE_TIMEOUT_MS: ms.default(15_000),
   HTTP_MAX_RESPONSE_BYTES: z.coerce
@@ -132,7 +133,11 @@ export interface Config {
     uiUrl: string | undefined;
     taskQueue: string;
   };
-  partner: { host: string; port: number; pageLimit: number };
+  /**
+   * The demo partner of `npm start`: where it listens, the page size asked of it, and how long after
+   * a client gave up it still applies a held submission (its late effects; 0 = never).
+   */
+  partner: { host: string; port: number; pageLimit: number; lateEffectMs: number };
   http: {
     connectTimeoutMs: number;
     responseTimeoutMs: number;
@@ -210,7 +215,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       uiUrl: e.TEMPORAL_UI_URL ?? (e.TEMPORAL_ADDRESS ? undefined : `http://localhost:${e.TEMPORAL_UI_PORT}`),
       taskQueue: e.DURABLE_FETCH_TASK_QUEUE,
     },
-    partner: { host: e.PARTNER_HOST, port: e.PARTNER_PORT, pageLimit: e.PARTNER_PAGE_LIMIT },
+    partner: {
+      host: e.PARTNER_HOST,
+      port: e.PARTNER_PORT,
+      pageLimit: e.PARTNER_PAGE_LIMIT,
+      lateEffectMs: e.PARTNER_LATE_EFFECT_MS,
+    },
     http: {
       connectTimeoutMs: e.HTTP_CONNECT_TIMEOUT_MS,
       responseTimeoutMs: e.HTTP_RESPONSE_TIMEOUT_MS,

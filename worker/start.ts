@@ -114,6 +114,7 @@ async function main(): Promise<void> {
   const partner = await startPartner({
     host: config.partner.host,
     port: config.partner.port,
+    lateEffectMs: config.partner.lateEffectMs,
     ledgerFile: path.join(config.dataDir, 'partner', 'ledger.jsonl'),
   });
   closers.push({ name: 'partner', close: () => partner.close() });
