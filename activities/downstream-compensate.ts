@@ -11,8 +11,8 @@ import type {
 } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
 import type { PartnerCalls } from './downstream-calls.ts';
-import { COMPENSABLE_STATES, loadAction, MAX_MESSAGE, settleRun, view } from './downstream-ledger.ts';
-import { failure } from './errors.ts';
+import { COMPENSABLE_STATES, loadAction, settleRun, view } from './downstream-ledger.ts';
+import { failure, MAX_KEPT_MESSAGE } from './errors.ts';
 import { loadSource } from './sources.ts';
 import { actOnSubmission, type Submission } from './submissions-client.ts';
 
@@ -21,27 +21,43 @@ export function createCompensateActivities(deps: ActivityDeps, calls: PartnerCal
   return {
     /**
      * Undoes a recorded effect (`POST /submissions/:id/void`, repeat-safe by id). The attempt is
-     * counted before the call. Works for a disabled source too: undoing is always allowed. A
-     * succeeded run keeps its own effect, never its strays.
+     * counted before the call, in one statement that also checks the effect is still this
+     * compensation's to undo: a stray, or an action of a run that ended without succeeding and is
+     * still owned by claim `round` (a later claim may have adopted it, or the run been taken up
+     * again, meanwhile). Works for a disabled source too: undoing is always allowed.
      * @throws the HTTP client's typed failures (retried within the compensation preset; the
      *   workflow then marks the row `needs_manual`).
      */
-    async compensateDownstream(input: { actionId: string }): Promise<{ state: DownstreamStateName }> {
+    async compensateDownstream(input: {
+      actionId: string;
+      /** The claim being compensated; absent from workflow code deployed before it was fenced. */
+      round?: number;
+    }): Promise<{ state: DownstreamStateName }> {
       const row = await loadAction(prisma, input.actionId);
       if (row.state === 'compensated' || row.state === 'not_applied' || row.state === 'resolved')
         return { state: row.state };
-      // A run that succeeded keeps its effect, whatever asked (a failure seen after the commit).
-      if (row.run.status === 'succeeded' && row.strayOf === null) return { state: row.state };
       if (!row.partnerId)
         throw failure('Internal', 'NO_PARTNER_ID', `action ${row.id}: reconcile before compensating`);
       const partnerId = row.partnerId;
       const source = await loadSource(prisma, row.run.sourceId);
+      // Be very careful: this conditional UPDATE and the adoption of the action by a later claim
+      // (which moves its round while it is `confirmed`) exclude each other on the row; whichever
+      // comes first wins, so an adopted effect is never voided and a voided one never adopted.
       const started = await prisma.$executeRaw`
-        UPDATE downstream_action SET state = 'compensating', compensation_attempts = compensation_attempts + 1,
-               updated_at = now()
-         WHERE id = ${row.id}::uuid AND state IN ('confirmed', 'compensating')`;
-      if (started !== 1)
-        throw failure('Internal', 'LEDGER_STATE', `action ${row.id} is ${row.state}, not compensable`);
+        UPDATE downstream_action a
+           SET state = 'compensating', compensation_attempts = a.compensation_attempts + 1, updated_at = now()
+          FROM fetch_run r
+         WHERE a.id = ${row.id}::uuid AND a.state IN ('confirmed', 'compensating') AND r.id = a.fetch_run_id
+           AND (a.stray_of IS NOT NULL
+                OR (r.status IN ('dead_lettered', 'cancelled')
+                    AND a.round = COALESCE(${input.round ?? null}::int, a.round)))`;
+      if (started !== 1) {
+        // Not this compensation's to undo (a succeeded run keeps its effect; a later claim owns
+        // it), or settled meanwhile: nothing to do.
+        const now = await loadAction(prisma, input.actionId);
+        deps.log.info({ actionId: row.id, state: now.state, round: now.round }, 'compensation: effect kept');
+        return { state: now.state };
+      }
       let voided: Submission;
       try {
         voided = await calls.withHeartbeats(source.id, (signal) =>
@@ -61,7 +77,7 @@ export function createCompensateActivities(deps: ActivityDeps, calls: PartnerCal
 
     /** Hands an action to a human: `needs_manual` with the failure that exhausted its budget. */
     async markNeedsManual(input: MarkNeedsManualInput): Promise<void> {
-      const message = input.errorMessage.slice(0, MAX_MESSAGE);
+      const message = input.errorMessage.slice(0, MAX_KEPT_MESSAGE);
       await prisma.$executeRaw`
         UPDATE downstream_action SET state = 'needs_manual', last_error_type = ${input.errorType},
                last_error = ${message}, updated_at = now()

@@ -10,10 +10,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { DownstreamAction, PrismaClient } from '../prisma/generated/client.ts';
 import type { DownstreamActionView, DownstreamStateName } from '../workflows/types.ts';
-import { classify, failure } from './errors.ts';
-
-/** Longest error message kept on a row: enough to read, never a dumped body. */
-export const MAX_MESSAGE = 500;
+import { classify, failure, MAX_KEPT_MESSAGE } from './errors.ts';
 
 /** States in which an action may still hold an effect the ledger has not settled. */
 export const UNSETTLED_STATES: readonly DownstreamStateName[] = [
@@ -42,7 +39,7 @@ export function view(row: DownstreamAction): DownstreamActionView {
 export function errorFields(err: unknown, what: string): { type: string; message: string } {
   const f = classify(err, what);
   if (f instanceof ApplicationFailure)
-    return { type: f.type ?? 'Internal', message: f.message.slice(0, MAX_MESSAGE) };
+    return { type: f.type ?? 'Internal', message: f.message.slice(0, MAX_KEPT_MESSAGE) };
   return { type: 'Cancelled', message: `${what}: cancelled` };
 }
 
@@ -83,7 +80,7 @@ export async function recordStray(
                                    confirmed_at)
     SELECT gen_random_uuid(), a.fetch_run_id, a.business_key, a.key || ':stray:' || ${stray.partnerId}, a.round,
            a.action, a.step, a.reference, ${stray.partnerId}, ${stray.partnerState}, 'confirmed', a.id,
-           'OutcomeUnknown', ${why.slice(0, MAX_MESSAGE)}, now()
+           'OutcomeUnknown', ${why.slice(0, MAX_KEPT_MESSAGE)}, now()
       FROM downstream_action a
      WHERE a.id = ${action.id}::uuid AND a.stray_of IS NULL
     ON CONFLICT (key) DO NOTHING`;

@@ -86,10 +86,11 @@ export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) 
              WHERE id = ${input.actionId}::uuid AND state = 'attempting' AND attempts = ${counted}`;
           throw err;
         }
+        // Only while no later call was counted: a superseded attempt must not reopen a settled row.
         await prisma.$executeRaw`
           UPDATE downstream_action SET state = 'unknown', last_error_type = ${type}, last_error = ${message},
                  updated_at = now()
-           WHERE id = ${input.actionId}::uuid AND state = 'attempting'`;
+           WHERE id = ${input.actionId}::uuid AND state = 'attempting' AND attempts = ${counted}`;
         deps.log.warn({ actionId: input.actionId, errorType: type }, 'downstream outcome unknown');
         // A cancelled run stops here; its compensation reconciles the row.
         if (Context.current().cancellationSignal.aborted) throw err;
@@ -173,11 +174,17 @@ export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) 
         `the partner refused this submission: ${row.lastError ?? ''}`,
       );
     }
-    if ((row.state === 'attempting' || row.state === 'unknown') && row.attempts > input.expectedAttempts) {
+    // More calls counted than the workflow knows of (an earlier attempt died or froze after
+    // counting), or the last call's outcome is unknown: look it up, never call on top of it.
+    const counted = row.attempts > input.expectedAttempts;
+    if (
+      (row.state === 'attempting' && counted) ||
+      (row.state === 'unknown' && row.attempts >= input.expectedAttempts)
+    ) {
       await prisma.$executeRaw`
         UPDATE downstream_action SET state = 'unknown', last_error_type = 'OutcomeUnknown',
                last_error = 'an earlier attempt ended without recording its outcome', updated_at = now()
-         WHERE id = ${row.id}::uuid AND state = 'attempting'`;
+         WHERE id = ${row.id}::uuid AND state = 'attempting' AND attempts = ${row.attempts}`;
       throw outcomeUnknown('an earlier attempt of this submission ended without recording its outcome');
     }
     throw failure(

@@ -4,15 +4,13 @@
  * run. The statement is shared with the stuck-run sweep (client/stuck-runs.ts), which settles
  * rows whose workflow closed without recording its end: one statement, one set of invariants.
  */
+import { MAX_KEPT_MESSAGE } from './errors.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { Logger } from '../worker/logger.ts';
 import type { Metrics } from '../worker/metrics.ts';
 import { redactUrlsIn } from '../worker/redact.ts';
 import type { FinishRunInput } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
-
-/** Longest error message kept on the row: enough to read, never a dumped body. */
-const MAX_MESSAGE = 500;
 
 /** What {@link finishRunRow} did: whether it ended the run, and the row's facts for metrics. */
 export interface FinishedRow {
@@ -39,7 +37,7 @@ export async function finishRunRow(
   input: FinishRunInput,
 ): Promise<FinishedRow> {
   const message =
-    input.errorMessage === undefined ? null : redactUrlsIn(input.errorMessage).slice(0, MAX_MESSAGE);
+    input.errorMessage === undefined ? null : redactUrlsIn(input.errorMessage).slice(0, MAX_KEPT_MESSAGE);
   const errorType = input.errorType ?? (input.status === 'dead_lettered' ? 'Internal' : null);
   const [row] = await db.$queryRaw<
     { updated: bigint; dead_letter_id: string | null; source_id: string | null; started_at: Date | null }[]

@@ -16,8 +16,8 @@ import type { CompensateRunInput } from '../workflows/types.ts';
 import { compensationIdOf, startCompensationWorkflow } from './start-compensation.ts';
 
 /**
- * A failed run's rows changed this recently are left to the run, whose workflow starts their
- * compensation itself as it ends (strays have no such owner).
+ * A run that ended this recently is left to its workflow, which starts its compensation itself as
+ * it ends (strays have no such owner).
  */
 const QUIET_SECONDS = 15;
 /** Claims handled per pass at most (the next pass goes on). */
@@ -65,7 +65,7 @@ export async function startOwedCompensations(ctx: {
      WHERE a.state::text = ANY (string_to_array(${compensable}, ','))
        AND (a.stray_of IS NOT NULL
             OR (r.status IN ('dead_lettered', 'cancelled')
-                AND a.updated_at < now() - make_interval(secs => ${QUIET_SECONDS})))
+                AND r.finished_at < now() - make_interval(secs => ${QUIET_SECONDS})))
      GROUP BY a.fetch_run_id, a.round, r.source_id, r.business_date, r.status
      ORDER BY min(a.updated_at)
      LIMIT ${MAX_CLAIMS}`;

@@ -130,8 +130,11 @@ export interface ReconcileReport {
 
 /** Statuses of a run whose workflow may still write: compared with nothing outside the database. */
 const IN_PROGRESS: readonly RunStatus[] = ['queued', 'running', 'retry_wait'];
-/** Ledger states that still need the workflow (or an operator) to settle them. */
-const UNSETTLED: readonly string[] = ['attempting', 'unknown', 'compensating', 'needs_manual'];
+/**
+ * Ledger states that still need the workflow (or an operator) to settle them — unlike the
+ * ledger's UNSETTLED_STATES, not `confirmed`, which reconciling compares with the partner.
+ */
+const AWAITING_SETTLEMENT: readonly string[] = ['attempting', 'unknown', 'compensating', 'needs_manual'];
 /** Ids quoted in one message, at most. */
 const QUOTE = 5;
 /** Partner pages read for one (source, date), at most: a partner that never ends is a fault. */
@@ -590,7 +593,7 @@ async function checkActions(
       continue;
     }
 
-    if (UNSETTLED.includes(state)) {
+    if (AWAITING_SETTLEMENT.includes(state)) {
       mismatch({
         code: 'UNSETTLED_ACTION',
         message: `${what} is ${state}: needs attention; the partner holds ${held ? describeHeld(held) : 'unknown (unreachable)'}`,

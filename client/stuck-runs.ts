@@ -11,8 +11,9 @@
  *
  * Be very careful: the settle is fenced by the lease token read with the candidate, so a run taken
  * up meanwhile by a new execution (which takes a new token) is left alone; and the compensation is
- * started only by the sweeper whose settle changed the row, under the claim's workflow id. Any
- * number of workers may sweep at once.
+ * started by the sweeper whose settle changed the row, under the claim's workflow id (should that
+ * fail, any worker's pass of owed compensations starts it later: client/owed-compensations.ts).
+ * Any number of workers may sweep at once.
  */
 import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { recordAudit } from '../activities/audit-log.ts';

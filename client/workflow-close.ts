@@ -4,15 +4,13 @@
  * the run's row — the DESIGN error type, safe code and redacted message `finishRun` records — as a
  * pure function. Used by the stuck-run sweep (client/stuck-runs.ts).
  */
+import { MAX_KEPT_MESSAGE } from '../activities/errors.ts';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import { redactUrlsIn } from '../worker/redact.ts';
 import { errorOf } from '../workflows/outcome.ts';
 
 /** temporal.api.enums.v1.HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT (the proto package is CommonJS-only). */
 const CLOSE_EVENT_ONLY = 2;
-
-/** Longest message kept from a failure or an operator's reason (finishRun cuts at the same length). */
-const MAX_MESSAGE = 500;
 
 /** What the latest execution of a workflow id says about the run. */
 export type WorkflowEnd =
@@ -111,7 +109,7 @@ async function closeEventOf(
   };
 }
 
-const clip = (text: string) => redactUrlsIn(text).slice(0, MAX_MESSAGE);
+const clip = (text: string) => redactUrlsIn(text).slice(0, MAX_KEPT_MESSAGE);
 
 /**
  * The DESIGN error type, message and safe code of a workflow's failure: exactly what the

@@ -71,8 +71,14 @@ async function start(sourceId: string) {
   return started.workflowId;
 }
 
-/** What the Web UI's Reset does, through the CLI an operator would use. */
-async function reset(workflowId: string, type: 'FirstWorkflowTask' | 'LastWorkflowTask'): Promise<void> {
+/**
+ * What the Web UI's Reset does, through the CLI an operator would use: to the first or last
+ * workflow task, or to a given WorkflowTaskCompleted event.
+ */
+async function reset(
+  workflowId: string,
+  to: 'FirstWorkflowTask' | 'LastWorkflowTask' | number,
+): Promise<void> {
   const cli = process.env.DF_TEST_TEMPORAL_CLI;
   assert.ok(cli, 'test/run.ts sets DF_TEST_TEMPORAL_CLI');
   await promisify(execFile)(cli, [
@@ -80,8 +86,7 @@ async function reset(workflowId: string, type: 'FirstWorkflowTask' | 'LastWorkfl
     'reset',
     '--workflow-id',
     workflowId,
-    '--type',
-    type,
+    ...(typeof to === 'number' ? ['--event-id', String(to)] : ['--type', to]),
     '--reason',
     'operator reset (test)',
     '--address',
@@ -183,6 +188,56 @@ describe('reset', { concurrency: true }, () => {
         [referenceOf(sourceId, 2), 'confirmed'],
       ],
       'the earlier call settled as not applied, no row left unknown',
+    );
+  });
+
+  it('a reset to just before the intent while the submit is in flight (a late effect follows): the call counted by the earlier execution is looked up first, never repeated blindly', async () => {
+    const sourceId = 'reset-intent';
+    // The held call takes effect 4 s after it was received, though its client gave up at 2 s; the
+    // partner declares 5 s of processing.
+    await createSource(db.prisma, sourceId, partner.url, {
+      pageSize: 50,
+      submitSummary: true,
+      submitMaxProcessingMs: 5_000,
+    });
+    partner.faults.add({
+      route: 'submissions',
+      action: 'submit',
+      reference: referenceOf(sourceId, 1),
+      kind: 'delay',
+      delayMs: 4_000,
+      lateEffectMs: 10_000,
+    });
+    const workflowId = await start(sourceId);
+    await waitFor(
+      () => partner.faults.list().every((f) => f.reference !== referenceOf(sourceId, 1)),
+      'the partner holding the submit call',
+      60_000,
+    );
+    // The workflow task that scheduled the intent: the new execution keeps the claim (same round,
+    // same token) and writes the intent again, finding the call counted on it.
+    const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+    const intentAt = events.findIndex(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'recordDownstreamIntent',
+    );
+    const before = events
+      .slice(0, intentAt)
+      .reverse()
+      .find((e) => e.workflowTaskCompletedEventAttributes);
+    assert.ok(before?.eventId, 'the workflow task before the intent');
+    await reset(workflowId, Number(before.eventId));
+    assert.equal((await latestResult(workflowId)).status, 'succeeded');
+
+    assert.equal(submitEffects(sourceId), 1, 'the late effect adopted; no second call');
+    assert.deepEqual(
+      liveAtPartner(sourceId).map((s) => [s.reference, s.status]),
+      [[referenceOf(sourceId, 1), 'confirmed']],
+    );
+    const run = await runOf(sourceId);
+    assert.deepEqual([run.status, run.attempt, run.deadLetters.length], ['succeeded', 1, 0]);
+    assert.deepEqual(
+      run.downstreamActions.map((a) => [a.round, a.attempts, a.state]),
+      [[1, 1, 'confirmed']],
     );
   });
 

@@ -41,7 +41,7 @@ export async function compensateRunWorkflow(input: CompensateRunInput): Promise<
     if (actions.length === 0) break;
     for (const action of actions) {
       seen.add(action.actionId);
-      const outcome = await settle(action);
+      const outcome = await settle(action, input.round);
       if (outcome !== 'kept') result[outcome]++;
     }
   }
@@ -54,14 +54,14 @@ export async function compensateRunWorkflow(input: CompensateRunInput): Promise<
 type Outcome = 'compensated' | 'notApplied' | 'needsManual' | 'kept';
 
 /** Undoes one action (reconciling it first when its outcome is unknown); a human gets what fails. */
-async function settle(action: DownstreamActionView): Promise<Outcome> {
+async function settle(action: DownstreamActionView, round: number): Promise<Outcome> {
   try {
     if (action.partnerId === null || action.state === 'attempting' || action.state === 'unknown') {
       const found = await lookUpUntilSettled(action.actionId, 'settle');
       if (!found.found) return 'notApplied';
       if (found.partnerState === 'voided') return 'compensated';
     }
-    const done = await undo.compensateDownstream({ actionId: action.actionId });
+    const done = await undo.compensateDownstream({ actionId: action.actionId, round });
     if (done.state === 'compensated') return 'compensated';
     return done.state === 'not_applied' ? 'notApplied' : 'kept';
   } catch (err) {

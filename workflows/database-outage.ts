@@ -5,8 +5,7 @@
  * {@link DATABASE_OUTAGE_WAITS} waits, after which the failure ends the run like any other (its
  * end is then recorded once the database is back: the `recordOutcome` preset never gives up).
  */
-import { log, patched, sleep } from '@temporalio/workflow';
-import { errorOf } from './outcome.ts';
+import { ApplicationFailure, log, patched, sleep } from '@temporalio/workflow';
 
 /** Wait between one try of a step and the next while the database is unavailable. */
 export const DATABASE_WAIT = '30 seconds';
@@ -23,10 +22,23 @@ export async function outlastingDatabaseOutages<T>(what: string, step: () => Pro
     try {
       return await step();
     } catch (err) {
-      if (errorOf(err).errorType !== 'DatabaseUnavailable' || waits >= DATABASE_OUTAGE_WAITS) throw err;
+      if (!fromDatabaseOutage(err) || waits >= DATABASE_OUTAGE_WAITS) throw err;
       if (!patched(PATCH)) throw err;
       log.warn('database unavailable: the step runs again after a wait', { step: what, waits: waits + 1 });
       await sleep(DATABASE_WAIT);
     }
   }
+}
+
+/**
+ * Whether a step failed because our database was unavailable: its failure, or the last attempt's
+ * failure behind Temporal's own timeout (an attempt to a database that does not answer can run
+ * into the step's deadline).
+ */
+function fromDatabaseOutage(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 4; depth++) {
+    if (e instanceof ApplicationFailure) return e.type === 'DatabaseUnavailable';
+    e = e.cause;
+  }
+  return false;
 }

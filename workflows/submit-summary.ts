@@ -58,8 +58,15 @@ export async function submitSummary(input: FetchRecordsInput, state: ResumeState
   let partnerId = intent.partnerId;
   let attempts = intent.attempts;
   let last = { errorType: 'UpstreamUnavailable', errorMessage: 'no call made' };
-  while (partnerId === null) {
-    if (attempts >= MAX_SUBMIT_CALLS) {
+  // Calls counted that this execution did not see the end of (an execution the run was reset
+  // from made them): their outcome is unknown, so look first, never call blindly on top of them.
+  if (partnerId === null && attempts > 0 && patched(COUNTED_CALLS_FIRST)) {
+    const settled = await reconcile(actionId, 'retry');
+    if (settled.found) partnerId = settled.partnerId;
+    else attempts = settled.attempts;
+  }
+  for (let unknowns = 0; partnerId === null;) {
+    if (attempts >= MAX_SUBMIT_CALLS || unknowns >= MAX_UNKNOWN_OUTCOMES) {
       throw ApplicationFailure.nonRetryable(
         `downstream submission failed ${attempts} times (${last.errorMessage})`,
         last.errorType,
@@ -72,6 +79,7 @@ export async function submitSummary(input: FetchRecordsInput, state: ResumeState
     } catch (err) {
       if (!outcomeUnknown(err)) throw err;
       last = errorOf(err);
+      unknowns++;
       // Let a request the partner may still be processing land before asking what exists.
       await sleep(RECONCILE_SETTLE);
       const settled = await reconcile(actionId, 'retry');
@@ -81,6 +89,15 @@ export async function submitSummary(input: FetchRecordsInput, state: ResumeState
   }
   await outlastingDatabaseOutages('confirmSubmission', () => confirm.confirmSubmission({ ...run, actionId }));
 }
+
+/**
+ * Unknown outcomes a run settles at most before it gives up: attempts that time out before they
+ * even count their call (a worker freezing before it sends) leave the call count unchanged.
+ */
+const MAX_UNKNOWN_OUTCOMES = 10;
+
+/** Patch id: histories recorded before it called again on top of calls an earlier execution counted. */
+const COUNTED_CALLS_FIRST = 'reconcile-counted-calls-first';
 
 /** Patch id: histories recorded before it failed the run when the submit activity timed out. */
 const TIMEOUT_IS_UNKNOWN = 'submit-timeout-is-unknown';
@@ -134,7 +151,9 @@ async function currentIntent(input: FetchRecordsInput, state: ResumeState): Prom
       });
     }
     if (earlier.state === 'confirmed') {
-      await db.adoptDownstreamAction({ ...fence, actionId: earlier.actionId, round });
+      await outlastingDatabaseOutages('adoptDownstreamAction', () =>
+        db.adoptDownstreamAction({ ...fence, actionId: earlier.actionId, round }),
+      );
     } else if (earlier.state === 'compensating') {
       await sleep(EARLIER_COMPENSATION_POLL);
     } else {

@@ -15,3 +15,8 @@ CREATE INDEX "downstream_action_stray_of_idx" ON "downstream_action"("stray_of")
 
 -- AddForeignKey
 ALTER TABLE "downstream_action" ADD CONSTRAINT "downstream_action_stray_of_fkey" FOREIGN KEY ("stray_of") REFERENCES "downstream_action"("id") ON DELETE RESTRICT ON UPDATE CASCADE;
+
+-- Calls in flight while this is deployed were counted without a window: give them the default
+-- one (connect 5 s + response 15 s + 60 s of processing) from their last change.
+UPDATE "downstream_action" SET "settles_at" = "updated_at" + interval '80 seconds'
+ WHERE "state" IN ('attempting', 'unknown') AND "attempts" > 0 AND "settles_at" IS NULL;
