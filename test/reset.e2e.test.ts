@@ -94,6 +94,15 @@ async function reset(
   ]);
 }
 
+/** Waits until the partner holds (has taken up) the fault set on the source's first reference. */
+async function heldAtPartner(sourceId: string, what: string): Promise<void> {
+  await waitFor(
+    () => partner.faults.list().every((f) => f.reference !== referenceOf(sourceId, 1)),
+    what,
+    60_000,
+  );
+}
+
 /** The result of the key's latest execution (the one a reset started). */
 async function latestResult(workflowId: string) {
   const handle = client.workflow.getHandle(workflowId);
@@ -132,11 +141,7 @@ describe('reset', { concurrency: true }, () => {
       delayMs: 8_000,
     });
     const workflowId = await start(sourceId);
-    await waitFor(
-      () => partner.faults.list().every((f) => f.reference !== referenceOf(sourceId, 1)),
-      'the partner holding the confirm call',
-      60_000,
-    );
+    await heldAtPartner(sourceId, 'the partner holding the confirm call');
     await reset(workflowId, 'FirstWorkflowTask');
     assert.equal((await latestResult(workflowId)).status, 'succeeded');
 
@@ -166,11 +171,7 @@ describe('reset', { concurrency: true }, () => {
       delayMs: 6_000,
     });
     const workflowId = await start(sourceId);
-    await waitFor(
-      () => partner.faults.list().every((f) => f.reference !== referenceOf(sourceId, 1)),
-      'the partner holding the submit call',
-      60_000,
-    );
+    await heldAtPartner(sourceId, 'the partner holding the submit call');
     await reset(workflowId, 'FirstWorkflowTask');
     assert.equal((await latestResult(workflowId)).status, 'succeeded');
 
@@ -209,11 +210,7 @@ describe('reset', { concurrency: true }, () => {
       lateEffectMs: 10_000,
     });
     const workflowId = await start(sourceId);
-    await waitFor(
-      () => partner.faults.list().every((f) => f.reference !== referenceOf(sourceId, 1)),
-      'the partner holding the submit call',
-      60_000,
-    );
+    await heldAtPartner(sourceId, 'the partner holding the submit call');
     // The workflow task that scheduled the intent: the new execution keeps the claim (same round,
     // same token) and writes the intent again, finding the call counted on it.
     const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
@@ -287,11 +284,7 @@ describe('reset', { concurrency: true }, () => {
     });
     const workflowId = await start(sourceId);
     const first = (await client.workflow.getHandle(workflowId).describe()).runId;
-    await waitFor(
-      () => partner.faults.list().every((f) => f.reference !== referenceOf(sourceId, 1)),
-      'the partner holding the confirm call',
-      60_000,
-    );
+    await heldAtPartner(sourceId, 'the partner holding the confirm call');
     await reset(workflowId, 'LastWorkflowTask');
     assert.equal((await latestResult(workflowId)).status, 'succeeded');
     const latest = (await client.workflow.getHandle(workflowId).describe()).runId;

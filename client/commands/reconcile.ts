@@ -63,7 +63,7 @@ function printReport(report: ReconcileReport): void {
   console.log(`${plural(report.runs.length, 'run')}, ${plural(report.mismatches, 'mismatch', 'mismatches')}`);
 }
 
-/** `durable-fetch reconcile <runId> | --date <d> [--source] | --stuck` (issue #7). */
+/** `durable-fetch reconcile <runId> | --date <d> [--source] | --stuck`. */
 export function registerReconcile(program: Command, ctx: () => CliContext): void {
   program
     .command('reconcile')
