@@ -450,8 +450,20 @@ describe('sources cli: update', { timeout: 300_000 }, () => {
       `nothing changed: ${id} already has those values`,
     );
     assert.equal((await auditOf(id)).length, 2);
+    // The submission's declared maximum processing time (the settle window of its lookups).
+    assert.equal(
+      ok(
+        await runCli(
+          ['sources', 'update', id, '--submit-max-processing', '5000', '--reason', 'slow partner'],
+          env,
+        ),
+      ).trim(),
+      `updated ${id}: submitMaxProcessingMs 60000 -> 5000`,
+    );
+    assert.equal((await sourceOf(id)).submitMaxProcessingMs, 5000);
     // Shown in the source's audit trail.
     const shown = ok(await runCli(['sources', 'show', id], env));
+    assert.match(shown, /^submit max processing\s+5000 ms$/m);
     assert.match(shown, /^\S+\s+carol\s+source\.update\s+fix the input \(ticket 42\)\s+\{"after":/m);
   });
 
@@ -485,6 +497,12 @@ describe('sources cli: update', { timeout: 300_000 }, () => {
       /--credentials-ref: expected the NAME of a DF_SECRET_\* variable/,
     );
     assertOneLineError(await update('--name', '  '), /--name: must be 1\.\.200 characters/);
+    for (const bad of ['-1', '86400001', 'soon']) {
+      assertOneLineError(
+        await update('--submit-max-processing', bad),
+        /--submit-max-processing: expected milliseconds 0\.\.86400000/,
+      );
+    }
     // Every invalid value is named, and a valid one next to them is not applied either.
     const several = await update('--page-size', '0', '--timezone', 'Nowhere/Special', '--name', 'fine');
     assertOneLineError(several, /--page-size: .*; --timezone: /);
@@ -533,6 +551,7 @@ describe('sources cli: update', { timeout: 300_000 }, () => {
         '--disable',
         '--submit-summary',
         '--no-submit-summary',
+        '--submit-max-processing <ms>',
         '--reason <text>',
         '--by <who>',
         '--json',
