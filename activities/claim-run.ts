@@ -7,11 +7,12 @@ import { z } from 'zod';
 import { Prisma } from '../prisma/generated/client.ts';
 import {
   dateColumn,
-  FETCH_RECORDS,
   idempotencyKeyFor,
   isBusinessDate,
   isCorrelationId,
+  isJobType,
   isSourceId,
+  parseWorkflowId,
 } from '../workflows/business-key.ts';
 import { type ClaimInput, type ClaimResult, REQUESTED_BY } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
@@ -29,6 +30,7 @@ const RUN_COLUMNS = Prisma.raw(
  * short identifiers only. The client checks the same before starting; this covers any other starter.
  */
 const claimInputSchema = z.object({
+  jobType: z.string().refine(isJobType).optional(),
   sourceId: z.string().refine(isSourceId),
   businessDate: z.string().refine(isBusinessDate),
   workflowId: z.string().min(1).max(400),
@@ -78,7 +80,18 @@ export function createClaimRun(deps: ActivityDeps) {
       );
     }
     const retryPolicy = source.retryPolicy;
-    const key = { jobType: FETCH_RECORDS, sourceId: input.sourceId, businessDate: input.businessDate };
+    // The source's job runs the run; a starter that names another (or a workflow id of another)
+    // was started for a different job than the source has.
+    const named = input.jobType ?? parseWorkflowId(input.workflowId)?.jobType ?? source.jobType;
+    if (named !== source.jobType) {
+      throw failure(
+        'InvalidInput',
+        'JOB_TYPE_MISMATCH',
+        `source '${source.id}' runs job '${source.jobType}', not '${named}'`,
+      );
+    }
+    const job = deps.jobs.get(source.jobType);
+    const key = { jobType: source.jobType, sourceId: input.sourceId, businessDate: input.businessDate };
     const date = dateColumn(input.businessDate);
     const payload = JSON.stringify({
       sourceId: key.sourceId,
@@ -125,6 +138,7 @@ export function createClaimRun(deps: ActivityDeps) {
       );
       return {
         outcome: 'claimed',
+        jobType: key.jobType,
         fetchRunId: row.id,
         leaseToken: row.lease_token,
         attempt: row.attempt,
@@ -133,7 +147,9 @@ export function createClaimRun(deps: ActivityDeps) {
         recordsStored: row.records_stored,
         pageSize: source.pageSize,
         retryPolicy,
-        submitSummary: source.submitSummary,
+        // A job without a downstream action has nothing to submit, whatever the source says.
+        submitSummary: source.submitSummary && job.downstream !== undefined,
+        ...(job.downstream ? { downstreamAction: job.downstream.name } : {}),
         sourcePaused: source.pausedAt !== null,
       };
     }

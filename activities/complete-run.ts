@@ -2,7 +2,7 @@
  * `completeRun`: marks the run succeeded and writes its `fetch.run_completed` outbox event in one
  * transaction, fenced by the lease token (R1, R5).
  */
-import { FETCH_RECORDS, idempotencyKeyFor } from '../workflows/business-key.ts';
+import { idempotencyKeyFor, jobTypeOf } from '../workflows/business-key.ts';
 import type { CompleteRunInput, CompleteRunResult } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
 import { crashPoint } from './crash-points.ts';
@@ -25,7 +25,7 @@ interface FinishedRow {
 export function createCompleteRun(deps: ActivityDeps) {
   return async function completeRun(input: CompleteRunInput): Promise<CompleteRunResult> {
     const key = idempotencyKeyFor(
-      { jobType: FETCH_RECORDS, sourceId: input.sourceId, businessDate: input.businessDate },
+      { jobType: jobTypeOf(input), sourceId: input.sourceId, businessDate: input.businessDate },
       'complete',
     );
     // Known before the transaction, so that a repeat after success returns the same id.

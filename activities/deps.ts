@@ -3,10 +3,13 @@ import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { Metrics } from '../worker/metrics.ts';
 import type { CrashPoint } from './crash-points.ts';
 import type { HttpClient } from './http.ts';
+import type { JobRegistry } from './job-api/registry.ts';
 
 /** What activities need from the outside world, injected so tests can pass real or fake parts. */
 export interface ActivityDeps {
   prisma: PrismaClient;
+  /** The jobs this worker runs; a source's runs use the job of its `jobType`. */
+  jobs: JobRegistry;
   http: HttpClient;
   log: Logger;
   /** Wall clock; injected so tests can pin it. */

@@ -14,13 +14,13 @@ import type { PartnerCalls } from './downstream-calls.ts';
 import { COMPENSABLE_STATES, loadAction, settleRun, view } from './downstream-ledger.ts';
 import { failure, MAX_KEPT_MESSAGE } from './errors.ts';
 import { loadSource } from './sources.ts';
-import { actOnSubmission, type Submission } from './submissions-client.ts';
+import type { DownstreamEffect } from './job-api/define.ts';
 
 export function createCompensateActivities(deps: ActivityDeps, calls: PartnerCalls) {
   const { prisma } = deps;
   return {
     /**
-     * Undoes a recorded effect (`POST /submissions/:id/void`, repeat-safe by id). The attempt is
+     * Undoes a recorded effect with the job's `void` hook (repeat-safe by id). The attempt is
      * counted before the call, in one statement that also checks the effect is still this
      * compensation's to undo: a stray, or an action of a run that ended without succeeding and is
      * still owned by claim `round` (a later claim may have adopted it, or the run been taken up
@@ -58,11 +58,9 @@ export function createCompensateActivities(deps: ActivityDeps, calls: PartnerCal
         deps.log.info({ actionId: row.id, state: now.state, round: now.round }, 'compensation: effect kept');
         return { state: now.state };
       }
-      let voided: Submission;
+      let voided: DownstreamEffect;
       try {
-        voided = await calls.withHeartbeats(source.id, (signal) =>
-          actOnSubmission(deps.http, calls.target(source, signal), partnerId, 'void'),
-        );
+        voided = await calls.call(source, 'void', (action, ctx) => action.void(ctx, partnerId));
       } catch (err) {
         await calls.noteError(row.id, err, `partner ${source.id} void`);
         throw err;

@@ -3,7 +3,7 @@
  * action an earlier claim of the run left open — adopted when it took effect, so that a reset or
  * a run taken up again goes on with the effect that exists instead of making a second one.
  */
-import { FETCH_RECORDS, idempotencyKeyFor } from '../workflows/business-key.ts';
+import { idempotencyKeyFor, jobTypeOf } from '../workflows/business-key.ts';
 import type {
   AdoptActionInput,
   DownstreamActionView,
@@ -56,7 +56,7 @@ export function createIntentActivities(deps: ActivityDeps) {
         );
       }
       const businessKey = idempotencyKeyFor({
-        jobType: FETCH_RECORDS,
+        jobType: jobTypeOf(input),
         sourceId: input.sourceId,
         businessDate: input.businessDate,
       });

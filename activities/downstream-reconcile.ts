@@ -9,13 +9,13 @@ import type { ActivityDeps } from './deps.ts';
 import type { PartnerCalls } from './downstream-calls.ts';
 import { type ActionRow, loadAction, outcomeUnknown, recordStray } from './downstream-ledger.ts';
 import { loadSource } from './sources.ts';
-import { findSubmissions, type Submission } from './submissions-client.ts';
+import type { DownstreamEffect } from './job-api/define.ts';
 
 export function createReconcileActivity(deps: ActivityDeps, calls: PartnerCalls) {
   const { prisma } = deps;
 
   /** Live submissions under the reference that are not the action's own: strays, to be voided. */
-  async function recordStrays(row: ActionRow, extra: Submission[]): Promise<void> {
+  async function recordStrays(row: ActionRow, extra: readonly DownstreamEffect[]): Promise<void> {
     for (const s of extra) {
       const why = 'a lookup found it live beside the recorded submission';
       if (await recordStray(prisma, row, { partnerId: s.id, partnerState: s.status }, why)) {
@@ -55,22 +55,20 @@ export function createReconcileActivity(deps: ActivityDeps, calls: PartnerCalls)
       }
       const source = await loadSource(prisma, row.run.sourceId);
       await prisma.$executeRaw`UPDATE downstream_action SET lookups = lookups + 1, updated_at = now() WHERE id = ${row.id}::uuid`;
-      let found: Submission[];
+      let found: readonly DownstreamEffect[];
       try {
-        found = await calls.withHeartbeats(source.id, (signal) =>
-          findSubmissions(deps.http, calls.target(source, signal), row.reference),
-        );
+        found = await calls.call(source, 'lookup', (action, ctx) => action.lookup(ctx, row.reference));
       } catch (err) {
         await calls.noteError(row.id, err, `partner ${source.id} lookup`);
         throw err;
       }
-      const live = found.filter((s) => s.status !== 'voided');
+      const live = found.filter((s) => !s.voided);
       if (row.partnerId) {
         const known = found.find((s) => s.id === row.partnerId);
         if (!known) throw outcomeUnknown(`partner ${source.id} no longer lists submission ${row.partnerId}`);
-        if (known.status === 'voided') {
+        if (known.voided) {
           await prisma.$executeRaw`
-            UPDATE downstream_action SET state = 'compensated', partner_state = 'voided',
+            UPDATE downstream_action SET state = 'compensated', partner_state = ${known.status},
                    compensated_at = COALESCE(compensated_at, now()), updated_at = now()
              WHERE id = ${row.id}::uuid AND state IN ('confirmed', 'compensating', 'unknown', 'attempting')`;
         } else {

@@ -14,7 +14,7 @@ import { errorFields, loadAction, outcomeUnknown, recordStray } from './downstre
 import { failure } from './errors.ts';
 import { renewLease } from './lease.ts';
 import { loadEnabledSource } from './sources.ts';
-import { actOnSubmission, createSubmission, type Submission } from './submissions-client.ts';
+import type { DownstreamEffect } from './job-api/define.ts';
 
 /**
  * Answers that prove the partner did nothing: it refused the request as such. Anything else that
@@ -27,7 +27,7 @@ export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) 
 
   return {
     /**
-     * Submits the run's summary (page and record counts, nothing else) with `POST /submissions`,
+     * Makes the job's downstream call (its `submit` hook, given the run's counts only),
      * which is NOT idempotent. Made only when the row says exactly `expectedAttempts` calls were
      * made before: more means an earlier attempt died, or froze, with its outcome unknown. The
      * call is counted immediately before it is sent, in the same statement that re-checks that
@@ -50,7 +50,9 @@ export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) 
       const sendWindowMs = connectTimeoutMs + responseTimeoutMs;
       const settleMs = sendWindowMs + source.submitMaxProcessingMs;
       const countedFrom = performance.now();
-      const taken = await prisma.$queryRaw<{ reference: string; pages: number; records: number }[]>`
+      const taken = await prisma.$queryRaw<
+        { reference: string; pages: number; records: number; business_date: string }[]
+      >`
         UPDATE downstream_action a
            SET attempts = a.attempts + 1, last_call_at = now(),
                settles_at = now() + make_interval(secs => ${settleMs / 1000}), updated_at = now()
@@ -58,7 +60,8 @@ export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) 
          WHERE a.id = ${input.actionId}::uuid AND a.state = 'attempting' AND a.attempts = ${input.expectedAttempts}
            AND r.id = a.fetch_run_id AND r.id = ${input.fetchRunId}::uuid
            AND r.lease_token = ${input.leaseToken}::uuid AND r.status = 'running'
-        RETURNING a.reference, r.pages_stored AS pages, r.records_stored AS records`;
+        RETURNING a.reference, r.pages_stored AS pages, r.records_stored AS records,
+                  to_char(r.business_date, 'YYYY-MM-DD') AS business_date`;
       const intent = taken[0];
       if (!intent) return settledBefore(input);
       const counted = input.expectedAttempts + 1;
@@ -67,15 +70,21 @@ export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) 
         'downstream call sent',
       );
 
-      let submission: Submission;
+      let submission: DownstreamEffect;
       try {
-        submission = await calls.withHeartbeats(source.id, (signal) =>
-          createSubmission(
-            deps.http,
-            calls.target(source, signal),
-            { reference: intent.reference, summary: { pages: intent.pages, records: intent.records } },
-            countedFrom + sendWindowMs,
-          ),
+        submission = await calls.call(source, 'submit', (action, ctx) =>
+          action.submit({
+            ...ctx,
+            reference: intent.reference,
+            run: {
+              fetchRunId: input.fetchRunId,
+              sourceId: source.id,
+              businessDate: intent.business_date,
+              pages: intent.pages,
+              records: intent.records,
+            },
+            sendBy: countedFrom + sendWindowMs,
+          }),
         );
       } catch (err) {
         const { type, message } = errorFields(err, `partner ${source.id} submit`);
@@ -134,7 +143,7 @@ export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) 
     },
 
     /**
-     * Confirms the recorded submission (`POST /submissions/:id/confirm`, repeat-safe by id),
+     * Confirms the recorded effect with the job's `confirm` hook (repeat-safe by id; none: final already),
      * fenced by the run's lease (renewed, with the execution that holds it).
      * @throws ApplicationFailure LeaseLost; the HTTP client's typed failures (a 409 for a voided
      *   submission is InvalidInput, permanent).
@@ -145,15 +154,17 @@ export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) 
       const row = await loadAction(prisma, input.actionId);
       if (!row.partnerId) throw failure('Internal', 'NO_PARTNER_ID', `action ${row.id} has no partner id`);
       const partnerId = row.partnerId;
-      let confirmed: Submission;
+      let confirmed: DownstreamEffect | undefined;
       try {
-        confirmed = await calls.withHeartbeats(source.id, (signal) =>
-          actOnSubmission(deps.http, calls.target(source, signal), partnerId, 'confirm'),
+        confirmed = await calls.call(source, 'confirm', (action, ctx) =>
+          // Submitting is final for an action without a confirm step: there is nothing to call.
+          action.confirm ? action.confirm(ctx, partnerId) : Promise.resolve(undefined),
         );
       } catch (err) {
         await calls.noteError(row.id, err, `partner ${source.id} confirm`);
         throw err;
       }
+      if (!confirmed) return;
       await prisma.$executeRaw`
         UPDATE downstream_action SET partner_state = ${confirmed.status}, last_error_type = NULL, last_error = NULL,
                updated_at = now()

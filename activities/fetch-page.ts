@@ -4,7 +4,7 @@
  * the cursor; a retried attempt resumes from what is staged instead of asking the partner again.
  */
 import { Context } from '@temporalio/activity';
-import { pageKeyFor } from '../workflows/business-key.ts';
+import { jobTypeOf, pageKeyFor } from '../workflows/business-key.ts';
 import type { FetchPageInput, FetchPageResult } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
 import { failure } from './errors.ts';
@@ -12,8 +12,8 @@ import { crashPoint } from './crash-points.ts';
 import { heartbeatEvery } from './heartbeat.ts';
 import { observed } from './observe.ts';
 import { renewLease } from './lease.ts';
-import { fetchPartnerPage } from './partner-client.ts';
-import { bearerToken, loadEnabledSource } from './sources.ts';
+import { checkedPage, inJob, jobOf, partnerAccess } from './job-runtime.ts';
+import { loadEnabledSource } from './sources.ts';
 import { appendToStagedPage, dropStaleStagedPage, loadStagedPage, type StagedPage } from './staging.ts';
 
 /** Heartbeat details: where this page's fetch got to (no records: they are staged). */
@@ -43,9 +43,11 @@ export function createFetchPage(deps: ActivityDeps) {
     // Every attempt renews the lease first: a partner outage retried for minutes keeps the run ours.
     await renewLease(prisma, fence, deps.leaseTtlMs);
     const source = await loadEnabledSource(prisma, input.sourceId);
-    const token = bearerToken(source, deps.secret);
+    const { job, view } = jobOf(deps, source);
+    const access = partnerAccess(deps, source, ctx.cancellationSignal);
+    const what = `partner ${source.id} records`;
 
-    const key = pageKeyFor(input.sourceId, input.businessDate, input.pageNo);
+    const key = pageKeyFor({ ...input, jobType: jobTypeOf(input) }, input.pageNo);
     let staged = await loadStagedPage(prisma, key);
     if (staged && staged.startCursor !== input.cursor) {
       // Staged by a run that started this page elsewhere (partner data changed since): start over.
@@ -71,27 +73,29 @@ export function createFetchPage(deps: ActivityDeps) {
     const stopHeartbeats = heartbeatEvery(ctx, progress);
     try {
       while (!at.complete && at.recordCount < input.pageSize) {
-        const page = await observed(
+        const limit = Math.min(deps.partnerPageLimit, input.pageSize - at.recordCount);
+        const fetched = await observed(
           deps,
           source.id,
-          fetchPartnerPage(deps.http, {
-            baseUrl: source.baseUrl,
-            sourceId: source.id,
-            businessDate: input.businessDate,
-            cursor: at.cursor,
-            limit: Math.min(deps.partnerPageLimit, input.pageSize - at.recordCount),
-            token,
-            idempotencyKey: key,
-            signal: ctx.cancellationSignal,
-          }),
+          inJob(job, 'fetchPage', () =>
+            job.fetchPage({
+              ...access,
+              source: view,
+              businessDate: input.businessDate,
+              cursor: at.cursor,
+              limit,
+              idempotencyKey: key,
+            }),
+          ),
         );
+        const page = checkedPage(job, fetched, limit, what);
         crashPoint(deps.crashPoint, 'after-fetch');
         if (page.records.length === 0 && page.nextCursor !== null) {
           // A partner that pages forever without data would keep this loop alive.
           throw failure(
             'InvalidResponse',
             'EMPTY_PAGE_WITH_CURSOR',
-            `partner ${source.id}: empty page with a next cursor`,
+            `${what}: empty page with a next cursor`,
           );
         }
         if (page.nextCursor !== null && page.nextCursor === at.cursor) {
@@ -99,7 +103,7 @@ export function createFetchPage(deps: ActivityDeps) {
           throw failure(
             'InvalidResponse',
             'CURSOR_NOT_ADVANCING',
-            `partner ${source.id}: next cursor equals the current one`,
+            `${what}: next cursor equals the current one`,
           );
         }
         const now = deps.now();

@@ -9,7 +9,7 @@ export const PAGE_STORED_TOPIC = 'fetch.page_stored';
 export const RUN_COMPLETED_TOPIC = 'fetch.run_completed';
 
 export interface FetchRunEvent {
-  topic: typeof PAGE_STORED_TOPIC | typeof RUN_COMPLETED_TOPIC;
+  topic: string;
   /** Idempotency key of the step that emits the event: the event id derives from it. */
   stepKey: string;
   fetchRunId: string;
@@ -41,4 +41,41 @@ export async function insertRunEvent(tx: Prisma.TransactionClient, event: FetchR
     },
   });
   return id;
+}
+
+/**
+ * Inserts the events a job's step emits, in order, in transaction `tx`; returns their ids. The
+ * first event of a topic has the id {@link eventIdFor} gives the step and topic (as a step's one
+ * event always had); a further event of the same topic takes its position in the name.
+ */
+export async function insertJobEvents(
+  tx: Prisma.TransactionClient,
+  step: {
+    stepKey: string;
+    fetchRunId: string;
+    events: readonly { topic: string; payload: Prisma.InputJsonObject }[];
+    now: Date;
+  },
+): Promise<string[]> {
+  const seen = new Map<string, number>();
+  const ids: string[] = [];
+  for (const event of step.events) {
+    const n = seen.get(event.topic) ?? 0;
+    seen.set(event.topic, n + 1);
+    const topic = n === 0 ? event.topic : `${event.topic}#${n}`;
+    const id = eventIdFor(step.stepKey, topic);
+    await tx.outboxEvent.create({
+      data: {
+        id,
+        topic: event.topic,
+        aggregateType: 'fetch_run',
+        aggregateId: step.fetchRunId,
+        payload: event.payload,
+        createdAt: step.now,
+        availableAt: step.now,
+      },
+    });
+    ids.push(id);
+  }
+  return ids;
 }

@@ -8,6 +8,7 @@ import { recordAudit } from './audit-log.ts';
 
 /** Which open dead letters a replay takes (all given filters must match). */
 export interface ReplayFilter {
+  jobType?: string;
   sourceId?: string;
   errorType?: string;
   /** ISO time: only letters written at or after it. */
@@ -16,6 +17,8 @@ export interface ReplayFilter {
 
 /** One dead letter a replay restarts: its id and business key, nothing else. */
 export interface ReplayTarget {
+  /** Absent from targets reserved before jobs were plug-ins (all the demo job's). */
+  jobType?: string;
   deadLetterId: string;
   fetchRunId: string;
   sourceId: string;
@@ -23,6 +26,7 @@ export interface ReplayTarget {
 }
 
 interface TargetRow {
+  job_type: string;
   id: string;
   fetch_run_id: string;
   source_id: string;
@@ -31,6 +35,7 @@ interface TargetRow {
 
 function where(filter: ReplayFilter): Prisma.Sql {
   const parts = [Prisma.sql`d.status = 'open'`];
+  if (filter.jobType !== undefined) parts.push(Prisma.sql`d.job_type = ${filter.jobType}`);
   if (filter.sourceId !== undefined) parts.push(Prisma.sql`d.source_id = ${filter.sourceId}`);
   if (filter.errorType !== undefined) parts.push(Prisma.sql`d.error_type = ${filter.errorType}`);
   if (filter.since !== undefined) parts.push(Prisma.sql`d.created_at >= ${new Date(filter.since)}`);
@@ -39,6 +44,7 @@ function where(filter: ReplayFilter): Prisma.Sql {
 
 function target(row: TargetRow): ReplayTarget {
   return {
+    jobType: row.job_type,
     deadLetterId: row.id,
     fetchRunId: row.fetch_run_id,
     sourceId: row.source_id,
@@ -61,8 +67,8 @@ export async function openDeadLetters(
       ? Prisma.sql`d.replay_id IS NULL`
       : Prisma.sql`(d.replay_id IS NULL OR d.replay_id = ${reservedBy})`;
   const rows = await prisma.$queryRaw<TargetRow[]>`
-    SELECT id::text, fetch_run_id::text, source_id, business_date FROM (
-      SELECT DISTINCT ON (d.fetch_run_id) d.id, d.fetch_run_id, d.source_id, d.business_date, d.created_at
+    SELECT job_type, id::text, fetch_run_id::text, source_id, business_date FROM (
+      SELECT DISTINCT ON (d.fetch_run_id) d.job_type, d.id, d.fetch_run_id, d.source_id, d.business_date, d.created_at
         FROM dead_letter d
        WHERE ${where(filter)} AND ${reserved}
        ORDER BY d.fetch_run_id, d.created_at DESC) latest

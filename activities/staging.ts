@@ -3,7 +3,6 @@
  * so Temporal's history carries counts and cursors, never the records themselves (R2).
  */
 import type { PrismaClient } from '../prisma/generated/client.ts';
-import type { PartnerRecord } from '../workflows/types.ts';
 import type { Fence } from './lease.ts';
 
 export interface StagedPage {
@@ -12,7 +11,7 @@ export interface StagedPage {
   cursor: string | null;
   complete: boolean;
   recordCount: number;
-  records: PartnerRecord[];
+  records: unknown[];
 }
 
 /** The staged page of `key`, or undefined. */
@@ -22,7 +21,7 @@ export async function loadStagedPage(
 ): Promise<StagedPage | undefined> {
   const row = await db.fetchedPage.findUnique({ where: { key } });
   if (!row) return undefined;
-  return { ...row, records: row.records as unknown as PartnerRecord[] };
+  return { ...row, records: row.records as unknown[] };
 }
 
 export interface Append {
@@ -32,7 +31,7 @@ export interface Append {
   startCursor: string | null;
   /** The state this append continues from; undefined = the page is not staged yet. */
   from: { cursor: string | null; recordCount: number } | undefined;
-  records: PartnerRecord[];
+  records: readonly unknown[];
   cursor: string | null;
   complete: boolean;
   now: Date;

@@ -3,14 +3,16 @@
  * outbox event and its idempotency record, fenced by the run's lease token (R1, R3, R4, R5).
  */
 import type { PrismaClient } from '../prisma/generated/client.ts';
-import { dateColumn, pageKeyFor } from '../workflows/business-key.ts';
+import { jobTypeOf, pageKeyFor } from '../workflows/business-key.ts';
 import type { StorePageInput, StorePageResult } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
 import { failure } from './errors.ts';
 import { crashPoint } from './crash-points.ts';
 import { fingerprint } from './ids.ts';
 import { leaseLost, renewLease } from './lease.ts';
-import { insertRunEvent, PAGE_STORED_TOPIC } from './outbox.ts';
+import { byRecordId, inJob, jobOf } from './job-runtime.ts';
+import { insertJobEvents } from './outbox.ts';
+import { loadSource } from './sources.ts';
 import { dropStagedPage, loadStagedPage } from './staging.ts';
 
 /** Bounded inside the database preset's 10 s start-to-close timeout. */
@@ -29,8 +31,11 @@ const TRANSACTION_OPTIONS = { maxWait: 2_000, timeout: 8_000 };
  */
 export function createStorePage(deps: ActivityDeps) {
   return async function storePage(input: StorePageInput): Promise<StorePageResult> {
-    const key = pageKeyFor(input.sourceId, input.businessDate, input.pageNo);
+    const key = pageKeyFor({ ...input, jobType: jobTypeOf(input) }, input.pageNo);
     const now = deps.now();
+    const source = await loadSource(deps.prisma, input.sourceId);
+    const { job, view } = jobOf(deps, source);
+    const what = `job ${job.type} storePage`;
     const stored = await deps.prisma.$transaction(async (tx) => {
       // Be very careful: this row lock is what serialises two attempts of the same run (a zombie
       // and its retry). Taking it first makes the idempotency check below race-free.
@@ -66,35 +71,24 @@ export function createStorePage(deps: ActivityDeps) {
         );
       }
 
-      const date = dateColumn(input.businessDate);
-      // A partner may repeat an id within a page (offset paging): the last occurrence wins, as
-      // one statement may not upsert the same row twice.
-      const byId = new Map(staged.records.map((r) => [r.id, r]));
-      const rows = [...byId.values()].map((r) => ({ external_id: r.id, data: r }));
-      if (rows.length > 0) {
-        await tx.$executeRaw`
-          INSERT INTO fetched_record (source_id, external_id, business_date, fetch_run_id, data, created_at, updated_at)
-          SELECT ${input.sourceId}, r.external_id, ${date}::date, ${input.fetchRunId}::uuid, r.data, ${now}, ${now}
-            FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(external_id text, data jsonb)
-          ON CONFLICT (source_id, external_id) DO UPDATE
-             SET data = EXCLUDED.data, business_date = EXCLUDED.business_date,
-                 fetch_run_id = EXCLUDED.fetch_run_id, updated_at = EXCLUDED.updated_at`;
-      }
-      const eventId = await insertRunEvent(tx, {
-        topic: PAGE_STORED_TOPIC,
+      const records = byRecordId(job, staged.records, what);
+      const ctx = {
+        source: view,
+        businessDate: input.businessDate,
+        fetchRunId: input.fetchRunId,
+        pageNo: input.pageNo,
+        now,
+      };
+      const page = await inJob(job, 'storePage', () => job.storePage(tx, records, ctx));
+      const recordCount = checkedStoreResult(page, records.length, what);
+      const eventIds = await insertJobEvents(tx, {
         stepKey: key,
         fetchRunId: input.fetchRunId,
-        payload: {
-          fetchRunId: input.fetchRunId,
-          sourceId: input.sourceId,
-          businessDate: input.businessDate,
-          pageNo: input.pageNo,
-          recordCount: rows.length,
-          externalIds: rows.map((r) => r.external_id),
-        },
+        events: page.events,
         now,
       });
-      const result = { eventId, recordCount: rows.length };
+      // `eventId` is the page's first event (the one event of pages stored before jobs had many).
+      const result = { eventId: eventIds[0] ?? null, eventIds, recordCount };
       await tx.idempotencyRecord.create({
         data: {
           key,
@@ -108,7 +102,7 @@ export function createStorePage(deps: ActivityDeps) {
         where: { id: input.fetchRunId },
         data: {
           pagesStored: input.pageNo + 1,
-          recordsStored: { increment: rows.length },
+          recordsStored: { increment: recordCount },
           cursor: input.nextCursor,
         },
       });
@@ -127,4 +121,28 @@ async function sourcePaused(tx: Pick<PrismaClient, '$queryRaw'>, sourceId: strin
   const rows = await tx.$queryRaw<{ paused: boolean }[]>`
     SELECT paused_at IS NOT NULL AS paused FROM source WHERE id = ${sourceId}`;
   return rows[0]?.paused ?? false;
+}
+
+/**
+ * The record count a job's storePage reports, checked with its events.
+ * @throws ApplicationFailure InvalidResponse `STORE_RESULT_SHAPE` when the result is not
+ *   `{events: [{topic, payload}], recordCount?}`.
+ */
+function checkedStoreResult(page: unknown, given: number, what: string): number {
+  const p = page as { events?: unknown; recordCount?: unknown } | null;
+  const eventsOk =
+    Array.isArray(p?.events) &&
+    p.events.every(
+      (e: { topic?: unknown; payload?: unknown } | null) =>
+        typeof e?.topic === 'string' && e.topic !== '' && typeof e.payload === 'object' && e.payload !== null,
+    );
+  const count = p?.recordCount ?? given;
+  if (!eventsOk || typeof count !== 'number' || !Number.isInteger(count) || count < 0) {
+    throw failure(
+      'InvalidResponse',
+      'STORE_RESULT_SHAPE',
+      `${what}: returned something other than {events, recordCount?}`,
+    );
+  }
+  return count;
 }

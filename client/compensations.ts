@@ -111,7 +111,16 @@ export async function getCompensation(ctx: PrismaCtx, id: string): Promise<Compe
   const row = await ctx.prisma.downstreamAction.findUnique({
     where: { id },
     include: {
-      run: { select: { id: true, sourceId: true, businessDate: true, status: true, workflowId: true } },
+      run: {
+        select: {
+          id: true,
+          jobType: true,
+          sourceId: true,
+          businessDate: true,
+          status: true,
+          workflowId: true,
+        },
+      },
     },
   });
   if (!row) return undefined;
@@ -124,7 +133,11 @@ export async function getCompensation(ctx: PrismaCtx, id: string): Promise<Compe
     ...flatten(row),
     run: { ...row.run, businessDate },
     audit,
-    compensationWorkflowId: compensationIdOf({ sourceId: row.run.sourceId, businessDate, round: row.round }),
+    compensationWorkflowId: compensationIdOf(row.run.jobType, {
+      sourceId: row.run.sourceId,
+      businessDate,
+      round: row.round,
+    }),
   };
 }
 
@@ -142,7 +155,14 @@ export async function countNeedsManual(ctx: PrismaCtx, filter: { sourceId?: stri
 }
 
 type LoadedRow = DownstreamAction & {
-  run: { id: string; sourceId: string; businessDate: Date; status: RunStatus; workflowId: string };
+  run: {
+    id: string;
+    jobType: string;
+    sourceId: string;
+    businessDate: Date;
+    status: RunStatus;
+    workflowId: string;
+  };
 };
 
 async function loadRow(ctx: PrismaCtx, id: string): Promise<LoadedRow> {
@@ -150,7 +170,16 @@ async function loadRow(ctx: PrismaCtx, id: string): Promise<LoadedRow> {
     ? await ctx.prisma.downstreamAction.findUnique({
         where: { id },
         include: {
-          run: { select: { id: true, sourceId: true, businessDate: true, status: true, workflowId: true } },
+          run: {
+            select: {
+              id: true,
+              jobType: true,
+              sourceId: true,
+              businessDate: true,
+              status: true,
+              workflowId: true,
+            },
+          },
         },
       })
     : null;
@@ -285,7 +314,11 @@ export async function retryCompensation(
     );
   }
   const businessDate = dateText(run.businessDate);
-  const workflowId = compensationIdOf({ sourceId: run.sourceId, businessDate, round: row.round });
+  const workflowId = compensationIdOf(run.jobType, {
+    sourceId: run.sourceId,
+    businessDate,
+    round: row.round,
+  });
   if (await isRunning(ctx.temporal, workflowId)) {
     throw new UserFacingError(
       `a compensation of ${row.businessKey} is running (${workflowId}); retry once it ends`,
@@ -320,7 +353,7 @@ export async function retryCompensation(
     reason: 'operator',
   };
   try {
-    const handle = await startCompensationWorkflow(ctx.temporal, input, taskQueue, 'operator');
+    const handle = await startCompensationWorkflow(ctx.temporal, run.jobType, input, taskQueue, 'operator');
     return { workflowId, runId: handle.firstExecutionRunId, taskQueue, state: to };
   } catch (err) {
     await putBack(ctx, row.id, to, actor, err);

@@ -22,6 +22,8 @@ export const START_WORKFLOW_TOPIC = 'temporal.start_workflow';
 /** The command as stored in the outbox row: ids and dates only (R2). */
 export const startCommandSchema = z.strictObject({
   workflowType: z.literal('fetchRecordsWorkflow'),
+  /** Absent from commands written before jobs were plug-ins (all the demo job's). */
+  jobType: z.string().min(1).optional(),
   workflowId: z.string().min(1),
   taskQueue: z.string().min(1),
   sourceId: z.string().min(1),
@@ -57,6 +59,7 @@ export async function enqueueFetch(
   const prepared: PreparedFetch = await prepareFetch({ ...options, prisma: tx }, req);
   const command: StartCommand = {
     workflowType: 'fetchRecordsWorkflow',
+    jobType: prepared.jobType,
     workflowId: prepared.workflowId,
     taskQueue: options.taskQueue ?? 'durable-fetch',
     sourceId: prepared.sourceId,

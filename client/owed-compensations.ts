@@ -51,6 +51,7 @@ export async function startOwedCompensations(ctx: {
     {
       fetch_run_id: string;
       round: number;
+      job_type: string;
       source_id: string;
       business_date: string;
       status: string;
@@ -58,7 +59,7 @@ export async function startOwedCompensations(ctx: {
       actions: number;
     }[]
   >`
-    SELECT a.fetch_run_id::text, a.round, r.source_id, to_char(r.business_date, 'YYYY-MM-DD') AS business_date,
+    SELECT a.fetch_run_id::text, a.round, r.job_type, r.source_id, to_char(r.business_date, 'YYYY-MM-DD') AS business_date,
            r.status::text AS status, count(*) FILTER (WHERE a.stray_of IS NOT NULL)::int AS strays,
            count(*)::int AS actions
       FROM downstream_action a JOIN fetch_run r ON r.id = a.fetch_run_id
@@ -66,7 +67,7 @@ export async function startOwedCompensations(ctx: {
        AND (a.stray_of IS NOT NULL
             OR (r.status IN ('dead_lettered', 'cancelled')
                 AND r.finished_at < now() - make_interval(secs => ${QUIET_SECONDS})))
-     GROUP BY a.fetch_run_id, a.round, r.source_id, r.business_date, r.status
+     GROUP BY a.fetch_run_id, a.round, r.job_type, r.source_id, r.business_date, r.status
      ORDER BY min(a.updated_at)
      LIMIT ${MAX_CLAIMS}`;
   const owed: OwedCompensation[] = [];
@@ -79,9 +80,14 @@ export async function startOwedCompensations(ctx: {
       round: c.round,
       reason: !failed ? 'strays' : c.status === 'cancelled' ? 'cancelled' : 'failed',
     };
-    const base = { ...input, workflowId: compensationIdOf(input), strays: c.strays, actions: c.actions };
+    const base = {
+      ...input,
+      workflowId: compensationIdOf(c.job_type, input),
+      strays: c.strays,
+      actions: c.actions,
+    };
     try {
-      await startCompensationWorkflow(ctx.temporal, input, ctx.taskQueue, 'sweep');
+      await startCompensationWorkflow(ctx.temporal, c.job_type, input, ctx.taskQueue, 'sweep');
       ctx.log.warn(base, 'started a compensation that was owed');
       owed.push({ ...base, started: 'started' });
     } catch (err) {

@@ -11,11 +11,14 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { classify } from '../activities/errors.ts';
 import type { HttpClient } from '../activities/http.ts';
-import { fetchPartnerPage } from '../activities/partner-client.ts';
-import { PAGE_STORED_TOPIC, RUN_COMPLETED_TOPIC } from '../activities/outbox.ts';
+import type { AnyJob, DownstreamEffect, DownstreamContext } from '../activities/job-api/define.ts';
+import type { JobRegistry } from '../activities/job-api/registry.ts';
+import { checkedPage, idOf, jobOf } from '../activities/job-runtime.ts';
+import { RUN_COMPLETED_TOPIC } from '../activities/outbox.ts';
 import { recordStray } from '../activities/downstream-ledger.ts';
 import { bearerToken } from '../activities/sources.ts';
-import { findSubmissions, type Submission } from '../activities/submissions-client.ts';
+import { createLogger } from '../worker/logger.ts';
+import { defaultJobs } from '../worker/jobs.ts';
 import {
   type DownstreamAction,
   type FetchRun,
@@ -38,7 +41,11 @@ export interface ReconcileContext {
   pageLimit?: number;
   /** Deadline of one partner request, in ms. Default 30 s. */
   requestTimeoutMs?: number;
+  /** The jobs whose partners are read; default those of jobs/index.ts. */
+  jobs?: JobRegistry;
 }
+
+type Submission = DownstreamEffect;
 
 /** Exactly one of `runId` or `date`; `sourceId` narrows a date to one source. */
 export interface ReconcileSelector {
@@ -192,14 +199,20 @@ interface Snapshot {
   run: FetchRun;
   source: Source;
   events: { id: string; topic: string; status: string; payload: Prisma.JsonValue }[];
-  /** Ids listed by the run's page events that have a fetched_record row of the source. */
+  /** The run's job, when this process knows its type. */
+  job: AnyJob | undefined;
+  /** Ids listed by the run's page events that have a business row of the source. */
   existing: Set<string>;
-  /** external_id of the fetched_record rows pointing at the run. */
+  /** Ids of the business rows pointing at the run. */
   ownRows: string[];
   actions: DownstreamAction[];
 }
 
-async function readSnapshot(prisma: PrismaClient, runId: string): Promise<Snapshot | undefined> {
+async function readSnapshot(
+  prisma: PrismaClient,
+  jobs: JobRegistry,
+  runId: string,
+): Promise<Snapshot | undefined> {
   return prisma.$transaction(
     async (tx) => {
       const run = await tx.fetchRun.findUnique({ where: { id: runId } });
@@ -210,40 +223,28 @@ async function readSnapshot(prisma: PrismaClient, runId: string): Promise<Snapsh
         select: { id: true, topic: true, status: true, payload: true },
         orderBy: { seq: 'asc' },
       });
-      const listed = [...new Set(events.filter((e) => e.topic === PAGE_STORED_TOPIC).flatMap(idsOf))];
-      const found =
-        listed.length === 0
-          ? []
-          : await tx.$queryRaw<{ external_id: string }[]>`
-              SELECT external_id FROM fetched_record
-               WHERE source_id = ${run.sourceId} AND external_id = ANY (${listed}::text[])`;
-      const own = await tx.fetchedRecord.findMany({
-        where: { fetchRunId: run.id },
-        select: { externalId: true },
-      });
+      const job = jobs.find(run.jobType);
+      const records = job?.reconcile;
+      const listed = [...new Set(events.flatMap((e) => idsOf(job, e) ?? []))];
+      const found = records && listed.length > 0 ? await records.existingIds(tx, run.sourceId, listed) : [];
+      const own = records ? await records.runIds(tx, { sourceId: run.sourceId, fetchRunId: run.id }) : [];
       const actions = await tx.downstreamAction.findMany({
         where: { fetchRunId: run.id },
         orderBy: [{ round: 'asc' }, { step: 'asc' }],
       });
-      return {
-        run,
-        source,
-        events,
-        existing: new Set(found.map((r) => r.external_id)),
-        ownRows: own.map((r) => r.externalId),
-        actions,
-      };
+      return { run, source, job, events, existing: new Set(found), ownRows: own, actions };
     },
     { isolationLevel: Prisma.TransactionIsolationLevel.RepeatableRead, maxWait: 5_000, timeout: 60_000 },
   );
 }
 
-/** The externalIds a `fetch.page_stored` payload lists (none for a malformed payload). */
-function idsOf(event: { payload: Prisma.JsonValue }): string[] {
-  const p = event.payload;
-  if (typeof p !== 'object' || p === null || Array.isArray(p)) return [];
-  const ids = p.externalIds;
-  return Array.isArray(ids) ? ids.filter((id): id is string => typeof id === 'string') : [];
+/** The record ids a page event lists (per its job); undefined for any other event. */
+function idsOf(
+  job: AnyJob | undefined,
+  event: { topic: string; payload: Prisma.JsonValue },
+): string[] | undefined {
+  const ids = job?.reconcile?.listedIds(event);
+  return ids === undefined ? undefined : [...ids];
 }
 
 function numberIn(payload: Prisma.JsonValue, key: string): number | undefined {
@@ -283,7 +284,7 @@ function unreachable(err: unknown, what: string): PartnerUnreachable {
 }
 
 async function reconcileRun(ctx: ReconcileContext, selected: FetchRun): Promise<RunReport> {
-  const snap = await readSnapshot(ctx.prisma, selected.id);
+  const snap = await readSnapshot(ctx.prisma, ctx.jobs ?? defaultJobs(), selected.id);
   const run = snap?.run ?? selected;
   const report: RunReport = {
     runId: run.id,
@@ -308,22 +309,23 @@ async function reconcileRun(ctx: ReconcileContext, selected: FetchRun): Promise<
     });
     return report;
   }
-  const partner = new PartnerReader(ctx, snap.source);
-  if (run.status === 'succeeded') await checkRecords(partner, snap, stored, report);
+  const partner = new PartnerReader(ctx, snap.source, snap.job);
+  if (run.status === 'succeeded' && snap.job?.reconcile) await checkRecords(partner, snap, stored, report);
   await checkActions(ctx, partner, snap, report);
   return report;
 }
 
 /** The database against itself. Returns the distinct externalIds the run's page events list. */
 function checkDatabase(snap: Snapshot, report: RunReport): Set<string> {
-  const { run, events } = snap;
   const mismatch = (f: Finding<MismatchCode>) => report.mismatches.push(f);
-  const pages = events.filter((e) => e.topic === PAGE_STORED_TOPIC);
-  const completions = events.filter((e) => e.topic === RUN_COMPLETED_TOPIC);
+  const pages = snap.events.flatMap((e) => {
+    const ids = idsOf(snap.job, e);
+    return ids === undefined ? [] : [ids];
+  });
 
   const seen = new Map<string, number>();
   for (const page of pages) {
-    for (const id of new Set(idsOf(page))) seen.set(id, (seen.get(id) ?? 0) + 1);
+    for (const id of new Set(page)) seen.set(id, (seen.get(id) ?? 0) + 1);
   }
   const listed = new Set(seen.keys());
   const repeated = [...seen].filter(([, n]) => n > 1).map(([id]) => id);
@@ -336,12 +338,22 @@ function checkDatabase(snap: Snapshot, report: RunReport): Set<string> {
       ids: sample(repeated),
     });
   }
-  if (run.pagesStored !== pages.length) {
+  // Without the job's reconcile hooks (or the job itself) the records cannot be read back.
+  if (snap.job?.reconcile) checkRecordRows(snap, report, pages.length, listed);
+  checkCompletion(snap, report);
+  return listed;
+}
+
+/** The run's counters and business rows against its page events. */
+function checkRecordRows(snap: Snapshot, report: RunReport, pages: number, listed: Set<string>): void {
+  const { run } = snap;
+  const mismatch = (f: Finding<MismatchCode>) => report.mismatches.push(f);
+  if (run.pagesStored !== pages) {
     mismatch({
       code: 'PAGES_COUNT',
-      message: `pages_stored is ${run.pagesStored} but the run has ${pages.length} ${PAGE_STORED_TOPIC} events`,
+      message: `pages_stored is ${run.pagesStored} but the run has ${pages} page events`,
       expected: run.pagesStored,
-      actual: pages.length,
+      actual: pages,
     });
   }
   if (run.recordsStored !== listed.size) {
@@ -356,7 +368,7 @@ function checkDatabase(snap: Snapshot, report: RunReport): Set<string> {
   if (missing.length > 0) {
     mismatch({
       code: 'RECORD_MISSING',
-      message: `page events list ${plural(missing.length, 'record')} with no fetched_record row: ${quote(missing)}`,
+      message: `page events list ${plural(missing.length, 'record')} with no business row: ${quote(missing)}`,
       expected: listed.size,
       actual: listed.size - missing.length,
       ids: sample(missing),
@@ -366,12 +378,19 @@ function checkDatabase(snap: Snapshot, report: RunReport): Set<string> {
   if (unlisted.length > 0) {
     mismatch({
       code: 'RECORD_WITHOUT_EVENT',
-      message: `${plural(unlisted.length, 'fetched_record row')} of the run in none of its page events: ${quote(unlisted)}`,
+      message: `${plural(unlisted.length, 'business row')} of the run in none of its page events: ${quote(unlisted)}`,
       expected: 0,
       actual: unlisted.length,
       ids: sample(unlisted),
     });
   }
+}
+
+/** The completion event and the outbox's delivery state of the run. */
+function checkCompletion(snap: Snapshot, report: RunReport): void {
+  const { run, events } = snap;
+  const mismatch = (f: Finding<MismatchCode>) => report.mismatches.push(f);
+  const completions = events.filter((e) => e.topic === RUN_COMPLETED_TOPIC);
   const completion = completions[0];
   if (run.status === 'succeeded' && !completion) {
     mismatch({
@@ -420,7 +439,6 @@ function checkDatabase(snap: Snapshot, report: RunReport): Set<string> {
       actual: pending,
     });
   }
-  return listed;
 }
 
 /** Partner reads of one run; after the first failure it stops asking (reported once). */
@@ -430,14 +448,20 @@ class PartnerReader {
   constructor(
     private readonly ctx: ReconcileContext,
     private readonly source: Source,
+    private readonly job: AnyJob | undefined,
   ) {}
 
-  private target(): { baseUrl: string; sourceId: string; token?: string } {
-    const token = bearerToken(this.source, this.ctx.secret);
+  /** The job's view of the source and partner access for one call (token resolved now, R2). */
+  private access(): DownstreamContext<unknown> & { job: AnyJob } {
+    const { job, view } = jobOf({ jobs: this.ctx.jobs ?? defaultJobs() }, this.source);
     return {
-      baseUrl: this.source.baseUrl,
-      sourceId: this.source.id,
-      ...(token === undefined ? {} : { token }),
+      job,
+      source: view,
+      http: this.ctx.http,
+      signal: this.signal(),
+      token: bearerToken(this.source, this.ctx.secret),
+      secret: this.ctx.secret,
+      log: QUIET,
     };
   }
 
@@ -470,15 +494,18 @@ class PartnerReader {
       if (page >= MAX_PARTNER_PAGES) {
         throw new PartnerUnreachable('InvalidResponse', `more than ${MAX_PARTNER_PAGES} pages`);
       }
-      const body = await fetchPartnerPage(this.ctx.http, {
-        ...this.target(),
+      const { job, ...access } = this.access();
+      const limit = Math.min(Math.max(this.ctx.pageLimit ?? 50, 1), 500);
+      const fetched = await job.fetchPage({
+        ...access,
         businessDate,
         cursor,
-        limit: Math.min(Math.max(this.ctx.pageLimit ?? 50, 1), 500),
+        limit,
         idempotencyKey: `reconcile:${this.source.id}:${businessDate}:page:${page}`,
-        signal: this.signal(),
       });
-      for (const r of body.records) ids.push(r.id);
+      const what = `partner ${this.source.id} records`;
+      const body = checkedPage(job, fetched, limit, what);
+      for (const r of body.records) ids.push(idOf(job, r, what));
       if (body.nextCursor === null) return ids;
       if (seenCursors.has(body.nextCursor)) {
         throw new PartnerUnreachable('InvalidResponse', `the partner repeats cursor ${body.nextCursor}`);
@@ -488,8 +515,10 @@ class PartnerReader {
     }
   }
 
-  submissions(reference: string): Promise<Submission[]> {
-    return findSubmissions(this.ctx.http, { ...this.target(), signal: this.signal() }, reference);
+  /** Every effect of the job's downstream action under `reference` (none without an action). */
+  async submissions(reference: string): Promise<readonly Submission[]> {
+    const { job, ...access } = this.access();
+    return job.downstream ? job.downstream.lookup(access, reference) : [];
   }
 }
 
@@ -530,7 +559,9 @@ async function checkRecords(
   }
 }
 
-const live = (s: Submission) => s.status !== 'voided';
+const live = (s: Submission) => !s.voided;
+/** Job code reading for reconcile logs nothing of its own. */
+const QUIET = createLogger('silent');
 const brief = (list: readonly Submission[]) => list.map((s) => ({ id: s.id, status: s.status }));
 const describeHeld = (list: readonly Submission[]) =>
   list.length === 0 ? 'nothing' : list.map((s) => `${s.id} ${s.status}`).join(', ');
@@ -539,7 +570,11 @@ const describeHeld = (list: readonly Submission[]) =>
  * A stray row (an effect the ledger did not expect, to be voided whatever the run's outcome)
  * against the partner: live means its void is still to come.
  */
-function checkStray(action: DownstreamAction, held: Submission[] | undefined, report: RunReport): void {
+function checkStray(
+  action: DownstreamAction,
+  held: readonly Submission[] | undefined,
+  report: RunReport,
+): void {
   const what = `stray ${action.id} (submission ${action.partnerId ?? '?'} under ${action.reference})`;
   if (action.state === 'compensated' || action.state === 'resolved' || action.state === 'not_applied') {
     const recorded = held?.find((s) => s.id === action.partnerId);

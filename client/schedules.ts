@@ -23,9 +23,10 @@ import type { ScheduledFetchInput } from '../workflows/scheduled-fetch.ts';
 import { SEARCH_KEYS } from './start-fetch.ts';
 
 /**
- * Schedule ids are `<taskQueue>/fetch-records/<sourceId>`: a deployment owns the schedules under
- * its task queue's prefix, and sync never touches anyone else's (several deployments, or test
- * runs, can share one namespace).
+ * Schedule ids are `<taskQueue>/fetch-records/<sourceId>` for every job (`fetch-records` names the
+ * run workflow's family here, and source ids are unique across jobs): a deployment owns the
+ * schedules under its task queue's prefix, and sync never touches anyone else's (several
+ * deployments, or test runs, can share one namespace).
  */
 export function scheduleIdFor(taskQueue: string, sourceId: string): string {
   return `${schedulePrefix(taskQueue)}${sourceId}`;
@@ -93,7 +94,7 @@ interface DesiredSchedule {
 }
 
 function desired(
-  source: { id: string; timezone: string; schedule: unknown },
+  source: { id: string; jobType: string; timezone: string; schedule: unknown },
   taskQueue: string,
   maxFutureDays: number,
 ): DesiredSchedule | { problem: string } {
@@ -116,11 +117,15 @@ function desired(
     };
   }
   const input: ScheduledFetchInput = {
+    jobType: source.jobType,
     sourceId: source.id,
     timeZone: source.timezone,
     dateOffsetDays: s.dateOffsetDays,
   };
-  const shape = { s, timeZone: source.timezone, taskQueue, version: 1 };
+  // The demo job's schedules kept their fingerprint from before jobs were plug-ins (their trigger
+  // defaults to it), so that sync leaves them alone.
+  const job = source.jobType === FETCH_RECORDS ? {} : { jobType: source.jobType };
+  const shape = { s, timeZone: source.timezone, taskQueue, version: 1, ...job };
   const fingerprint = createHash('sha256').update(JSON.stringify(shape)).digest('hex').slice(0, 16);
   const scheduleId = scheduleIdFor(taskQueue, source.id);
   return {
@@ -145,7 +150,7 @@ function desired(
         memo: { durableFetchSchedule: fingerprint },
         typedSearchAttributes: [
           { key: SEARCH_KEYS.source, value: source.id },
-          { key: SEARCH_KEYS.jobType, value: FETCH_RECORDS },
+          { key: SEARCH_KEYS.jobType, value: source.jobType },
         ],
       },
       policies: {

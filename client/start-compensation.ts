@@ -4,15 +4,18 @@
  * execution allowed after a closed one, the run's search attributes.
  */
 import type { Client, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
-import { compensationWorkflowIdFor, FETCH_RECORDS } from '../workflows/business-key.ts';
+import { compensationWorkflowIdFor, type JobType } from '../workflows/business-key.ts';
 import type { compensateRunWorkflow } from '../workflows/compensate-run.ts';
 import type { CompensateRunInput } from '../workflows/types.ts';
 import { SEARCH_KEYS } from './start-fetch.ts';
 
 /** Workflow id of the compensation of `input`'s claim (`compensate/<jobType>/<source>/<date>/r<round>`). */
-export function compensationIdOf(input: Pick<CompensateRunInput, 'sourceId' | 'businessDate' | 'round'>) {
+export function compensationIdOf(
+  jobType: JobType,
+  input: Pick<CompensateRunInput, 'sourceId' | 'businessDate' | 'round'>,
+) {
   return compensationWorkflowIdFor(
-    { jobType: FETCH_RECORDS, sourceId: input.sourceId, businessDate: input.businessDate },
+    { jobType, sourceId: input.sourceId, businessDate: input.businessDate },
     input.round,
   );
 }
@@ -26,21 +29,22 @@ export function compensationIdOf(input: Pick<CompensateRunInput, 'sourceId' | 'b
  */
 export async function startCompensationWorkflow(
   temporal: Client,
+  jobType: JobType,
   input: CompensateRunInput,
   taskQueue: string,
   startedBy: string,
 ): Promise<WorkflowHandleWithFirstExecutionRunId<typeof compensateRunWorkflow>> {
   return temporal.workflow.start<typeof compensateRunWorkflow>('compensateRunWorkflow', {
-    workflowId: compensationIdOf(input),
+    workflowId: compensationIdOf(jobType, input),
     taskQueue,
     args: [input],
     workflowIdReusePolicy: 'ALLOW_DUPLICATE',
     typedSearchAttributes: [
       { key: SEARCH_KEYS.source, value: input.sourceId },
       { key: SEARCH_KEYS.date, value: input.businessDate },
-      { key: SEARCH_KEYS.jobType, value: FETCH_RECORDS },
+      { key: SEARCH_KEYS.jobType, value: jobType },
       { key: SEARCH_KEYS.status, value: 'compensating' },
     ],
-    staticSummary: `compensate ${FETCH_RECORDS} ${input.sourceId} ${input.businessDate} (${startedBy})`,
+    staticSummary: `compensate ${jobType} ${input.sourceId} ${input.businessDate} (${startedBy})`,
   });
 }

@@ -13,7 +13,6 @@ import type { PrismaClient } from '../prisma/generated/client.ts';
 import { UserFacingError } from '../worker/errors.ts';
 import { checkBusinessDate, dateInTimeZone } from '../workflows/business-date.ts';
 import {
-  FETCH_RECORDS,
   isBusinessDate,
   isCorrelationId,
   isSourceId,
@@ -66,6 +65,8 @@ export interface StartedFetch {
 
 /** A validated request: the source exists, is enabled and not paused, the date is allowed. */
 export interface PreparedFetch {
+  /** The source's job. */
+  jobType: string;
   sourceId: string;
   businessDate: string;
   workflowId: string;
@@ -147,8 +148,9 @@ export async function prepareFetch(
     maxFutureDays: ctx.maxFutureDays ?? 0,
   });
   if (!check.ok) throw new UserFacingError(check.reason, 'INVALID_INPUT');
-  const workflowId = workflowIdFor({ jobType: FETCH_RECORDS, sourceId: source.id, businessDate });
-  const input = workflowInput(source.id, businessDate, req);
+  const jobType = source.jobType;
+  const workflowId = workflowIdFor({ jobType, sourceId: source.id, businessDate });
+  const input = { jobType, ...workflowInput(source.id, businessDate, req) };
   const bytes = Buffer.byteLength(JSON.stringify(input));
   const maxBytes = ctx.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES;
   if (bytes > maxBytes) {
@@ -157,11 +159,11 @@ export async function prepareFetch(
       'INVALID_INPUT',
     );
   }
-  return { sourceId: source.id, businessDate, workflowId, input };
+  return { jobType, sourceId: source.id, businessDate, workflowId, input };
 }
 
 /**
- * Starts the run of `(fetch-records, sourceId, date)`, or joins the existing one: at most one
+ * Starts the run of `(the source's job type, sourceId, date)`, or joins the existing one: at most one
  * workflow per business key runs at a time, and a key that already succeeded is joined, not
  * re-run. A key whose last run failed, was cancelled or terminated is started afresh (its stored
  * pages are not fetched again). Not a side effect on partners by itself.
@@ -181,7 +183,7 @@ export function fetchStartOptions(
   taskQueue: string,
   conflictPolicy: 'FAIL' | 'USE_EXISTING',
 ): WorkflowStartOptions<typeof fetchRecordsWorkflow> {
-  const { sourceId, businessDate, workflowId, input } = prepared;
+  const { jobType, sourceId, businessDate, workflowId, input } = prepared;
   return {
     workflowId,
     taskQueue,
@@ -192,10 +194,10 @@ export function fetchStartOptions(
     typedSearchAttributes: [
       { key: SEARCH_KEYS.source, value: sourceId },
       { key: SEARCH_KEYS.date, value: businessDate },
-      { key: SEARCH_KEYS.jobType, value: FETCH_RECORDS },
+      { key: SEARCH_KEYS.jobType, value: jobType },
       { key: SEARCH_KEYS.status, value: 'queued' },
     ],
-    staticSummary: `${FETCH_RECORDS} ${sourceId} ${businessDate}`,
+    staticSummary: `${jobType} ${sourceId} ${businessDate}`,
   };
 }
 

@@ -45,6 +45,7 @@ export interface StuckRunsContext {
 export interface StuckRun {
   fetchRunId: string;
   workflowId: string;
+  jobType: string;
   sourceId: string;
   businessDate: string;
   /** The claim (`attempt`) whose end is recorded; its downstream actions are compensated. */
@@ -67,6 +68,7 @@ interface Candidate {
   workflow_id: string;
   lease_token: string;
   attempt: number;
+  job_type: string;
   source_id: string;
   business_date: string;
   lease_until: Date;
@@ -91,7 +93,7 @@ async function scan(
   let after = { leaseUntil: new Date(0), id: '00000000-0000-0000-0000-000000000000' };
   while (checked < maxRuns) {
     const batch = await ctx.prisma.$queryRaw<Candidate[]>`
-      SELECT id::text AS id, workflow_id, lease_token::text AS lease_token, attempt, source_id,
+      SELECT id::text AS id, workflow_id, lease_token::text AS lease_token, attempt, job_type, source_id,
              to_char(business_date, 'YYYY-MM-DD') AS business_date, lease_until
         FROM fetch_run
        WHERE status = 'running' AND lease_until < now() AND lease_token IS NOT NULL
@@ -115,6 +117,7 @@ async function scan(
       await onStuck({
         fetchRunId: c.id,
         workflowId: c.workflow_id,
+        jobType: c.job_type,
         sourceId: c.source_id,
         businessDate: c.business_date,
         round: c.attempt,
@@ -265,9 +268,15 @@ async function compensate(ctx: SweepContext, run: Found): Promise<NonNullable<Sw
     round: run.round,
     reason: run.settlement.status === 'cancelled' ? ('cancelled' as const) : ('failed' as const),
   };
-  const workflowId = compensationIdOf(input);
+  const workflowId = compensationIdOf(run.jobType, input);
   try {
-    await startCompensationWorkflow(ctx.temporal, input, run.taskQueue ?? ctx.taskQueue, 'sweep');
+    await startCompensationWorkflow(
+      ctx.temporal,
+      run.jobType,
+      input,
+      run.taskQueue ?? ctx.taskQueue,
+      'sweep',
+    );
     return { workflowId, started: 'started' };
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError)

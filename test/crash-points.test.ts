@@ -111,7 +111,9 @@ async function assertStoredOnce(db: TestDatabase, sourceId: string, date: string
   assert.deepEqual(pages.flatMap((p) => p.externalIds).sort(), partnerIds);
 
   // One idempotency record per page key, and nothing else.
-  const keys = Array.from({ length: PAGES }, (_, n) => pageKeyFor(sourceId, date, n));
+  const keys = Array.from({ length: PAGES }, (_, n) =>
+    pageKeyFor({ jobType: 'fetch-records', sourceId: sourceId, businessDate: date }, n),
+  );
   const idempotency = await db.prisma.idempotencyRecord.findMany({ select: { key: true } });
   assert.deepEqual(idempotency.map((r) => r.key).sort(), keys);
 }
@@ -130,7 +132,13 @@ function assertPartnerSawOneKeyPerPage(
   const expectedKey = new Map<string | null, string>();
   for (let seq = 1; seq <= RECORDS; seq += PARTNER_PAGE_LIMIT) {
     const cursor = seq === 1 ? null : encodeCursor(seq);
-    expectedKey.set(cursor, pageKeyFor(sourceId, date, Math.floor((seq - 1) / PAGE_SIZE)));
+    expectedKey.set(
+      cursor,
+      pageKeyFor(
+        { jobType: 'fetch-records', sourceId: sourceId, businessDate: date },
+        Math.floor((seq - 1) / PAGE_SIZE),
+      ),
+    );
   }
   const ledger = partner.ledger.entries({ sourceId, date });
   assert.equal(ledger.length, expectedKey.size + repeatedCursors.length);

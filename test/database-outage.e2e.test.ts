@@ -136,7 +136,9 @@ describe('database outage', () => {
       }
       const keys = await db.prisma.idempotencyRecord.findMany({ select: { key: true } });
       const pageKeys = dates.flatMap((date) =>
-        Array.from({ length: PAGES }, (_, n) => pageKeyFor(SOURCE, date, n)),
+        Array.from({ length: PAGES }, (_, n) =>
+          pageKeyFor({ jobType: 'fetch-records', sourceId: SOURCE, businessDate: date }, n),
+        ),
       );
       assert.deepEqual(keys.map((k) => k.key).sort(), pageKeys.sort());
     },

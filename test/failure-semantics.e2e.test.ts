@@ -104,7 +104,12 @@ describe('failure semantics', () => {
     const row = await db.prisma.fetchRun.findFirstOrThrow({ where: { sourceId } });
     assert.deepEqual([row.status, row.errorClass], ['dead_lettered', 'InvalidResponse']);
     assert.equal(await db.prisma.fetchedRecord.count({ where: { sourceId } }), 0);
-    assert.equal(await db.prisma.fetchedPage.count({ where: { key: pageKeyFor(sourceId, DATE, 0) } }), 0);
+    assert.equal(
+      await db.prisma.fetchedPage.count({
+        where: { key: pageKeyFor({ jobType: 'fetch-records', sourceId: sourceId, businessDate: DATE }, 0) },
+      }),
+      0,
+    );
 
     // Asked once (not retried), and the client went away long before the body's end.
     const entries = () => partner.ledger.entries({ sourceId });

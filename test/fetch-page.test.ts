@@ -6,7 +6,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { HttpClient } from '../activities/http.ts';
 import { createActivities } from '../activities/index.ts';
-import { MAX_CURSOR_LENGTH } from '../activities/partner-client.ts';
+import { MAX_CURSOR_LENGTH } from '../activities/job-runtime.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';
 

@@ -178,7 +178,9 @@ async function assertStoredOnce(db: TestDatabase, sourceId: string, date: string
   assert.equal(events.length, PAGES + 1, 'no duplicate outbox events');
   assert.deepEqual(pages.flatMap((p) => p.externalIds).sort(), partnerIds);
 
-  const keys = Array.from({ length: PAGES }, (_, n) => pageKeyFor(sourceId, date, n));
+  const keys = Array.from({ length: PAGES }, (_, n) =>
+    pageKeyFor({ jobType: 'fetch-records', sourceId: sourceId, businessDate: date }, n),
+  );
   const idempotency = await db.prisma.idempotencyRecord.findMany({ select: { key: true } });
   assert.deepEqual(idempotency.map((r) => r.key).sort(), keys, 'each page committed once');
 }
@@ -224,7 +226,10 @@ describe('graceful shutdown', { concurrency: true }, () => {
         assert.match(workerA.output(), /worker stopped/);
         // A waited for the held request: the partner answered it (200) before A exited, and the
         // client never left (no 499).
-        const key = pageKeyFor(scenario.sourceId, scenario.date, 1);
+        const key = pageKeyFor(
+          { jobType: 'fetch-records', sourceId: scenario.sourceId, businessDate: scenario.date },
+          1,
+        );
         assert.deepEqual(heldRequests(w.partner, scenario.sourceId, scenario.date), [
           { status: 200, fault: 'delay', idempotencyKey: key },
         ]);
@@ -265,7 +270,10 @@ describe('graceful shutdown', { concurrency: true }, () => {
         // timeout: only the configured 1 s grace and its cancellation stop A this early.
         assert.ok(stopMs < 15_000, `A stopped long before the held request would end (${stopMs} ms)`);
         // The cancellation reached the partner: the client left while the request was held.
-        const key = pageKeyFor(scenario.sourceId, scenario.date, 1);
+        const key = pageKeyFor(
+          { jobType: 'fetch-records', sourceId: scenario.sourceId, businessDate: scenario.date },
+          1,
+        );
         assert.deepEqual(heldRequests(w.partner, scenario.sourceId, scenario.date), [
           { status: 499, fault: 'client_closed', idempotencyKey: key },
         ]);

@@ -50,7 +50,7 @@ async function stage(
   nextCursor: string | null,
   unfenced = false,
 ) {
-  const key = pageKeyFor(base.sourceId, DATE, pageNo);
+  const key = pageKeyFor({ jobType: 'fetch-records', sourceId: base.sourceId, businessDate: DATE }, pageNo);
   await dropStagedPage(db.prisma, key);
   const now = new Date();
   const row = {
@@ -189,7 +189,7 @@ describe('store-page', () => {
   it('two attempts staging the same page from the same point: exactly one append applies', async () => {
     const { base, ...claim } = await claimed('s6');
     await stage(base, 0, records('s6', 10), 'c1');
-    const key = pageKeyFor('s6', DATE, 0);
+    const key = pageKeyFor({ jobType: 'fetch-records', sourceId: 's6', businessDate: DATE }, 0);
     const now = new Date();
     const append = (tag: string) =>
       appendToStagedPage(db.prisma, {
@@ -215,7 +215,7 @@ describe('store-page', () => {
     await acts.storePage(await stage(base, 0, records('s7', 4), 'c1'));
     const now = new Date();
     const late = {
-      key: pageKeyFor('s7', DATE, 0),
+      key: pageKeyFor({ jobType: 'fetch-records', sourceId: 's7', businessDate: DATE }, 0),
       startCursor: null,
       from: undefined,
       records: records('s7', 4),
@@ -232,7 +232,11 @@ describe('store-page', () => {
       pageNo: 1,
     };
     assert.equal(
-      await appendToStagedPage(db.prisma, { ...late, key: pageKeyFor('s7', DATE, 1), fence: lost }),
+      await appendToStagedPage(db.prisma, {
+        ...late,
+        key: pageKeyFor({ jobType: 'fetch-records', sourceId: 's7', businessDate: DATE }, 1),
+        fence: lost,
+      }),
       false,
     );
     assert.equal(

@@ -1,8 +1,10 @@
 import type { ActivityDeps } from '../activities/index.ts';
 import { createHttpClient } from '../activities/http.ts';
+import type { JobRegistry } from '../activities/job-api/registry.ts';
 import type { Config } from './config.ts';
 import type { PrismaClient } from './db.ts';
 import type { Logger } from './logger.ts';
+import { defaultJobs } from './jobs.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 
 /**
@@ -24,10 +26,12 @@ export function createActivityDeps(
   prisma: PrismaClient,
   log: Logger,
   metrics: Metrics = createMetrics(),
+  jobs: JobRegistry = defaultJobs(),
 ): ActivityDeps {
   return {
     metrics,
     prisma,
+    jobs,
     http: createHttpClient(config.http),
     log,
     now: () => new Date(),

@@ -3,10 +3,27 @@
  * imported by workflows, activities and the client alike.
  */
 
-/** Job types this deployment knows. `fetch-records` is the first; the design allows more. */
-export const JOB_TYPES = ['fetch-records'] as const;
-export type JobType = (typeof JOB_TYPES)[number];
+/**
+ * A job type (a plug-in registered with the worker): lower case letters, digits and `-`. It is
+ * part of workflow ids, idempotency keys and compensation ids.
+ */
+export type JobType = string;
+/** The demo job, and the job of everything recorded before jobs were plug-ins. */
 export const FETCH_RECORDS: JobType = 'fetch-records';
+const JOB_TYPE_RE = /^[a-z0-9][a-z0-9-]{0,40}$/;
+
+/** True when `value` is a well-formed job type. */
+export function isJobType(value: string): boolean {
+  return JOB_TYPE_RE.test(value);
+}
+
+/**
+ * The job type an input names; inputs written before jobs were plug-ins name none, and were all
+ * the demo job's.
+ */
+export function jobTypeOf(input: { jobType?: string | undefined }): JobType {
+  return input.jobType ?? FETCH_RECORDS;
+}
 
 /** One run per business key, whoever starts it (Schedule, app client, backfill, replay). */
 export interface BusinessKey {
@@ -60,9 +77,9 @@ export function parseWorkflowId(workflowId: string): BusinessKey | undefined {
   const parts = workflowId.split('/');
   if (parts.length !== 4 || parts[0] !== 'fetch') return undefined;
   const [, jobType, sourceId, businessDate] = parts as [string, string, string, string];
-  if (!(JOB_TYPES as readonly string[]).includes(jobType)) return undefined;
+  if (!isJobType(jobType)) return undefined;
   if (!isSourceId(sourceId) || !isBusinessDate(businessDate)) return undefined;
-  return { jobType: jobType as JobType, sourceId, businessDate };
+  return { jobType, sourceId, businessDate };
 }
 
 /**
@@ -76,9 +93,9 @@ export function idempotencyKeyFor(key: BusinessKey, step?: string, n?: number): 
   return n === undefined ? `${base}:${step}` : `${base}:${step}:${n}`;
 }
 
-/** Idempotency key of page `n` of a fetch-records run: `fetch-records:<source>:<date>:page:<n>`. */
-export function pageKeyFor(sourceId: string, businessDate: string, pageNo: number): string {
-  return idempotencyKeyFor({ jobType: FETCH_RECORDS, sourceId, businessDate }, 'page', pageNo);
+/** Idempotency key of page `n` of a run: `<jobType>:<source>:<date>:page:<n>`. */
+export function pageKeyFor(key: BusinessKey, pageNo: number): string {
+  return idempotencyKeyFor(key, 'page', pageNo);
 }
 
 /** A `YYYY-MM-DD` business date as the UTC midnight Date that PostgreSQL DATE columns map to. */

@@ -18,6 +18,8 @@ export type DownstreamStateName =
   | 'resolved';
 
 export interface RecordIntentInput {
+  /** Absent from activities scheduled before jobs were plug-ins (all the demo job's). */
+  jobType?: string;
   fetchRunId: string;
   leaseToken: string;
   sourceId: string;

@@ -1,7 +1,7 @@
 /**
- * The `fetchRecordsWorkflow`: one run of the fetch-records job for one business key.
- * Workflow id `fetch/fetch-records/<sourceId>/<date>`. Never rename this function: it is the
- * workflow type name of every run already in history.
+ * The `fetchRecordsWorkflow`: one run of a job (any job type: the job's code runs in the
+ * activities) for one business key. Workflow id `fetch/<jobType>/<sourceId>/<date>`. Never rename
+ * this function: it is the workflow type name of every run already in history.
  */
 import {
   CancellationScope,
@@ -72,6 +72,7 @@ export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<Fe
     const claim = await CancellationScope.nonCancellable(() =>
       outlastingDatabaseOutages('claimRun', () =>
         db.claimRun({
+          ...(input.jobType === undefined ? {} : { jobType: input.jobType }),
           sourceId: input.sourceId,
           businessDate: input.businessDate,
           workflowId: info.workflowId,
@@ -102,6 +103,7 @@ export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<Fe
       };
     }
     state = {
+      jobType: claim.jobType,
       fetchRunId: claim.fetchRunId,
       leaseToken: claim.leaseToken,
       cursor: claim.cursor,
@@ -111,6 +113,7 @@ export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<Fe
       retryPolicy: claim.retryPolicy,
       round: claim.attempt,
       submitSummary: claim.submitSummary,
+      ...(claim.downstreamAction === undefined ? {} : { downstreamAction: claim.downstreamAction }),
     };
     setStatus('running');
     pausedAtStart = claim.sourcePaused;
@@ -130,6 +133,11 @@ export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<Fe
       ? new CancelledFailure('run cancelled', [], err instanceof Error ? err : undefined)
       : err;
   }
+}
+
+/** The run's job type for an activity's input (none in state written before jobs were plug-ins). */
+function jobOf(state: ResumeState): { jobType?: string } {
+  return state.jobType === undefined ? {} : { jobType: state.jobType };
 }
 
 /** Patch id: histories recorded before it recorded such a run as failed. */
@@ -155,6 +163,7 @@ async function fetchAndStore(
     }
     const page = await outlastingDatabaseOutages('fetchPage', () =>
       partner.fetchPage({
+        ...jobOf(state),
         fetchRunId: state.fetchRunId,
         leaseToken: state.leaseToken,
         sourceId: input.sourceId,
@@ -166,6 +175,7 @@ async function fetchAndStore(
     );
     const stored = await outlastingDatabaseOutages('storePage', () =>
       db.storePage({
+        ...jobOf(state),
         fetchRunId: state.fetchRunId,
         leaseToken: state.leaseToken,
         sourceId: input.sourceId,
@@ -196,6 +206,7 @@ async function fetchAndStore(
   const done = await CancellationScope.nonCancellable(() =>
     outlastingDatabaseOutages('completeRun', () =>
       db.completeRun({
+        ...jobOf(state),
         fetchRunId: state.fetchRunId,
         leaseToken: state.leaseToken,
         sourceId: input.sourceId,

@@ -28,7 +28,7 @@ import {
   type WorkflowOutboundCallsInterceptor,
   workflowInfo,
 } from '@temporalio/workflow';
-import { FETCH_RECORDS, idempotencyKeyFor, parseWorkflowId } from './business-key.ts';
+import { idempotencyKeyFor, jobTypeOf, parseWorkflowId } from './business-key.ts';
 
 /** Header carrying a run's correlation id to its activities and child workflows. */
 export const CORRELATION_ID_HEADER = 'correlation-id';
@@ -95,7 +95,7 @@ function contextOf(workflowId: string, arg: unknown, headers: Headers | null | u
     businessKeyOfWorkflowId(workflowId) ??
     headerText(headers, BUSINESS_KEY_HEADER) ??
     (sourceId && businessDate
-      ? idempotencyKeyFor({ jobType: FETCH_RECORDS, sourceId, businessDate })
+      ? idempotencyKeyFor({ jobType: jobTypeOf({ jobType: text(input.jobType) }), sourceId, businessDate })
       : undefined);
   return {
     ...(businessKey ? { businessKey } : {}),

@@ -23,7 +23,7 @@ import {
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { FetchActivities } from '../activities/index.ts';
 import type { ReplayTarget } from '../activities/replay.ts';
-import { FETCH_RECORDS, workflowIdFor } from './business-key.ts';
+import { jobTypeOf, workflowIdFor } from './business-key.ts';
 import { fetchRecordsWorkflow } from './fetch-records.ts';
 import {
   MAX_REPLAY_LETTERS,
@@ -150,7 +150,7 @@ async function restart(
   input: ReplayInput,
   target: ReplayTarget,
 ): Promise<{ result: Promise<unknown> } | 'suppressed'> {
-  const key = { jobType: FETCH_RECORDS, sourceId: target.sourceId, businessDate: target.businessDate };
+  const key = { jobType: jobTypeOf(target), sourceId: target.sourceId, businessDate: target.businessDate };
   // Not cancellable: a run that was started is always recorded on its letter, and a cancel of the
   // replay never reaches the runs it started.
   return CancellationScope.nonCancellable(async () => {
@@ -159,6 +159,7 @@ async function restart(
         workflowId: workflowIdFor(key),
         args: [
           {
+            ...(target.jobType === undefined ? {} : { jobType: target.jobType }),
             sourceId: target.sourceId,
             businessDate: target.businessDate,
             correlationId: `replay:${input.replayId}`,
@@ -171,7 +172,7 @@ async function restart(
         typedSearchAttributes: [
           { key: FETCH_SOURCE, value: target.sourceId },
           { key: FETCH_DATE, value: target.businessDate },
-          { key: JOB_TYPE, value: FETCH_RECORDS },
+          { key: JOB_TYPE, value: key.jobType },
           { key: FETCH_STATUS, value: 'queued' },
         ],
       });

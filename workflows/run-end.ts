@@ -14,7 +14,7 @@ import {
   WorkflowIdReusePolicy,
 } from '@temporalio/workflow';
 import type { FetchActivities } from '../activities/index.ts';
-import { compensationWorkflowIdFor, FETCH_RECORDS } from './business-key.ts';
+import { compensationWorkflowIdFor, jobTypeOf } from './business-key.ts';
 import { compensateRunWorkflow } from './compensate-run.ts';
 import { errorOf, setStatus } from './outcome.ts';
 import { RETRY_PRESETS } from './retry-presets.ts';
@@ -63,7 +63,7 @@ export async function finish(
 async function startCompensation(input: FetchRecordsInput, state: ResumeState, cancelled: boolean) {
   const round = state.round ?? 1;
   const workflowId = compensationWorkflowIdFor(
-    { jobType: FETCH_RECORDS, sourceId: input.sourceId, businessDate: input.businessDate },
+    { jobType: jobTypeOf(state), sourceId: input.sourceId, businessDate: input.businessDate },
     round,
   );
   try {

@@ -22,7 +22,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { addDays, dateInTimeZone } from './business-date.ts';
-import { FETCH_RECORDS, workflowIdFor } from './business-key.ts';
+import { jobTypeOf, workflowIdFor } from './business-key.ts';
 import { fetchRecordsWorkflow } from './fetch-records.ts';
 import type { FetchRecordsResult } from './types.ts';
 
@@ -37,6 +37,8 @@ const JOB_TYPE = defineSearchAttributeKey('JobType', SearchAttributeType.KEYWORD
 const FETCH_STATUS = defineSearchAttributeKey('FetchStatus', SearchAttributeType.KEYWORD);
 
 export interface ScheduledFetchInput {
+  /** The source's job; absent from schedules written before jobs were plug-ins (the demo job's). */
+  jobType?: string;
   sourceId: string;
   /** IANA timezone the nominal time is read in (the source's). */
   timeZone: string;
@@ -69,7 +71,8 @@ export async function scheduledFetchWorkflow(input: ScheduledFetchInput): Promis
     // An unknown timezone would fail every workflow task forever: fail the trigger instead.
     throw ApplicationFailure.nonRetryable(`unknown timezone '${input.timeZone}'`, 'InvalidInput');
   }
-  const workflowId = workflowIdFor({ jobType: FETCH_RECORDS, sourceId: input.sourceId, businessDate });
+  const jobType = jobTypeOf(input);
+  const workflowId = workflowIdFor({ jobType, sourceId: input.sourceId, businessDate });
   // Operators filter triggers by date too (FetchSource and JobType come with the schedule).
   upsertSearchAttributes([{ key: FETCH_DATE, value: businessDate }]);
   try {
@@ -77,6 +80,7 @@ export async function scheduledFetchWorkflow(input: ScheduledFetchInput): Promis
       workflowId,
       args: [
         {
+          ...(input.jobType === undefined ? {} : { jobType: input.jobType }),
           sourceId: input.sourceId,
           businessDate,
           correlationId: uuid4(),
@@ -92,10 +96,10 @@ export async function scheduledFetchWorkflow(input: ScheduledFetchInput): Promis
       typedSearchAttributes: [
         { key: FETCH_SOURCE, value: input.sourceId },
         { key: FETCH_DATE, value: businessDate },
-        { key: JOB_TYPE, value: FETCH_RECORDS },
+        { key: JOB_TYPE, value: jobType },
         { key: FETCH_STATUS, value: 'queued' },
       ],
-      staticSummary: `${FETCH_RECORDS} ${input.sourceId} ${businessDate} (scheduled)`,
+      staticSummary: `${jobType} ${input.sourceId} ${businessDate} (scheduled)`,
     });
     return { outcome: 'ran', workflowId, businessDate, result };
   } catch (err) {

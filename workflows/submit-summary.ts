@@ -1,6 +1,7 @@
 /**
- * The demo job's non-idempotent downstream step, run by `fetchRecordsWorkflow` after its last
- * page: submit the run's summary, then confirm it. Recorded in the compensation ledger before and
+ * A job's non-idempotent downstream action, run by `fetchRecordsWorkflow` after its last page
+ * (the activity names are the demo job's, kept for the histories that hold them): submit, then
+ * confirm. Recorded in the compensation ledger before and
  * after the call. An unknown outcome is reconciled (looked up by reference, once the call can no
  * longer take effect) before anything else: found → recorded and confirmed; not found → called
  * again, at most {@link MAX_SUBMIT_CALLS} times in all; the lookup failing past its budget →
@@ -130,11 +131,12 @@ async function currentIntent(input: FetchRecordsInput, state: ResumeState): Prom
     const intent = await CancellationScope.nonCancellable(() =>
       outlastingDatabaseOutages('recordDownstreamIntent', () =>
         db.recordDownstreamIntent({
+          ...(state.jobType === undefined ? {} : { jobType: state.jobType }),
           ...fence,
           sourceId: input.sourceId,
           businessDate: input.businessDate,
           round,
-          action: SUBMIT_SUMMARY,
+          action: actionOf(state),
           step: 1,
           settleEarlier: true,
         }),
@@ -146,7 +148,7 @@ async function currentIntent(input: FetchRecordsInput, state: ResumeState): Prom
       throw ApplicationFailure.create({
         type: 'InvalidInput',
         nonRetryable: true,
-        message: `an earlier ${SUBMIT_SUMMARY} of this run (compensation ${earlier.actionId}) is still ${earlier.state}: settle it first (durable-fetch compensations show ${earlier.actionId})`,
+        message: `an earlier ${actionOf(state)} of this run (compensation ${earlier.actionId}) is still ${earlier.state}: settle it first (durable-fetch compensations show ${earlier.actionId})`,
         details: [{ code: 'EARLIER_ACTION_UNSETTLED' }],
       });
     }
@@ -161,6 +163,11 @@ async function currentIntent(input: FetchRecordsInput, state: ResumeState): Prom
       await reconcile(earlier.actionId, 'settle');
     }
   }
+}
+
+/** The ledger name of the run's downstream action (state written before jobs: the demo job's). */
+function actionOf(state: ResumeState): string {
+  return state.downstreamAction ?? SUBMIT_SUMMARY;
 }
 
 /** Looks an unknown outcome up until settled; a lookup that keeps failing hands it to a human. */

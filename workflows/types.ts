@@ -21,6 +21,8 @@ export type RequestedBy = (typeof REQUESTED_BY)[number];
 export const DEFAULT_MAX_INPUT_BYTES = 16 * 1024;
 
 export interface FetchRecordsInput {
+  /** The source's job (`fetch/<jobType>/…`); absent from runs started before jobs were plug-ins. */
+  jobType?: string;
   sourceId: string;
   /** `YYYY-MM-DD`, already validated by the starter. */
   businessDate: string;
@@ -37,6 +39,8 @@ export interface FetchRecordsInput {
 }
 
 export interface ResumeState {
+  /** The run's job type, as claimed; absent from state written before jobs were plug-ins. */
+  jobType?: string;
   fetchRunId: string;
   leaseToken: string;
   cursor: string | null;
@@ -47,8 +51,10 @@ export interface ResumeState {
   retryPolicy: PartnerPresetName;
   /** The claim's `attempt`: downstream actions of this claim are recorded under it (issue #6). */
   round?: number;
-  /** Whether the run ends with the downstream submission step (Source.submitSummary). */
+  /** Whether the run ends with the job's downstream action (Source.submitSummary). */
   submitSummary?: boolean;
+  /** The ledger name of the job's downstream action; absent: the demo job's `submit-summary`. */
+  downstreamAction?: string;
   /** Continued as new while waiting for its paused source: the next execution waits first. */
   waitingForResume?: boolean;
 }
@@ -58,6 +64,7 @@ export type FetchRecordsResult =
   | { status: 'duplicate'; fetchRunId: string; existingStatus: string; ownerWorkflowId: string };
 
 export interface ClaimInput {
+  jobType?: string;
   sourceId: string;
   businessDate: string;
   workflowId: string;
@@ -70,6 +77,7 @@ export interface ClaimInput {
 export type ClaimResult =
   | {
       outcome: 'claimed';
+      jobType: string;
       fetchRunId: string;
       leaseToken: string;
       attempt: number;
@@ -79,6 +87,8 @@ export type ClaimResult =
       pageSize: number;
       retryPolicy: PartnerPresetName;
       submitSummary: boolean;
+      /** The job's downstream action, when the run makes it. */
+      downstreamAction?: string;
       /** An operator paused the source: the run waits before its first page (issue #7). */
       sourcePaused: boolean;
     }
@@ -93,6 +103,8 @@ export interface PartnerRecord {
 }
 
 export interface FetchPageInput {
+  /** Absent from activities scheduled before jobs were plug-ins (all the demo job's). */
+  jobType?: string;
   /** The run and its lease: staging writes are fenced by it (R1). */
   fetchRunId: string;
   leaseToken: string;
@@ -112,6 +124,8 @@ export interface FetchPageResult {
 }
 
 export interface StorePageInput {
+  /** Absent from activities scheduled before jobs were plug-ins (all the demo job's). */
+  jobType?: string;
   fetchRunId: string;
   leaseToken: string;
   sourceId: string;
@@ -123,7 +137,10 @@ export interface StorePageInput {
 }
 
 export interface StorePageResult {
-  eventId: string;
+  /** The page's first outbox event; null when the job emitted none. */
+  eventId: string | null;
+  /** Every event of the page, in order (absent from pages stored before jobs could emit many). */
+  eventIds?: string[];
   recordCount: number;
   /** True when the page had been stored before and nothing was written now. */
   replayed: boolean;
@@ -132,6 +149,8 @@ export interface StorePageResult {
 }
 
 export interface CompleteRunInput {
+  /** Absent from activities scheduled before jobs were plug-ins (all the demo job's). */
+  jobType?: string;
   fetchRunId: string;
   leaseToken: string;
   sourceId: string;

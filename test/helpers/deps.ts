@@ -2,12 +2,14 @@ import { pino } from 'pino';
 import type { ActivityDeps } from '../../activities/index.ts';
 import { createHttpClient } from '../../activities/http.ts';
 import type { Prisma, PrismaClient } from '../../prisma/generated/client.ts';
+import { defaultJobs } from '../../worker/jobs.ts';
 import { createMetrics } from '../../worker/metrics.ts';
 
 /** Activity dependencies for tests: real HTTP and database, a silent logger, test-sized limits. */
 export function testDeps(prisma: PrismaClient, overrides: Partial<ActivityDeps> = {}): ActivityDeps {
   return {
     prisma,
+    jobs: defaultJobs(),
     http: createHttpClient({ connectTimeoutMs: 2_000, responseTimeoutMs: 5_000 }),
     log: pino({ level: 'silent' }),
     now: () => new Date(),

@@ -10,6 +10,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { failure } from '../../activities/errors.ts';
 import { startCommandSchema } from '../../client/enqueue-fetch.ts';
 import { fetchStartOptions } from '../../client/start-fetch.ts';
+import { jobTypeOf } from '../../workflows/business-key.ts';
 import type { fetchRecordsWorkflow } from '../../workflows/fetch-records.ts';
 import type { OutboxMessage, Sink } from './sinks.ts';
 
@@ -55,7 +56,11 @@ export function createStartWorkflowSink(temporal: Client): Sink {
         throw failure('InvalidInput', 'BAD_START_COMMAND', 'start command does not match its schema');
       }
       const command = parsed.data;
-      const options = fetchStartOptions(command, command.taskQueue, 'USE_EXISTING');
+      const options = fetchStartOptions(
+        { ...command, jobType: jobTypeOf(command) },
+        command.taskQueue,
+        'USE_EXISTING',
+      );
       try {
         return await temporal.withAbortSignal(signal, async () => {
           try {

@@ -1,0 +1,200 @@
+/**
+ * The public job API: what a team writes to bring its own partner. A job says how to fetch one
+ * page from its partner, how to store a page in its own tables, and optionally one non-idempotent
+ * downstream action; the engine supplies everything else (claims and fencing, staging,
+ * idempotency records, outbox rows, the compensation ledger, dead letters, replay, pause, metrics).
+ * Guide: docs/jobs.md.
+ */
+import type { Logger } from 'pino';
+import type { z } from 'zod';
+import type { Prisma } from '../../prisma/generated/client.ts';
+import type { HttpClient } from '../http.ts';
+
+/** What a job sees of its source: the row's settings and its validated job config. */
+export interface JobSource<Config> {
+  id: string;
+  name: string;
+  /** The partner's base URL (`sources add --base-url`). */
+  baseUrl: string;
+  /** IANA timezone the business date is read in. */
+  timezone: string;
+  /** Records per stored page (the unit of idempotency). */
+  pageSize: number;
+  config: Config;
+}
+
+/** Where and as whom a job calls its partner; built by the engine for every call. */
+export interface PartnerAccess {
+  /**
+   * The project's HTTP client: connect and response timeouts, bounded bodies, failures classified
+   * into the engine's error types (429 → RateLimited with Retry-After, 5xx → UpstreamUnavailable…).
+   */
+  http: HttpClient;
+  /** Aborted when the activity is cancelled or times out: pass it to every call. */
+  signal: AbortSignal;
+  /**
+   * The source's credential, resolved from its `DF_SECRET_*` reference at call time; undefined when
+   * the source has none. Never store, log or return it.
+   */
+  token: string | undefined;
+  /** Resolves another `DF_SECRET_*` reference named in the job's config, at call time. */
+  secret: (ref: string) => string | undefined;
+  log: Logger;
+}
+
+export interface FetchContext<Config> extends PartnerAccess {
+  source: JobSource<Config>;
+  /** `YYYY-MM-DD`, in the source's timezone. */
+  businessDate: string;
+  /** Where the partner left off (the `nextCursor` a previous call returned); null at the start. */
+  cursor: string | null;
+  /** Records to ask for at most; a page with more is refused (`TOO_MANY_RECORDS`). */
+  limit: number;
+  /** The page's stable idempotency key: send it as `Idempotency-Key` where the partner takes one. */
+  idempotencyKey: string;
+}
+
+/** One partner response: its records, and where to continue (null: the partner has no more). */
+export interface FetchedPage<R> {
+  records: readonly R[];
+  nextCursor: string | null;
+}
+
+/** A record with the id the job gave it; ids are unique within a stored page (last one wins). */
+export interface StoredRecord<R> {
+  id: string;
+  record: R;
+}
+
+export interface StoreContext<Config> {
+  source: JobSource<Config>;
+  businessDate: string;
+  /** The run (`FetchRun` id): reference it from business rows to trace them back. */
+  fetchRunId: string;
+  /** Index of the page (0-based). */
+  pageNo: number;
+  /** The transaction's time: use it for row timestamps so a repeat writes the same values. */
+  now: Date;
+}
+
+/** An outbox event of a page: delivered at least once; its id is derived by the engine. */
+export interface JobEvent {
+  topic: string;
+  payload: Prisma.InputJsonObject;
+}
+
+/** What a stored page emits; `recordCount` defaults to the number of records given. */
+export interface StoreResult {
+  events: readonly JobEvent[];
+  recordCount?: number;
+}
+
+/** An effect of the downstream action at the partner, in the partner's words. */
+export interface DownstreamEffect {
+  /** The partner's id of the effect. */
+  id: string;
+  /** What the partner says of it, e.g. `submitted`, `posted`, `confirmed`, `voided`. */
+  status: string;
+  /** True once the effect is undone at the partner. */
+  voided: boolean;
+}
+
+/** What the run did, for the downstream request: counts only (never business snapshots). */
+export interface RunSummary {
+  fetchRunId: string;
+  sourceId: string;
+  businessDate: string;
+  pages: number;
+  records: number;
+}
+
+export interface DownstreamContext<Config> extends PartnerAccess {
+  source: JobSource<Config>;
+}
+
+export interface SubmitContext<Config> extends DownstreamContext<Config> {
+  /**
+   * The reference the partner must keep with the effect (it is how `lookup` finds it again).
+   * Stable per run: every call of the action carries the same one.
+   */
+  reference: string;
+  run: RunSummary;
+  /**
+   * A `performance.now()` instant: pass it as `sendBy` to `http.postJson`, so that a request that
+   * could not start in time is never sent. The engine's settle window relies on it.
+   */
+  sendBy: number;
+}
+
+/**
+ * A non-idempotent downstream call and how to settle and undo it. The engine records intent before
+ * `submit` and the outcome after; an unknown outcome is settled with `lookup`, never by calling
+ * again blindly; a run that fails for good or is cancelled has its effect undone with `void`.
+ */
+export interface DownstreamAction<Config> {
+  /** Name in the compensation ledger, e.g. `submit-summary`: lower case, digits, `-` and `_`. */
+  name: string;
+  /** Makes the effect. Called at most once per intent; must pass `ctx.sendBy` on. */
+  submit(ctx: SubmitContext<Config>): Promise<DownstreamEffect>;
+  /** Every effect the partner holds under `reference`, oldest first (a read). */
+  lookup(ctx: DownstreamContext<Config>, reference: string): Promise<readonly DownstreamEffect[]>;
+  /** Makes a submitted effect final, repeat-safe by id; absent when submitting is final already. */
+  confirm?(ctx: DownstreamContext<Config>, effectId: string): Promise<DownstreamEffect>;
+  /** Undoes an effect, repeat-safe by id. */
+  void(ctx: DownstreamContext<Config>, effectId: string): Promise<DownstreamEffect>;
+}
+
+/** Read access for checks that compare a run's business rows with what it announced. */
+export type JobReader = Omit<Prisma.TransactionClient, `$execute${string}`>;
+
+/**
+ * What `durable-fetch reconcile` needs to compare a run's business rows with its page events and
+ * with the partner (whose records it reads with `fetchPage`).
+ */
+export interface RecordsReconcile {
+  /** The record ids a page event lists; undefined for an event that is not a page's. */
+  listedIds(event: { topic: string; payload: unknown }): readonly string[] | undefined;
+  /** Of `ids`, those that have a business row of the source. */
+  existingIds(db: JobReader, sourceId: string, ids: readonly string[]): Promise<string[]>;
+  /** Ids of the business rows the run wrote last. */
+  runIds(db: JobReader, run: { sourceId: string; fetchRunId: string }): Promise<string[]>;
+}
+
+export interface JobDefinition<Config = Record<string, never>, R = Record<string, unknown>> {
+  /** The job type: in workflow ids, keys, metrics and `sources add --job`. Lower case, digits, `-`. */
+  type: string;
+  /** One line for `sources add --help` and listings. */
+  description: string;
+  /** The per-source config (`sources add --config`), validated when a source is added or updated. */
+  config?: z.ZodType<Config>;
+  /** The id of a record (unique per source at the partner, at most 200 characters). */
+  recordId(record: R): string;
+  /** Fetches one partner response. A read: repeat-safe. */
+  fetchPage(ctx: FetchContext<Config>): Promise<FetchedPage<R>>;
+  /**
+   * Writes the page's business rows through `tx` only, and returns its events. Deterministic: the
+   * same records must write the same rows (a retry may run it again after a rollback).
+   */
+  storePage(
+    tx: Prisma.TransactionClient,
+    records: readonly StoredRecord<R>[],
+    ctx: StoreContext<Config>,
+  ): Promise<StoreResult>;
+  /** How `durable-fetch reconcile` reads a run's records back; absent: only its ledger is checked. */
+  reconcile?: RecordsReconcile;
+  downstream?: DownstreamAction<Config>;
+}
+
+/** A job of any config and record type, as the engine holds it. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the registry holds jobs of any config.
+export type AnyJob = JobDefinition<any, any>;
+
+/**
+ * Defines a job (see docs/jobs.md). Only checks the definition's shape; registration checks the
+ * type is unique.
+ */
+export function defineJob<Config = Record<string, never>, R = Record<string, unknown>>(
+  job: JobDefinition<Config, R>,
+): JobDefinition<Config, R> {
+  return job;
+}

@@ -1,0 +1,133 @@
+/**
+ * How the engine runs a job's code: the job found by type, its view of the source (config
+ * validated at run time too), partner access resolved at call time, and everything a job returns
+ * checked before the engine trusts it. A job that throws something other than an engine failure
+ * (a plain Error, a TypeError) fails the step as a non-retryable `Internal`, never a crash loop.
+ */
+import type { Source } from '../prisma/generated/client.ts';
+import type { ActivityDeps } from './deps.ts';
+import { classify, failure } from './errors.ts';
+import type { AnyJob, FetchedPage, JobSource, PartnerAccess, StoredRecord } from './job-api/define.ts';
+import { parseJobConfig } from './job-api/registry.ts';
+import { bearerToken } from './sources.ts';
+
+/**
+ * Longest partner cursor accepted, in characters. A cursor is heartbeated to Temporal, kept in the
+ * workflow's history and state, staged in PostgreSQL and sent back to the partner: a partner must
+ * not be able to make any of these grow without bound.
+ */
+export const MAX_CURSOR_LENGTH = 1024;
+
+/** Longest record id stored (`fetched_record.external_id` and the ids in page events). */
+export const MAX_RECORD_ID_LENGTH = 200;
+
+/** The job of `source`, and the source as the job sees it (its config parsed by the job's schema). */
+export function jobOf(
+  deps: Pick<ActivityDeps, 'jobs'>,
+  source: Source,
+): { job: AnyJob; view: JobSource<unknown> } {
+  const job = deps.jobs.get(source.jobType);
+  const parsed = parseJobConfig(job, source.config);
+  if (!parsed.ok) {
+    throw failure(
+      'InvalidInput',
+      'SOURCE_CONFIG_INVALID',
+      `source '${source.id}': its config does not fit job '${job.type}' (${parsed.problems.join('; ')})`,
+    );
+  }
+  const view = {
+    id: source.id,
+    name: source.name,
+    baseUrl: source.baseUrl,
+    timezone: source.timezone,
+    pageSize: source.pageSize,
+    config: parsed.config,
+  };
+  return { job, view };
+}
+
+/** Partner access for one call: the source's token resolved now (R2), the activity's signal. */
+export function partnerAccess(deps: ActivityDeps, source: Source, signal: AbortSignal): PartnerAccess {
+  return {
+    http: deps.http,
+    signal,
+    token: bearerToken(source, deps.secret),
+    secret: deps.secret,
+    log: deps.log,
+  };
+}
+
+/** Runs a job hook; anything it throws is classified (a plain Error becomes `Internal`). */
+export async function inJob<T>(job: AnyJob, hook: string, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    throw classify(err, `job ${job.type} ${hook}`);
+  }
+}
+
+/**
+ * Checks a page a job's `fetchPage` returned against the engine's contract.
+ * @throws ApplicationFailure InvalidResponse (non-retryable): `PAGE_SHAPE` (not `{records: [],
+ *   nextCursor: string|null}`), `TOO_MANY_RECORDS` (more than asked for), `CURSOR_TOO_LONG`,
+ *   `RECORD_WITHOUT_ID` (the job's `recordId` gives no usable id), `RECORD_ID_TOO_LONG`.
+ */
+export function checkedPage(job: AnyJob, page: unknown, limit: number, what: string): FetchedPage<unknown> {
+  const p = page as Partial<FetchedPage<unknown>> | null;
+  const cursor = p?.nextCursor;
+  if (
+    !p ||
+    !Array.isArray(p.records) ||
+    !(cursor === null || (typeof cursor === 'string' && cursor !== ''))
+  ) {
+    throw failure('InvalidResponse', 'PAGE_SHAPE', `${what}: unexpected response shape`);
+  }
+  // A partner ignoring the limit would make a stored page, and its transaction, as big as it likes.
+  if (p.records.length > limit) {
+    throw failure(
+      'InvalidResponse',
+      'TOO_MANY_RECORDS',
+      `${what}: ${p.records.length} records on a page of at most ${limit}`,
+    );
+  }
+  if (cursor !== null && cursor.length > MAX_CURSOR_LENGTH) {
+    throw failure(
+      'InvalidResponse',
+      'CURSOR_TOO_LONG',
+      `${what}: next cursor longer than ${MAX_CURSOR_LENGTH} characters`,
+    );
+  }
+  for (const record of p.records) idOf(job, record, what);
+  return { records: p.records, nextCursor: cursor };
+}
+
+/** The id the job gives `record`, checked. */
+export function idOf(job: AnyJob, record: unknown, what: string): string {
+  let id: unknown;
+  try {
+    id = typeof record === 'object' && record !== null ? job.recordId(record) : undefined;
+  } catch {
+    id = undefined;
+  }
+  if (typeof id !== 'string' || id === '') {
+    throw failure('InvalidResponse', 'RECORD_WITHOUT_ID', `${what}: a record without an id`);
+  }
+  if (id.length > MAX_RECORD_ID_LENGTH) {
+    throw failure(
+      'InvalidResponse',
+      'RECORD_ID_TOO_LONG',
+      `${what}: a record id longer than ${MAX_RECORD_ID_LENGTH} characters`,
+    );
+  }
+  return id;
+}
+
+/**
+ * A staged page's records with their ids, one per id: a partner may repeat an id within a page
+ * (offset paging), and the last occurrence wins (at the place of the first).
+ */
+export function byRecordId(job: AnyJob, records: readonly unknown[], what: string): StoredRecord<unknown>[] {
+  const byId = new Map<string, unknown>();
+  for (const record of records) byId.set(idOf(job, record, what), record);
+  return [...byId].map(([id, record]) => ({ id, record }));
+}

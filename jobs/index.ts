@@ -1,0 +1,8 @@
+/**
+ * The jobs this deployment runs: `durable-fetch worker`, `npm start` and the CLI register exactly
+ * these. Add yours here (docs/jobs.md).
+ */
+import type { AnyJob } from '../activities/job-api/index.ts';
+import { fetchRecordsJob } from './fetch-records/index.ts';
+
+export const jobs: readonly AnyJob[] = [fetchRecordsJob];
