@@ -1,6 +1,6 @@
 // The database side of the drift check: the current schema's tables, columns, indexes, foreign keys
-// and enums, read from pg_catalog by the queries in ./sql and reduced to the same Shape as
-// schema.prisma.
+// and enums, read from pg_catalog by the queries in ./sql and reduced to the same Shape as the
+// Prisma schema.
 import { readFileSync } from 'node:fs';
 import { Client } from 'pg';
 import { type Shape, type Table } from './shape.ts';
@@ -11,7 +11,7 @@ const INDEXES_SQL = sql('drift-indexes.sql');
 const FOREIGN_KEYS_SQL = sql('drift-foreign-keys.sql');
 const ENUMS_SQL = sql('drift-enums.sql');
 
-// pg_constraint's one-letter ON DELETE / ON UPDATE codes, named as schema.prisma's onDelete/onUpdate.
+// pg_constraint's one-letter ON DELETE / ON UPDATE codes, named as the Prisma schema's onDelete/onUpdate.
 const ACTIONS: Record<string, string> = {
   a: 'NoAction',
   r: 'Restrict',
@@ -69,7 +69,7 @@ export async function shapeFromDatabase(connectionString: string): Promise<Shape
     }
     for (const i of indexes.rows) {
       const kind = i.primary ? 'primary key' : i.unique ? 'unique index' : 'index';
-      // Expression and partial indexes cannot be expressed in schema.prisma: mark them so they show up.
+      // Expression and partial indexes cannot be expressed in the Prisma schema: mark them so they show up.
       const cols = i.special ? ['<expression or predicate>'] : i.columns;
       tableNamed(i.table).indexes.push({ kind, columns: cols, name: i.name });
     }

@@ -1,17 +1,20 @@
-// Compares schema.prisma with a live database, so that a hand-written migration that disagrees with
-// the schema fails a test instead of a query in production. The schema side is Prisma's own DMMF,
-// computed offline by the prisma-schema wasm module that ships inside the `prisma` CLI package; both
-// sides are reduced to the same Shape and compared.
+// Compares the Prisma schema (every *.prisma file of prisma/schema/: the engine's and each job's)
+// with a live database, so that a hand-written migration that disagrees with the schema fails a
+// test instead of a query in production. The schema side is Prisma's own DMMF, computed offline by
+// the prisma-schema wasm module that ships inside the `prisma` CLI package; both sides are reduced
+// to the same Shape and compared.
 import { fileURLToPath } from 'node:url';
 import { shapeFromDatabase } from './database-shape.ts';
 import { getDmmf } from './schema-wasm.ts';
 import { shapeFromDmmf } from './schema-shape.ts';
 import { type ForeignKey, type Index, type Shape, type Table, ANY_DEFAULT } from './shape.ts';
 
-const DEFAULT_SCHEMA_PATH = fileURLToPath(new URL('./schema.prisma', import.meta.url));
+/** The schema folder prisma.config.ts names: the engine's models and every job's. */
+export const DEFAULT_SCHEMA_PATH = fileURLToPath(new URL('./schema', import.meta.url));
 
 /**
- * Lists every difference between schema.prisma and the database's current schema (tables, columns
+ * Lists every difference between the Prisma schema at `schemaPath` (a folder, all of its `*.prisma`
+ * files, or one file; default prisma/schema/) and the database's current schema (tables, columns
  * with type/nullability/default, enums and their values, primary keys, unique and plain indexes by
  * column list and Prisma's default names, foreign keys with their actions). Empty means no drift.
  * Read-only: one short connection, closed in all cases. `_prisma_migrations` is ignored. Throws
@@ -37,11 +40,12 @@ function compareShapes(expected: Shape, actual: Shape): string[] {
         if (!live.includes(v)) drift.push(`enum ${name}: value '${v}' is missing from the database`);
       for (const v of live)
         if (!values.includes(v))
-          drift.push(`enum ${name}: value '${v}' exists in the database but not in schema.prisma`);
+          drift.push(`enum ${name}: value '${v}' exists in the database but not in the Prisma schema`);
     }
   }
   for (const name of actual.enums.keys()) {
-    if (!expected.enums.has(name)) drift.push(`enum ${name} exists in the database but not in schema.prisma`);
+    if (!expected.enums.has(name))
+      drift.push(`enum ${name} exists in the database but not in the Prisma schema`);
   }
   for (const [name, table] of expected.tables) {
     const live = actual.tables.get(name);
@@ -50,7 +54,7 @@ function compareShapes(expected: Shape, actual: Shape): string[] {
   }
   for (const name of actual.tables.keys()) {
     if (!expected.tables.has(name))
-      drift.push(`table ${name} exists in the database but no model in schema.prisma maps to it`);
+      drift.push(`table ${name} exists in the database but no model in the Prisma schema maps to it`);
   }
   return drift;
 }
@@ -65,22 +69,22 @@ function compareTables(table: string, expected: Table, actual: Table): string[] 
     }
     if (have.type !== want.type)
       drift.push(
-        `column ${table}.${name}: type is ${have.type} in the database, schema.prisma expects ${want.type}`,
+        `column ${table}.${name}: type is ${have.type} in the database, the Prisma schema expects ${want.type}`,
       );
     if (have.nullable !== want.nullable) {
       drift.push(
-        `column ${table}.${name}: ${have.nullable ? 'nullable' : 'NOT NULL'} in the database, schema.prisma expects ${want.nullable ? 'nullable' : 'NOT NULL'}`,
+        `column ${table}.${name}: ${have.nullable ? 'nullable' : 'NOT NULL'} in the database, the Prisma schema expects ${want.nullable ? 'nullable' : 'NOT NULL'}`,
       );
     }
     const sameDefault = want.default === ANY_DEFAULT ? have.default !== null : have.default === want.default;
     if (!sameDefault)
       drift.push(
-        `column ${table}.${name}: default is ${have.default ?? 'none'} in the database, schema.prisma expects ${want.default ?? 'none'}`,
+        `column ${table}.${name}: default is ${have.default ?? 'none'} in the database, the Prisma schema expects ${want.default ?? 'none'}`,
       );
   }
   for (const name of actual.columns.keys()) {
     if (!expected.columns.has(name))
-      drift.push(`column ${table}.${name} exists in the database but not in schema.prisma`);
+      drift.push(`column ${table}.${name} exists in the database but not in the Prisma schema`);
   }
   const indexKey = (i: Index) => `${i.kind} on ${table}(${i.columns.join(', ')})`;
   drift.push(...compareNamed(expected.indexes, actual.indexes, indexKey, () => []));
@@ -89,7 +93,7 @@ function compareTables(table: string, expected: Table, actual: Table): string[] 
     ...compareNamed(expected.foreignKeys, actual.foreignKeys, fkKey, (want, have) =>
       want.onDelete !== have.onDelete || want.onUpdate !== have.onUpdate
         ? [
-            `${fkKey(want)}: ON DELETE ${have.onDelete} ON UPDATE ${have.onUpdate} in the database, schema.prisma expects ON DELETE ${want.onDelete} ON UPDATE ${want.onUpdate}`,
+            `${fkKey(want)}: ON DELETE ${have.onDelete} ON UPDATE ${have.onUpdate} in the database, the Prisma schema expects ON DELETE ${want.onDelete} ON UPDATE ${want.onUpdate}`,
           ]
         : [],
     ),
@@ -120,7 +124,7 @@ function compareNamed<T extends { name: string | null }>(
   const wanted = new Set(expected.map(key));
   for (const have of actual) {
     if (!wanted.has(key(have)))
-      drift.push(`${key(have)} (${have.name}) exists in the database but not in schema.prisma`);
+      drift.push(`${key(have)} (${have.name}) exists in the database but not in the Prisma schema`);
   }
   return drift;
 }

@@ -48,7 +48,7 @@ const NATIVE_TYPES: Record<string, (args: string[]) => string> = {
 };
 
 /**
- * The tables, columns, indexes, foreign keys and enums that schema.prisma expects, by database name.
+ * The tables, columns, indexes, foreign keys and enums that the Prisma schema expects, by database name.
  * Pure. Names longer than PostgreSQL's identifier limit become null (not compared). Throws when a
  * relation names a model the DMMF does not contain.
  */

@@ -1,6 +1,7 @@
-// Prisma's DMMF for a schema.prisma, computed offline by the prisma-schema wasm module that ships
-// inside the `prisma` CLI package: no `prisma generate`, no child process, no network.
-import { readFile } from 'node:fs/promises';
+// Prisma's DMMF for the project's Prisma schema (one file, or a folder of them: Prisma's multi-file
+// schema), computed offline by the prisma-schema wasm module that ships inside the `prisma` CLI
+// package: no `prisma generate`, no child process, no network.
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
@@ -109,15 +110,46 @@ async function loadSchemaWasm(): Promise<SchemaWasm> {
 }
 
 /**
- * Parses and validates the schema at `schemaPath` and returns its DMMF datamodel. Read-only; the wasm
- * module is compiled once per process and reused. Throws an Error naming the file and carrying
- * Prisma's validation message when the schema does not validate, and when the file cannot be read
- * or the installed Prisma's wasm has an unknown ABI.
+ * The schema files at `schemaPath` as `[path, text]` pairs, the way `prisma generate` reads them
+ * (@prisma/schema-files-loader): a file is read as is; a folder yields every `*.prisma` file under it,
+ * subfolders and symlinks included, so that a job's models in a file of their own are never left
+ * out. Sorted by path, so that messages and DMMF order do not depend on the file system. Read-only.
+ * Throws when the path cannot be read, and when a folder holds no `*.prisma` file.
+ */
+export async function readSchemaFiles(schemaPath: string): Promise<[string, string][]> {
+  const files: string[] = [];
+  const seen = new Set<string>();
+  const walk = async (dir: string): Promise<void> => {
+    if (seen.has(dir)) return; // a symlink back up the tree
+    seen.add(dir);
+    for (const name of (await readdir(dir)).sort()) {
+      const entry = path.join(dir, name);
+      const info = await stat(entry); // follows symlinks, as Prisma does
+      if (info.isDirectory()) await walk(entry);
+      else if (info.isFile() && path.extname(name) === '.prisma') files.push(entry);
+    }
+  };
+  if ((await stat(schemaPath)).isDirectory()) {
+    await walk(schemaPath);
+    if (files.length === 0) throw new Error(`${schemaPath} holds no *.prisma file`);
+  } else files.push(schemaPath);
+  files.sort();
+  return Promise.all(
+    files.map(async (file): Promise<[string, string]> => [file, await readFile(file, 'utf8')]),
+  );
+}
+
+/**
+ * Parses and validates the schema at `schemaPath` (a `.prisma` file, or a folder of them read by
+ * {@link readSchemaFiles}, all validated together as Prisma does) and returns its DMMF datamodel.
+ * Read-only; the wasm module is compiled once per process and reused. Throws an Error naming the
+ * path and carrying Prisma's validation message (which names the file at fault) when the schema
+ * does not validate, and when a file cannot be read or the installed Prisma's wasm has an unknown ABI.
  */
 export async function getDmmf(schemaPath: string): Promise<Dmmf> {
   const w = await (schemaWasm ??= loadSchemaWasm());
   const input = new TextEncoder().encode(
-    JSON.stringify({ prismaSchema: [[schemaPath, await readFile(schemaPath, 'utf8')]], noColor: true }),
+    JSON.stringify({ prismaSchema: await readSchemaFiles(schemaPath), noColor: true }),
   );
   const ptr = w.__wbindgen_malloc(input.length, 1) >>> 0;
   new Uint8Array(w.memory.buffer).set(input, ptr);

@@ -1,4 +1,4 @@
-// The common form both sides of the drift check are reduced to: what schema.prisma expects
+// The common form both sides of the drift check are reduced to: what the Prisma schema expects
 // (schema-shape.ts) and what the database has (database-shape.ts), compared by drift.ts.
 
 /** Default expression meaning "some database default, not compared" (dbgenerated, list defaults). */

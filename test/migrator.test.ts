@@ -13,6 +13,7 @@ const EXPECTED_TABLES = [
   'audit_entry',
   'dead_letter',
   'downstream_action',
+  'exchange_rate',
   'fetch_run',
   'fetched_page',
   'fetched_record',

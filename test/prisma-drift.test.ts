@@ -1,13 +1,11 @@
 import assert from 'node:assert/strict';
-import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { findSchemaDrift } from '../prisma/drift.ts';
+import { DEFAULT_SCHEMA_PATH, findSchemaDrift } from '../prisma/drift.ts';
 import { DEFAULT_MIGRATIONS_DIR, applyMigrations } from '../prisma/migrator.ts';
 import { useEmptyDatabase, useTestDatabase } from './helpers/database.ts';
-
-const SCHEMA_PATH = path.join(path.dirname(DEFAULT_MIGRATIONS_DIR), 'schema.prisma');
 
 /** Replaces exactly one occurrence of `from`, so a test cannot silently edit nothing. */
 function replaceOnce(text: string, from: string, to: string): string {
@@ -25,7 +23,7 @@ void describe('prisma drift', () => {
     await rm(tmp, { recursive: true, force: true });
   });
 
-  void test('prisma-drift: the migrated database matches schema.prisma exactly', async () => {
+  void test('prisma-drift: the migrated database matches every file of the Prisma schema exactly', async () => {
     const db = await useTestDatabase();
     try {
       assert.deepEqual(await findSchemaDrift(db.url), []);
@@ -49,10 +47,10 @@ void describe('prisma drift', () => {
       const drift = await findSchemaDrift(db.url);
       assert.deepEqual(drift.sort(), [
         'column fetch_run.cursor is missing from the database',
-        'column fetch_run.workflow_id: nullable in the database, schema.prisma expects NOT NULL',
-        'column idempotency_record.expires_at: type is timestamp(3) without time zone in the database, schema.prisma expects timestamp(3) with time zone',
-        'column source.legacy_flag exists in the database but not in schema.prisma',
-        'column source.page_size: default is none in the database, schema.prisma expects 200',
+        'column fetch_run.workflow_id: nullable in the database, the Prisma schema expects NOT NULL',
+        'column idempotency_record.expires_at: type is timestamp(3) without time zone in the database, the Prisma schema expects timestamp(3) with time zone',
+        'column source.legacy_flag exists in the database but not in the Prisma schema',
+        'column source.page_size: default is none in the database, the Prisma schema expects 200',
         'index on outbox_event(status, seq) is missing from the database (expected name outbox_event_status_seq_idx)',
       ]);
     } finally {
@@ -60,8 +58,11 @@ void describe('prisma drift', () => {
     }
   });
 
-  void test('prisma-drift: a schema.prisma change without a migration is reported', async () => {
-    const schema = await readFile(SCHEMA_PATH, 'utf8');
+  void test('prisma-drift: a change to the engine schema without a migration is reported', async () => {
+    const schemaDir = path.join(tmp, 'engine-change');
+    await cp(DEFAULT_SCHEMA_PATH, schemaDir, { recursive: true });
+    const enginePath = path.join(schemaDir, 'engine.prisma');
+    const schema = await readFile(enginePath, 'utf8');
     let edited = replaceOnce(
       schema,
       '  cursor         String?\n',
@@ -73,15 +74,34 @@ void describe('prisma drift', () => {
       '  @@index([expiresAt])\n  @@index([fingerprint])\n  @@map("idempotency_record")\n',
     );
     edited = replaceOnce(edited, '  dead\n', '  dead\n  archived\n');
-    const schemaPath = path.join(tmp, 'schema.prisma');
-    await writeFile(schemaPath, edited);
+    await writeFile(enginePath, edited);
     const db = await useTestDatabase();
     try {
-      const drift = await findSchemaDrift(db.url, { schemaPath });
+      const drift = await findSchemaDrift(db.url, { schemaPath: schemaDir });
       assert.deepEqual(drift.sort(), [
         'column fetch_run.priority is missing from the database',
         "enum outbox_status: value 'archived' is missing from the database",
         'index on idempotency_record(fingerprint) is missing from the database (expected name idempotency_record_fingerprint_idx)',
+      ]);
+    } finally {
+      await db.drop();
+    }
+  });
+
+  void test('prisma-drift: a model in another schema file, even in a subfolder, without a migration is reported', async () => {
+    const schemaDir = path.join(tmp, 'new-job');
+    await cp(DEFAULT_SCHEMA_PATH, schemaDir, { recursive: true });
+    // Prisma reads every *.prisma file under the folder, subfolders included, and nothing else.
+    await mkdir(path.join(schemaDir, 'jobs'));
+    await writeFile(
+      path.join(schemaDir, 'jobs', 'example-job.prisma'),
+      'model ExampleJobRow {\n  id Int @id\n\n  @@map("example_job_row")\n}\n',
+    );
+    await writeFile(path.join(schemaDir, 'notes.prisma.txt'), 'model Ignored {\n  id Int @id\n}\n');
+    const db = await useTestDatabase();
+    try {
+      assert.deepEqual(await findSchemaDrift(db.url, { schemaPath: schemaDir }), [
+        'table example_job_row is missing from the database',
       ]);
     } finally {
       await db.drop();

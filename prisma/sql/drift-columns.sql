@@ -1,6 +1,6 @@
 -- Every column of every table in the current schema, in column order. Enum columns (and arrays of
--- them) use the type's bare name, as schema.prisma spells the enum or its @@map; format_type() could
--- quote it.
+-- them) use the type's bare name, as the Prisma schema spells the enum or its @@map; format_type()
+-- could quote it.
 SELECT c.relname AS table, a.attname AS column, NOT a.attnotnull AS nullable,
        CASE WHEN et.typtype = 'e' THEN et.typname || CASE WHEN t.typcategory = 'A' THEN '[]' ELSE '' END
             ELSE format_type(a.atttypid, a.atttypmod) END AS type,

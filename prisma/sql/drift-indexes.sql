@@ -1,5 +1,5 @@
 -- Every index on a table in the current schema, with its key columns in order (INCLUDE columns left
--- out). `special` marks expression and partial indexes, which schema.prisma cannot express.
+-- out). `special` marks expression and partial indexes, which the Prisma schema cannot express.
 SELECT tc.relname AS table, ic.relname AS name, ix.indisprimary AS primary, ix.indisunique AS unique,
        (ix.indexprs IS NOT NULL OR ix.indpred IS NOT NULL) AS special,
        ARRAY(SELECT a.attname FROM unnest(ix.indkey::int2[]) WITH ORDINALITY k(attnum, ord)
