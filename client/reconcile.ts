@@ -226,8 +226,9 @@ async function readSnapshot(
       const job = jobs.find(run.jobType);
       const records = job?.reconcile;
       const listed = [...new Set(events.flatMap((e) => idsOf(job, e) ?? []))];
-      const found = records && listed.length > 0 ? await records.existingIds(tx, run.sourceId, listed) : [];
-      const own = records ? await records.runIds(tx, { sourceId: run.sourceId, fetchRunId: run.id }) : [];
+      const key = { sourceId: run.sourceId, fetchRunId: run.id, businessDate: formatDate(run.businessDate) };
+      const found = records && listed.length > 0 ? await records.existingIds(tx, key, listed) : [];
+      const own = records ? await records.runIds(tx, key) : [];
       const actions = await tx.downstreamAction.findMany({
         where: { fetchRunId: run.id },
         orderBy: [{ round: 'asc' }, { step: 'asc' }],

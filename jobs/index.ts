@@ -3,6 +3,7 @@
  * these. Add yours here (docs/jobs.md).
  */
 import type { AnyJob } from '../activities/job-api/index.ts';
+import { exchangeRatesJob } from './exchange-rates.ts';
 import { fetchRecordsJob } from './fetch-records/index.ts';
 
-export const jobs: readonly AnyJob[] = [fetchRecordsJob];
+export const jobs: readonly AnyJob[] = [fetchRecordsJob, exchangeRatesJob];

@@ -279,7 +279,7 @@ describe('reconcile', () => {
     const plainBlock = out.slice(plainAt + 1, submitAt).join('\n');
     assert.match(
       plainBlock,
-      /✗ RECORD_MISSING: page events list 1 record with no fetched_record row: rec-plain-2026-06-11-00007 \(expected 60, actual 59\)/,
+      /✗ RECORD_MISSING: page events list 1 record with no business row: rec-plain-2026-06-11-00007 \(expected 60, actual 59\)/,
     );
     assert.match(plainBlock, new RegExp(`✗ OUTBOX_DEAD: .*fetch\\.run_completed ${completed.id}`));
     assert.match(

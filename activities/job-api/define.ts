@@ -147,6 +147,14 @@ export interface DownstreamAction<Config> {
 /** Read access for checks that compare a run's business rows with what it announced. */
 export type JobReader = Omit<Prisma.TransactionClient, `$execute${string}`>;
 
+/** The run `durable-fetch reconcile` compares. */
+export interface ReconciledRun {
+  sourceId: string;
+  fetchRunId: string;
+  /** `YYYY-MM-DD`. */
+  businessDate: string;
+}
+
 /**
  * What `durable-fetch reconcile` needs to compare a run's business rows with its page events and
  * with the partner (whose records it reads with `fetchPage`).
@@ -154,10 +162,10 @@ export type JobReader = Omit<Prisma.TransactionClient, `$execute${string}`>;
 export interface RecordsReconcile {
   /** The record ids a page event lists; undefined for an event that is not a page's. */
   listedIds(event: { topic: string; payload: unknown }): readonly string[] | undefined;
-  /** Of `ids`, those that have a business row of the source. */
-  existingIds(db: JobReader, sourceId: string, ids: readonly string[]): Promise<string[]>;
+  /** Of `ids`, those that have a business row for the run's source (and date, where rows have one). */
+  existingIds(db: JobReader, run: ReconciledRun, ids: readonly string[]): Promise<string[]>;
   /** Ids of the business rows the run wrote last. */
-  runIds(db: JobReader, run: { sourceId: string; fetchRunId: string }): Promise<string[]>;
+  runIds(db: JobReader, run: ReconciledRun): Promise<string[]>;
 }
 
 export interface JobDefinition<Config = Record<string, never>, R = Record<string, unknown>> {

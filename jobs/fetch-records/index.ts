@@ -47,9 +47,9 @@ export const fetchRecordsJob = defineJob<Record<string, never>, PartnerRecord>({
       const ids = (event.payload as { externalIds?: unknown } | null)?.externalIds;
       return Array.isArray(ids) ? ids.filter((id): id is string => typeof id === 'string') : [];
     },
-    async existingIds(db, sourceId, ids) {
+    async existingIds(db, run, ids) {
       const rows = await db.fetchedRecord.findMany({
-        where: { sourceId, externalId: { in: [...ids] } },
+        where: { sourceId: run.sourceId, externalId: { in: [...ids] } },
         select: { externalId: true },
       });
       return rows.map((r) => r.externalId);
