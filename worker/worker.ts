@@ -3,7 +3,12 @@
  * task queue.
  */
 import { createRequire } from 'node:module';
-import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import {
+  type NativeConnection,
+  type ReplayWorkerOptions,
+  Worker,
+  type WorkerOptions,
+} from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities/index.ts';
 import { activityLogContext, logContextSinks } from '../activities/log-context.ts';
 
@@ -18,6 +23,19 @@ export const WORKFLOWS_PATH = require.resolve('../workflows/index.ts');
  * `bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES })`.
  */
 export const WORKFLOW_INTERCEPTOR_MODULES = [require.resolve('../workflows/interceptors.ts')];
+
+/**
+ * What `Worker.runReplayHistories` needs to run workflow code as {@link buildWorker}'s worker does:
+ * the same workflows, workflow interceptors and sinks. The replay gate (test/workflow-replay.test.ts,
+ * docs/versioning.md) uses it, so a change here reaches both.
+ */
+export function replayWorkerOptions(): ReplayWorkerOptions {
+  return {
+    workflowsPath: WORKFLOWS_PATH,
+    interceptors: { workflowModules: WORKFLOW_INTERCEPTOR_MODULES },
+    sinks: logContextSinks,
+  };
+}
 
 export interface BuildWorkerOptions {
   connection: NativeConnection;
