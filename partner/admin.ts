@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { EventFilter, EventStore } from './events.ts';
-import { type FaultInjector, InvalidFaultSpecError } from './faults.ts';
+import { InvalidFaultSpecError } from './fault-spec.ts';
+import type { FaultInjector } from './faults.ts';
 import { HttpError, readJsonBody, sendJson } from './http-io.ts';
 import type { Ledger, LedgerFilter } from './ledger.ts';
 import { SUBMISSION_ACTIONS, type SubmissionAction, type SubmissionStore } from './submissions.ts';

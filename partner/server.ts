@@ -2,7 +2,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { handleAdmin } from './admin.ts';
 import { handleEvents, type EventsContext } from './events-route.ts';
 import { EventStore } from './events.ts';
-import { FaultInjector, MAX_DELAY_MS } from './faults.ts';
+import { MAX_DELAY_MS } from './fault-kinds.ts';
+import { FaultInjector } from './faults.ts';
 import { HttpError, sendError, sendJson } from './http-io.ts';
 import { Ledger } from './ledger.ts';
 import { handleRecords, type RecordsContext } from './records-route.ts';
