@@ -2,8 +2,8 @@
 // `POST /journal-entries` (every call a new one) and can only undo by voiding. There is no confirm
 // step: posting is final, so a client that retries blindly after a lost answer books twice.
 
-/** Longest `reference` and `account` a journal entry accepts. */
-export const MAX_JOURNAL_TEXT_LENGTH = 200;
+/** Longest `account` of a journal line (a `reference` has the submissions' limit, `MAX_REFERENCE_LENGTH`). */
+export const MAX_ACCOUNT_LENGTH = 200;
 
 /** Most lines one journal entry may have. */
 export const MAX_JOURNAL_LINES = 100;
