@@ -1,9 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { EventFilter, EventStore } from './events.ts';
-import { type FaultInjector, InvalidFaultSpecError } from './faults.ts';
+import { InvalidFaultSpecError } from './fault-spec.ts';
+import type { FaultInjector } from './faults.ts';
 import { HttpError, readJsonBody, sendJson } from './http-io.ts';
-import type { Ledger, LedgerFilter } from './ledger.ts';
-import { SUBMISSION_ACTIONS, type SubmissionAction, type SubmissionStore } from './submissions.ts';
+import { JOURNAL_ACTIONS, type JournalStore } from './journal.ts';
+import type { EffectAction, Ledger, LedgerFilter } from './ledger.ts';
+import { SUBMISSION_ACTIONS, type SubmissionStore } from './submissions.ts';
+
+/** Every action of the effect routes, each once (both have `void` and `lookup`). */
+const EFFECT_ACTIONS: readonly EffectAction[] = [...new Set([...SUBMISSION_ACTIONS, ...JOURNAL_ACTIONS])];
 
 function methodNotAllowed(allowed: string[]): HttpError {
   return new HttpError(405, 'method_not_allowed', `use ${allowed.join(' or ')}`);
@@ -15,6 +20,7 @@ export interface AdminContext {
   faults: FaultInjector;
   events: EventStore;
   submissions: SubmissionStore;
+  journal: JournalStore;
 }
 
 function ledgerFilter(query: URLSearchParams): LedgerFilter {
@@ -25,16 +31,16 @@ function ledgerFilter(query: URLSearchParams): LedgerFilter {
   }
   const action = query.get('action');
   if (action) {
-    if (!isSubmissionAction(action)) {
-      throw new HttpError(400, 'invalid_filter', `"action" must be one of ${SUBMISSION_ACTIONS.join(', ')}`);
+    if (!isEffectAction(action)) {
+      throw new HttpError(400, 'invalid_filter', `"action" must be one of ${EFFECT_ACTIONS.join(', ')}`);
     }
     filter.action = action;
   }
   return filter;
 }
 
-function isSubmissionAction(value: string): value is SubmissionAction {
-  return (SUBMISSION_ACTIONS as readonly string[]).includes(value);
+function isEffectAction(value: string): value is EffectAction {
+  return (EFFECT_ACTIONS as readonly string[]).includes(value);
 }
 
 function eventFilter(query: URLSearchParams): EventFilter {
@@ -65,7 +71,10 @@ async function addFault(req: IncomingMessage, res: ServerResponse, faults: Fault
  * - `GET /_admin/events[?aggregateId=&topic=]` → `{ events, deliveries, duplicates }` (applied events
  *   in applied order; both counts for the same filter, see `EventStore`), `DELETE /_admin/events`;
  * - `GET /_admin/submissions[?reference=]` → `{ submissions }` (any status, oldest first, with their
- *   summaries), `DELETE /_admin/submissions`.
+ *   summaries), `DELETE /_admin/submissions`;
+ * - `GET /_admin/journal-entries[?reference=]` → `{ entries, effects }` (entries any status, oldest
+ *   first; effects: every post and every void that changed an entry, `{ seq, at, action, entryId,
+ *   reference }`, oldest first), `DELETE /_admin/journal-entries` (clears both).
  * DELETEs answer `{ cleared: n }`. Throws `HttpError` (400 bad JSON or spec, 404, 405) for the
  * caller to answer.
  */
@@ -73,7 +82,7 @@ export async function handleAdmin(
   req: IncomingMessage,
   res: ServerResponse,
   url: URL,
-  { ledger, faults, events, submissions }: AdminContext,
+  { ledger, faults, events, submissions, journal }: AdminContext,
 ): Promise<void> {
   switch (url.pathname) {
     case '/_admin/ledger':
@@ -118,6 +127,14 @@ export async function handleAdmin(
       }
       if (req.method === 'DELETE') return sendJson(res, 200, { cleared: submissions.clear() });
       throw methodNotAllowed(['GET', 'DELETE']);
+    case '/_admin/journal-entries': {
+      const reference = url.searchParams.get('reference') || undefined;
+      if (req.method === 'GET') {
+        return sendJson(res, 200, { entries: journal.list(reference), effects: journal.effects(reference) });
+      }
+      if (req.method === 'DELETE') return sendJson(res, 200, { cleared: journal.clear() });
+      throw methodNotAllowed(['GET', 'DELETE']);
+    }
     default:
       throw new HttpError(404, 'not_found', `no admin route ${url.pathname}`);
   }

@@ -1,16 +1,17 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import type { EventStore, PartnerEvent } from './events.ts';
-import type { ActiveFault } from './faults.ts';
+import { type DelayContext, delayFault } from './delay-fault.ts';
+import type { ActiveFault, FaultInjector } from './faults.ts';
 import { HttpError, readJsonBody, sendJson } from './http-io.ts';
 import type { LedgerInput } from './ledger.ts';
-import { delayFault, type RecordsContext } from './records-route.ts';
 
 /** Longest `Idempotency-Key` (= event id) accepted. */
 export const MAX_EVENT_ID_LENGTH = 200;
 
 /** What the events route needs from the server. */
-export interface EventsContext extends Pick<RecordsContext, 'ledger' | 'faults' | 'delay' | 'isClosing'> {
+export interface EventsContext extends DelayContext {
+  faults: FaultInjector;
   events: EventStore;
 }
 
@@ -131,6 +132,9 @@ export async function handleEvents(
     case 'malformed':
     case 'schema':
     case 'oversize':
+    case 'loop':
+    case 'empty_page':
+    case 'overfull':
       // parseFaultSpec refuses these kinds for route "events".
       throw new Error(`fault kind ${kind} is not supported on /events`);
     default: {

@@ -1,6 +1,10 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import type { JournalAction } from './journal.ts';
 import type { SubmissionAction } from './submissions.ts';
+
+/** What a request on an effect route (submissions, journal) does. */
+export type EffectAction = SubmissionAction | JournalAction;
 
 /** One request the partner served (or deliberately failed). Never holds credentials. */
 export interface LedgerEntry {
@@ -15,6 +19,8 @@ export interface LedgerEntry {
   date?: string;
   /** Cursor as sent by the client; null for a first-page request. Only on records requests. */
   cursor?: string | null;
+  /** `starting_after` as sent by the client; null for a first-page request. Only on rates requests. */
+  startingAfter?: string | null;
   /** HTTP status sent; 0 when no response was sent (reset, truncate). */
   status: number;
   /** Value of the `Idempotency-Key` header, when present. */
@@ -32,19 +38,27 @@ export interface LedgerEntry {
    * already applied; absent when no event was applied or recognised (a fault or an invalid request).
    */
   duplicate?: boolean;
-  /** Submissions routes only: what the request does (absent when the path or method names none). */
-  action?: SubmissionAction;
-  /** Submissions routes only: the submitted reference, the target submission's, or the looked-up one. */
+  /**
+   * Effect routes (submissions, journal) only: what the request does (absent when the path or
+   * method names none).
+   */
+  action?: EffectAction;
+  /**
+   * Effect routes only: the submitted or posted reference, the target submission's or entry's, or
+   * the looked-up one.
+   */
   reference?: string;
   /** Submissions routes only: the submission concerned, when known (for a submit, once created). */
   submissionId?: string;
+  /** Journal routes only: the journal entry concerned, when known (for a post, once created). */
+  journalEntryId?: string;
   /**
-   * Submissions routes only: true when this request created a submission or changed its status
-   * (also when a fault then failed, lost or delayed the answer), false otherwise.
+   * Effect routes only: true when this request created a submission or journal entry or changed
+   * its status (also when a fault then failed, lost or delayed the answer), false otherwise.
    */
   effect?: boolean;
   /**
-   * Submissions routes only: true when the partner processed the request after its client had left
+   * Effect routes only: true when the partner processed the request after its client had left
    * (a late effect, see `FaultKind`); `effect` says whether that changed anything. The entry keeps
    * status 499 and fault `client_closed`: the client never got an answer.
    */
@@ -66,11 +80,12 @@ export interface LedgerFilter {
   sourceId?: string;
   date?: string;
   cursor?: string | null;
+  startingAfter?: string | null;
   status?: number;
   fault?: string;
   topic?: string;
   aggregateId?: string;
-  action?: SubmissionAction;
+  action?: EffectAction;
   reference?: string;
 }
 
@@ -83,6 +98,7 @@ function matches(entry: LedgerEntry, filter: LedgerFilter): boolean {
     (filter.sourceId === undefined || entry.sourceId === filter.sourceId) &&
     (filter.date === undefined || entry.date === filter.date) &&
     (filter.cursor === undefined || entry.cursor === filter.cursor) &&
+    (filter.startingAfter === undefined || entry.startingAfter === filter.startingAfter) &&
     (filter.status === undefined || entry.status === filter.status) &&
     (filter.fault === undefined || entry.fault === filter.fault) &&
     (filter.topic === undefined || entry.topic === filter.topic) &&

@@ -3,8 +3,8 @@ import { startPartner } from './server.ts';
 
 /**
  * Standalone demo partner:
- * `tsx partner/main.ts [--port 4010] [--host 127.0.0.1] [--ledger-file path] [--late-effect-ms n]`
- * (`--late-effect-ms`: see `PartnerOptions.lateEffectMs`).
+ * `tsx partner/main.ts [--port 4010] [--host 127.0.0.1] [--ledger-file path] [--late-effect-ms n]
+ * [--rates-token t]` (see `PartnerOptions.lateEffectMs` and `PartnerOptions.ratesToken`).
  * Runs until SIGINT/SIGTERM, then closes cleanly. Exits 1 on bad arguments or a bind error.
  */
 async function main(): Promise<void> {
@@ -14,6 +14,7 @@ async function main(): Promise<void> {
       host: { type: 'string', default: '127.0.0.1' },
       'ledger-file': { type: 'string' },
       'late-effect-ms': { type: 'string', default: '0' },
+      'rates-token': { type: 'string' },
     },
   });
   const partner = await startPartner({
@@ -21,6 +22,7 @@ async function main(): Promise<void> {
     host: values.host,
     ledgerFile: values['ledger-file'],
     lateEffectMs: Number(values['late-effect-ms']),
+    ratesToken: values['rates-token'],
   });
   process.stdout.write(`demo partner API listening on ${partner.url}\n`);
   const stop = (): void => {

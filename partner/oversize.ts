@@ -1,7 +1,6 @@
-// The `oversize` fault's body: a real records page made huge with padding, written chunk by chunk
-// as the client takes it, so the partner never holds the whole body in memory.
+// The `oversize` fault's body: a real page (of records, of rates) made huge with padding, written
+// chunk by chunk as the client takes it, so the partner never holds the whole body in memory.
 import type { ServerResponse } from 'node:http';
-import type { RecordsPage } from './records.ts';
 
 /** One chunk of padding, shared by every write (the partner never builds the padding as a string). */
 const PADDING = Buffer.alloc(64 * 1024, 'x');
@@ -18,14 +17,15 @@ interface Layout {
 }
 
 /**
- * Lays `page` out at `bytes` bytes: every record gets a `padding` string (the page itself, when it
- * has no records), their lengths sharing what the page lacks. Pure. A page already longer than
- * `bytes` keeps empty paddings.
+ * Lays `page` out at `bytes` bytes: every item of its `itemsKey` array (objects) gets a `padding`
+ * string (the page itself, when it has no items), their lengths sharing what the page lacks. Pure.
+ * A page already longer than `bytes` keeps empty paddings.
  */
-export function layoutOversizePage(page: RecordsPage, bytes: number): Layout {
+export function layoutOversizePage(page: object, itemsKey: string, bytes: number): Layout {
+  const items: unknown = (page as Record<string, unknown>)[itemsKey];
   const marked =
-    page.records.length > 0
-      ? { ...page, records: page.records.map((r) => ({ ...r, padding: MARK })) }
+    Array.isArray(items) && items.length > 0
+      ? { ...page, [itemsKey]: items.map((item: object) => ({ ...item, padding: MARK })) }
       : { ...page, padding: MARK };
   const parts = JSON.stringify(marked)
     .split(MARK_IN_JSON)
@@ -63,18 +63,20 @@ function drained(res: ServerResponse): Promise<void> {
 }
 
 /**
- * Sends `page` as a 200 of about `bytes` bytes (see {@link layoutOversizePage}), honouring
+ * Sends `page` as a 200 of about `bytes` bytes, its `itemsKey` items padded (see
+ * {@link layoutOversizePage}), honouring
  * backpressure, and stops as soon as the client is gone. Resolves with the body's size and the
  * body bytes handed to the connection (at most one chunk more than the socket took). Side effect:
  * writes and ends `res`; never rejects.
  */
 export async function sendOversizePage(
   res: ServerResponse,
-  page: RecordsPage,
+  page: object,
+  itemsKey: string,
   bytes: number,
   contentLength: boolean,
 ): Promise<{ bodyBytes: number; bytesSent: number }> {
-  const layout = layoutOversizePage(page, bytes);
+  const layout = layoutOversizePage(page, itemsKey, bytes);
   res.writeHead(200, {
     'content-type': 'application/json; charset=utf-8',
     ...(contentLength ? { 'content-length': String(layout.bodyBytes) } : {}),

@@ -2,9 +2,14 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { handleAdmin } from './admin.ts';
 import { handleEvents, type EventsContext } from './events-route.ts';
 import { EventStore } from './events.ts';
-import { FaultInjector, MAX_DELAY_MS } from './faults.ts';
+import { MAX_DELAY_MS } from './fault-kinds.ts';
+import { FaultInjector } from './faults.ts';
 import { HttpError, sendError, sendJson } from './http-io.ts';
+import { handleJournal, isJournalPath, type JournalContext } from './journal-route.ts';
+import { JournalStore } from './journal.ts';
 import { Ledger } from './ledger.ts';
+import { handleRates, RATES_PATH, type RatesContext } from './rates-route.ts';
+import { DEFAULT_RATE_PAIRS } from './rates.ts';
 import { handleRecords, type RecordsContext } from './records-route.ts';
 import { defaultRecordCount } from './records.ts';
 import { handleSubmissions, isSubmissionsPath, type SubmissionsContext } from './submissions-route.ts';
@@ -19,6 +24,17 @@ export interface PartnerOptions {
   recordCount?: (sourceId: string, date: string) => number;
   /** Max records per response page; default 50. Clients may ask for less with ?limit= (1..500). */
   maxPageSize?: number;
+  /**
+   * Number of currency pairs `GET /rates` lists for a date (clamped to 0..240); default 56 (the
+   * 8 × 7 pairs of EUR, USD, GBP, JPY, CHF, CAD, AUD, SEK). A count n·(n−1) lists exactly the pairs
+   * of the first n currencies.
+   */
+  ratePairCount?: (date: string) => number;
+  /**
+   * The bearer token `GET /rates` requires (`Authorization: Bearer <token>`); default: any
+   * non-empty bearer token. The other routes only record whether an `Authorization` header came.
+   */
+  ratesToken?: string;
   /** Append every ledger entry as a JSON line to this file (operators can count effects after a restart). */
   ledgerFile?: string;
   /**
@@ -45,12 +61,17 @@ export interface PartnerServer {
    * instance as the admin API).
    */
   submissions: SubmissionStore;
+  /**
+   * Journal entries posted by `POST /journal-entries` (never deduplicated), voided by id, with the
+   * effects ledger of every post and void (same instance as the admin API).
+   */
+  journal: JournalStore;
   /** Stops accepting, ends keep-alive sockets and pending delayed responses; resolves when closed. */
   close(): Promise<void>;
 }
 
 /** Everything the routes share. */
-type PartnerContext = RecordsContext & EventsContext & SubmissionsContext;
+type PartnerContext = RecordsContext & EventsContext & SubmissionsContext & RatesContext & JournalContext;
 
 const RECORDS_ROUTE = /^\/sources\/([^/]+)\/records$/;
 const SOURCE_ID = /^[A-Za-z0-9._~:-]{1,128}$/;
@@ -82,6 +103,8 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: PartnerCont
   try {
     if (url.pathname === '/events') return await handleEvents(req, res, url, ctx);
     if (isSubmissionsPath(url.pathname)) return await handleSubmissions(req, res, url, ctx);
+    if (url.pathname === RATES_PATH) return await handleRates(req, res, url, ctx);
+    if (isJournalPath(url.pathname)) return await handleJournal(req, res, url, ctx);
     const match = RECORDS_ROUTE.exec(url.pathname);
     if (!match?.[1]) throw new HttpError(404, 'not_found', `no route ${req.method} ${url.pathname}`);
     await handleRecords(req, res, url, decodeSourceId(match[1]), ctx);
@@ -93,7 +116,10 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: PartnerCont
 }
 
 function validateOptions(options: PartnerOptions): void {
-  const { port, maxPageSize, lateEffectMs } = options;
+  const { port, maxPageSize, lateEffectMs, ratesToken } = options;
+  if (ratesToken !== undefined && !/^\S+$/.test(ratesToken)) {
+    throw new RangeError('ratesToken must be a non-empty string without whitespace');
+  }
   if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
     throw new RangeError(`port must be an integer in 0..65535, got ${port}`);
   }
@@ -121,8 +147,10 @@ function listen(server: Server, port: number, host: string): Promise<number> {
 
 /**
  * Starts the demo partner API: deterministic records, a webhook endpoint applying each event once
- * (`POST /events`), a non-idempotent submissions API (`/submissions`, see `handleSubmissions`), a
- * ledger counting every request served and fault injection. Resolves once listening; rejects on
+ * (`POST /events`), a non-idempotent submissions API (`/submissions`, see `handleSubmissions`),
+ * deterministic exchange rates as a Stripe-style list (`GET /rates`, see `handleRates`), a
+ * non-idempotent journal API (`/journal-entries`, see `handleJournal`), a ledger counting every
+ * request served and fault injection. Resolves once listening; rejects on
  * invalid options or a bind error (e.g. EADDRINUSE). Side effects: binds a port; with `ledgerFile`, appends to that file.
  */
 export async function startPartner(options: PartnerOptions = {}): Promise<PartnerServer> {
@@ -137,6 +165,9 @@ export async function startPartner(options: PartnerOptions = {}): Promise<Partne
     faults: new FaultInjector(),
     events: new EventStore(),
     submissions: new SubmissionStore(),
+    journal: new JournalStore(),
+    ratePairCount: options.ratePairCount ?? (() => DEFAULT_RATE_PAIRS),
+    ratesToken: options.ratesToken,
     recordCount: options.recordCount ?? defaultRecordCount,
     maxPageSize: options.maxPageSize ?? 50,
     lateEffectMs: options.lateEffectMs ?? 0,
@@ -169,6 +200,7 @@ export async function startPartner(options: PartnerOptions = {}): Promise<Partne
     faults: ctx.faults,
     events: ctx.events,
     submissions: ctx.submissions,
+    journal: ctx.journal,
     close: () => {
       // Order matters: cancel delayed responses first so none fires into a closing server, then
       // stop accepting, then drop every socket (idle keep-alive ones would otherwise hold close()).

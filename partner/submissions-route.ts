@@ -1,9 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
-import type { ActiveFault, SubmissionsFaultTarget } from './faults.ts';
+import {
+  type EffectContext,
+  errorOutcome,
+  type Outcome,
+  type Prepared,
+  serveEffect,
+} from './effect-route.ts';
 import { HttpError, readJsonBody, sendJson } from './http-io.ts';
 import type { LedgerInput } from './ledger.ts';
-import { delayFault, type RecordsContext } from './records-route.ts';
 import {
   MAX_REFERENCE_LENGTH,
   type Submission,
@@ -17,13 +22,8 @@ export const SUBMISSIONS_PATH = '/submissions';
 const ACTION_ROUTE = /^\/submissions\/([^/]+)\/(confirm|void)$/;
 
 /** What the submissions routes need from the server. */
-export interface SubmissionsContext extends Pick<
-  RecordsContext,
-  'ledger' | 'faults' | 'delay' | 'isClosing'
-> {
+export interface SubmissionsContext extends EffectContext {
   submissions: SubmissionStore;
-  /** The server's late-effect window for `before` delays (0 = off); a fault's own overrides it. */
-  lateEffectMs: number;
 }
 
 /** Body of `POST /submissions`; unknown extra fields are ignored. */
@@ -42,34 +42,6 @@ export function isSubmissionsPath(pathname: string): boolean {
 
 function receipt({ summary: _summary, ...rest }: Submission): SubmissionReceipt {
   return rest;
-}
-
-/** The normal answer of a request and whether computing it was an effect. */
-interface Outcome {
-  status: number;
-  body: unknown;
-  /** True when this request created a submission or changed one's status. */
-  effect: boolean;
-  submissionId?: string;
-  reference?: string;
-}
-
-function errorOutcome(error: HttpError, facts: Partial<Outcome> = {}): Outcome {
-  return {
-    ...facts,
-    status: error.status,
-    body: { error: error.code, message: error.message },
-    effect: false,
-  };
-}
-
-/** A well-formed request on a known target: what a fault matches on and what applying it does. */
-interface Prepared {
-  target: SubmissionsFaultTarget;
-  /** Facts known before the effect (recorded even when a fault stops it). */
-  facts: Pick<LedgerInput, 'reference' | 'submissionId'>;
-  /** Performs the effect (if any) against the store as it is now, and computes the answer. */
-  apply: () => Outcome;
 }
 
 function confirmOrVoid(store: SubmissionStore, action: 'confirm' | 'void', id: string): Outcome {
@@ -129,105 +101,6 @@ function decodeId(segment: string): string {
     return decodeURIComponent(segment);
   } catch {
     throw new HttpError(404, 'not_found', 'no submission with that id');
-  }
-}
-
-/** `entry` with what computing the outcome found out (reference, submission id, effect, status). */
-function withOutcome(entry: LedgerInput, outcome: Outcome): LedgerInput {
-  return {
-    ...entry,
-    ...(outcome.reference === undefined ? {} : { reference: outcome.reference }),
-    ...(outcome.submissionId === undefined ? {} : { submissionId: outcome.submissionId }),
-    status: outcome.status,
-    effect: outcome.effect,
-  };
-}
-
-/** Records the outcome (with the fault's kind, if any) and sends it unless the client is gone. */
-function answer(
-  res: ServerResponse,
-  entry: LedgerInput,
-  outcome: Outcome,
-  ctx: SubmissionsContext,
-  fault: ActiveFault | undefined,
-): void {
-  ctx.ledger.record({ ...withOutcome(entry, outcome), ...(fault ? { fault: fault.kind } : {}) });
-  if (!res.destroyed) sendJson(res, outcome.status, outcome.body);
-}
-
-/** With the effect already applied (`after`) or not (`before`), answers as `fault` says. */
-async function applyFault(
-  req: IncomingMessage,
-  res: ServerResponse,
-  base: LedgerInput,
-  prepared: Prepared,
-  fault: ActiveFault,
-  ctx: SubmissionsContext,
-): Promise<void> {
-  const after = fault.phase === 'after';
-  // The effect of an `after` fault happens first, whatever the fault then does to the answer.
-  const done = after ? prepared.apply() : undefined;
-  const entry: LedgerInput = {
-    ...base,
-    ...prepared.facts,
-    ...(done?.reference === undefined ? {} : { reference: done.reference }),
-    ...(done?.submissionId === undefined ? {} : { submissionId: done.submissionId }),
-    effect: done?.effect ?? false,
-  };
-  const kind = fault.kind;
-  switch (kind) {
-    case 'status': {
-      const status = fault.status ?? 503;
-      ctx.ledger.record({ ...entry, status, fault: kind });
-      const headers: Record<string, string> = fault.retryAfter ? { 'retry-after': fault.retryAfter } : {};
-      sendJson(res, status, { error: 'injected_fault', message: `injected status ${status}` }, headers);
-      return;
-    }
-    case 'reset':
-      ctx.ledger.record({ ...entry, status: 0, fault: kind });
-      req.socket.resetAndDestroy();
-      return;
-    case 'delay': {
-      // Late effects are a `before` matter: an `after` request has had its effect already.
-      const lateEffectMs = after ? 0 : (fault.lateEffectMs ?? ctx.lateEffectMs);
-      // A client leaving during the wait is recorded by delayFault (499 `client_closed`, with this
-      // entry's effect), unless it left late enough for a late effect; either is the only entry.
-      const end = await delayFault(res, entry, ctx, fault.delayMs ?? 0, lateEffectMs);
-      if (!end.fired) {
-        // Cancelled by close(): a `before` request never reached processing and leaves no entry
-        // (but one whose client had left still counts as that client's 499); an `after` one did
-        // its effect, which the ledger must count.
-        if (done) ctx.ledger.record({ ...entry, status: 0, fault: kind });
-        else if (end.client === 'late') ctx.ledger.record({ ...entry, status: 499, fault: 'client_closed' });
-        req.socket.destroy();
-        return;
-      }
-      // A `before` request whose client left early timed out before any effect: apply nothing.
-      if (end.client === 'dropped') return;
-      if (end.client === 'late') {
-        // The partner finishes what it started although nobody waits for the answer.
-        const outcome = prepared.apply();
-        ctx.ledger.record({
-          ...withOutcome(entry, outcome),
-          status: 499,
-          fault: 'client_closed',
-          late: true,
-        });
-        return;
-      }
-      answer(res, entry, done ?? prepared.apply(), ctx, fault);
-      return;
-    }
-    case 'truncate':
-    case 'malformed':
-    case 'schema':
-    case 'oversize':
-      // parseFaultSpec refuses these kinds for route "submissions".
-      throw new Error(`fault kind ${kind} is not supported on /submissions`);
-    default: {
-      const unknownKind: never = kind;
-      throw new Error(`unhandled fault kind ${String(unknownKind)}`);
-    }
   }
 }
 
@@ -292,7 +165,5 @@ export async function handleSubmissions(
     if (error instanceof HttpError) return fail(error);
     throw error;
   }
-  const fault = ctx.faults.take(prepared.target);
-  if (!fault) return answer(res, { ...base, ...prepared.facts }, prepared.apply(), ctx, undefined);
-  await applyFault(req, res, { ...base, ...prepared.facts }, prepared, fault, ctx);
+  await serveEffect(req, res, base, prepared, ctx, SUBMISSIONS_PATH);
 }

@@ -1,0 +1,100 @@
+// The vocabulary of fault injection: which kinds of fault exist, which routes they hit, their limits.
+
+/**
+ * What an injected fault does to a matching request:
+ * - `status`: respond with `status` (and `Retry-After: retryAfter` when given), body untouched by the app;
+ *   on the read routes (records, rates) the JSON body's `message` is `body` when given (e.g. to
+ *   test that an error body carrying a token never reaches a log or a record);
+ * - `reset`: destroy the socket with a TCP RST, no response;
+ * - `delay`: wait `delayMs`, then respond normally (lets clients hit their response timeout);
+ * - `truncate`: send headers and half the body, then destroy the socket.
+ * On the events route a `status` or `reset` fault leaves the event unapplied; `delay` applies it
+ * after the wait. Only these three kinds are valid there.
+ * On the effect routes (submissions, journal; also only these three kinds) the fault's `phase`
+ * decides whether the effect (create, confirm, post, void) happens: `before` (default) faults hit
+ * before it (`status`/`reset`: no effect; `delay`: the effect happens after the wait, unless the
+ * client left or the partner closed meanwhile), `after` faults hit once it happened (`status`: an
+ * error answer for a done effect; `reset`: a lost answer; `delay`: the answer after the wait, if
+ * the client is still there).
+ * Late effects, as real partners have them: with a late-effect window (`lateEffectMs` of the fault,
+ * else of the server; 0 = off), a `before` delay whose client leaves at most that long before the
+ * wait ends is still processed when the wait ends, as if the partner had not noticed. Its one
+ * ledger entry is still the 499 `client_closed` one, recorded then, with `late: true`, the
+ * submission or journal entry id and `effect: true` when the request changed something. A client
+ * leaving earlier than that, or a partner closing before the wait ends, drops the request as
+ * without the window.
+ */
+/**
+ * `malformed`: 200 with a body that is not JSON; `schema`: 200 with JSON of the wrong shape;
+ * `oversize` (read routes only): 200 with the normal page, syntactically valid, whose items
+ * carry a `padding` string making the body `bytes` long (at least the page itself), streamed in
+ * chunks as the client reads, with a `Content-Length` only when `contentLength` is true. It is
+ * recorded once the body ended or the client left, with `bodyBytes` and `bytesSent`.
+ * The hostile pagination of Stripe-style lists (rates route only), each a well-formed 200:
+ * - `loop`: the page that ends with the `starting_after` item (the same last item again; on a
+ *   first page the normal first page), always `has_more: true`, so a client following the cursor
+ *   asks for the same `starting_after` for as long as the fault lasts (give it a large `times`);
+ * - `empty_page`: `data: []` with `has_more: true` (there is no last item to continue from);
+ * - `overfull`: `extraItems` (default 1) more items than `limit` asked for, as far as the list has
+ *   them, `has_more` true exactly when items remain after the last one sent.
+ */
+export type FaultKind =
+  | 'status'
+  | 'reset'
+  | 'delay'
+  | 'truncate'
+  | 'malformed'
+  | 'schema'
+  | 'oversize'
+  | 'loop'
+  | 'empty_page'
+  | 'overfull';
+
+/**
+ * The route a fault hits: `GET /sources/:sourceId/records`, `POST /events`, the submissions
+ * routes (`POST /submissions`, `POST /submissions/:id/confirm|void`, `GET /submissions?reference=`),
+ * `GET /rates`, or the journal routes (`POST /journal-entries`, `POST /journal-entries/:id/void`,
+ * `GET /journal-entries?reference=`).
+ */
+export type FaultRoute = 'records' | 'events' | 'submissions' | 'rates' | 'journal';
+
+/** Whether a fault on an effect route (submissions, journal) hits before the effect or after it. */
+export type FaultPhase = 'before' | 'after';
+
+/** Every `FaultKind`, e.g. for validation. */
+export const FAULT_KINDS = [
+  'status',
+  'reset',
+  'delay',
+  'truncate',
+  'malformed',
+  'schema',
+  'oversize',
+  'loop',
+  'empty_page',
+  'overfull',
+] as const satisfies readonly FaultKind[];
+
+/** Fault kinds valid on the events route. */
+export const EVENTS_FAULT_KINDS: readonly FaultKind[] = ['status', 'reset', 'delay'];
+
+/** Fault kinds valid on the submissions route. */
+export const SUBMISSIONS_FAULT_KINDS: readonly FaultKind[] = ['status', 'reset', 'delay'];
+
+/** Fault kinds valid on the journal route: those of the submissions route, whose machinery it shares. */
+export const JOURNAL_FAULT_KINDS: readonly FaultKind[] = SUBMISSIONS_FAULT_KINDS;
+
+/** Fault kinds only the rates route takes (its hostile pagination). */
+export const LIST_FAULT_KINDS: readonly FaultKind[] = ['loop', 'empty_page', 'overfull'];
+
+/** Longest `body` of a `status` fault. */
+export const MAX_FAULT_BODY_LENGTH = 2000;
+
+/** Largest body of an `oversize` fault (`bytes`). */
+export const MAX_OVERSIZE_BYTES = 200_000_000;
+
+/** Longest wait of a `delay` fault, and longest late-effect window (`lateEffectMs`). */
+export const MAX_DELAY_MS = 600_000;
+
+/** Most surplus items of an `overfull` fault (`extraItems`). */
+export const MAX_EXTRA_ITEMS = 1000;
