@@ -1,0 +1,158 @@
+/**
+ * The job test kit: runs a job's pages through the real engine — the run's shared Temporal dev
+ * server, a fresh migrated PostgreSQL database, a real worker on its own task queue — against a
+ * partner the test controls. A team tests its own job in a few lines (docs/jobs.md):
+ *
+ *   const kit = await jobTestKit({ jobs: [myJob], secrets: { DF_SECRET_ACME: 'tok' } });
+ *   await kit.addSource({ id: 'acme-kit', job: 'acme', baseUrl: partner.url, credentialsRef: 'DF_SECRET_ACME' });
+ *   const run = await kit.run('acme-kit', '2026-11-20');   // waits for the run to end
+ *   assert.equal(run.status, 'succeeded');
+ *   await kit.close();
+ */
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import type { AnyJob } from '../../activities/job-api/index.ts';
+import { createJobRegistry } from '../../activities/job-api/registry.ts';
+import type { FetchRun, Prisma, PrismaClient } from '../../prisma/generated/client.ts';
+import { startFetch } from '../../client/start-fetch.ts';
+import type { fetchRecordsWorkflow } from '../../workflows/fetch-records.ts';
+import type { ActivityDeps } from '../../activities/index.ts';
+import { useTestDatabase, type TestDatabase } from './database.ts';
+import { createSource, testDeps } from './deps.ts';
+import { testClient, testWorker, type TestWorker } from './temporal.ts';
+
+export interface JobKitOptions {
+  /** The jobs the worker registers (default: the deployment's, jobs/index.ts). */
+  jobs?: readonly AnyJob[];
+  /** `DF_SECRET_*` references and the secrets they resolve to, for this kit's worker only. */
+  secrets?: Record<string, string>;
+  /** Anything else of the activities' dependencies (e.g. `partnerPageLimit`, `crashPoint`). */
+  deps?: Partial<ActivityDeps>;
+}
+
+export interface KitSource {
+  id: string;
+  /** The job type (`source.job_type`). */
+  job: string;
+  baseUrl: string;
+  /** The job's config, stored as given (the engine validates it at run time). */
+  config?: Prisma.InputJsonValue;
+  credentialsRef?: string;
+  pageSize?: number;
+  /** Make the job's downstream action at the end of each run. */
+  downstream?: boolean;
+}
+
+/** What a run left: its row, its outbox events and its compensation ledger. */
+export interface KitRun {
+  status: FetchRun['status'];
+  row: FetchRun;
+  result: unknown;
+  /** The failure's DESIGN error type when the run failed (else undefined). */
+  errorType: string | undefined;
+  events: { id: string; topic: string; payload: Prisma.JsonValue }[];
+  actions: { action: string; state: string; partnerId: string | null; attempts: number }[];
+}
+
+export interface JobKit {
+  db: TestDatabase;
+  prisma: PrismaClient;
+  client: Client;
+  worker: TestWorker;
+  addSource(source: KitSource): Promise<void>;
+  /** Starts (or joins) the run of (source, date) and waits for it to end; never throws for a failed run. */
+  run(sourceId: string, date: string): Promise<KitRun>;
+  /** Starts the run and hands its handle to `during` while the worker runs (cancel, signal, inspect). */
+  runWith<T>(
+    sourceId: string,
+    date: string,
+    during: (h: WorkflowHandle<typeof fetchRecordsWorkflow>) => Promise<T>,
+  ): Promise<T>;
+  close(): Promise<void>;
+}
+
+export async function jobTestKit(options: JobKitOptions = {}): Promise<JobKit> {
+  const db = await useTestDatabase();
+  const client = await testClient();
+  const secrets = options.secrets ?? {};
+  const deps = testDeps(db.prisma, {
+    ...(options.jobs ? { jobs: createJobRegistry(options.jobs) } : {}),
+    secret: (ref) => secrets[ref],
+    ...options.deps,
+  });
+  const worker = await testWorker(deps);
+  const ctx = { temporal: client, prisma: db.prisma, taskQueue: worker.taskQueue };
+
+  async function runWith<T>(
+    sourceId: string,
+    date: string,
+    during: (h: WorkflowHandle<typeof fetchRecordsWorkflow>) => Promise<T>,
+  ): Promise<T> {
+    return worker.run(async () => {
+      const started = await startFetch(ctx, { sourceId, date, requestedBy: 'test' });
+      return during(started.handle);
+    });
+  }
+
+  return {
+    db,
+    prisma: db.prisma,
+    client,
+    worker,
+    async addSource(s) {
+      await createSource(db.prisma, s.id, s.baseUrl, {
+        jobType: s.job,
+        ...(s.config === undefined ? {} : { config: s.config }),
+        ...(s.credentialsRef === undefined ? {} : { credentialsRef: s.credentialsRef }),
+        ...(s.pageSize === undefined ? {} : { pageSize: s.pageSize }),
+        submitSummary: s.downstream ?? false,
+      });
+    },
+    runWith,
+    async run(sourceId, date) {
+      const { result, errorType } = await runWith(sourceId, date, async (handle) => {
+        try {
+          return { result: await handle.result(), errorType: undefined };
+        } catch (err) {
+          return { result: undefined, errorType: failureType(err) };
+        }
+      });
+      return outcome(db.prisma, sourceId, date, result, errorType);
+    },
+    async close() {
+      await client.connection.close();
+      await db.drop();
+    },
+  };
+}
+
+/** The DESIGN error type at the bottom of a workflow failure's cause chain. */
+function failureType(err: unknown): string | undefined {
+  let type: string | undefined;
+  for (let e = err as { cause?: unknown; type?: unknown } | undefined; e; e = e.cause as typeof e) {
+    if (typeof e.type === 'string') type = e.type;
+  }
+  return type ?? 'Cancelled';
+}
+
+async function outcome(
+  prisma: PrismaClient,
+  sourceId: string,
+  date: string,
+  result: unknown,
+  errorType: string | undefined,
+): Promise<KitRun> {
+  const row = await prisma.fetchRun.findFirstOrThrow({
+    where: { sourceId, businessDate: new Date(`${date}T00:00:00Z`) },
+  });
+  const events = await prisma.outboxEvent.findMany({
+    where: { aggregateType: 'fetch_run', aggregateId: row.id },
+    select: { id: true, topic: true, payload: true },
+    orderBy: { seq: 'asc' },
+  });
+  const actions = await prisma.downstreamAction.findMany({
+    where: { fetchRunId: row.id },
+    select: { action: true, state: true, partnerId: true, attempts: true },
+    orderBy: [{ round: 'asc' }, { step: 'asc' }],
+  });
+  return { status: row.status, row, result, errorType, events, actions };
+}
