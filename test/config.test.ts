@@ -47,8 +47,8 @@ describe('config', () => {
       worker: { shutdownGraceMs: 20_000, activitySlots: 20 },
       outbox: {
         routes: [
-          { pattern: 'fetch.*', sink: 'webhook' },
           { pattern: 'temporal.start_workflow', sink: 'temporal' },
+          { pattern: '*', sink: 'webhook' },
         ],
         batchSize: 200,
         concurrency: 32,

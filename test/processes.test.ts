@@ -32,7 +32,7 @@ after(async () => {
 });
 
 describe('processes', () => {
-  it('start: brings up partner, worker and the demo run, reports its success, and stops cleanly on SIGINT', async () => {
+  it('start: brings up partner, worker and the runs of both demo jobs, reports their success, and stops cleanly on SIGINT', async () => {
     const partnerPort = await freePort();
     const start = spawnTs(['worker/start.ts'], {
       DATABASE_URL: db.url,
@@ -43,8 +43,13 @@ describe('processes', () => {
     });
     try {
       const [, records, pages] = await start.waitFor(
-        /first run succeeded: (\d+) records in (\d+) pages/,
+        /demo run succeeded: (\d+) records in (\d+) pages/,
         90_000,
+      );
+      // The second job's source runs next to it: its own table, its journal entry downstream.
+      const [, rates, fxPages] = await start.waitFor(
+        /demo-fx run succeeded: (\d+) records in (\d+) pages/,
+        60_000,
       );
       // The publisher relays the run's events to the partner's webhook; wait for all of them
       // (stopping waits only for deliveries in flight, it claims nothing new).
@@ -64,13 +69,24 @@ describe('processes', () => {
       assert.equal((run.payload as { requestedBy: string }).requestedBy, 'npm-start');
       assert.equal(await db.prisma.fetchedRecord.count({ where: { sourceId: 'demo' } }), Number(records));
       assert.equal(await db.prisma.outboxEvent.count({ where: { aggregateId: run.id } }), Number(pages) + 1);
-      // The run was started transactionally: one start command, relayed, with the run id recorded.
-      const [command, ...more] = await db.prisma.outboxEvent.findMany({
+      const fx = await db.prisma.fetchRun.findFirstOrThrow({ where: { sourceId: 'demo-fx' } });
+      assert.deepEqual(
+        [fx.status, fx.jobType, fx.recordsStored],
+        ['succeeded', 'exchange-rates', Number(rates)],
+      );
+      assert.equal(await db.prisma.exchangeRate.count({ where: { sourceId: 'demo-fx' } }), Number(rates));
+      // Each run was started transactionally: one start command each, relayed, with the run id recorded.
+      const commands = await db.prisma.outboxEvent.findMany({
         where: { topic: 'temporal.start_workflow' },
+        orderBy: { seq: 'asc' },
       });
-      assert.equal(more.length, 0);
-      assert.equal(command?.status, 'published');
-      assert.equal((command?.result as { runId?: string }).runId, run.workflowRunId);
+      assert.deepEqual(
+        commands.map((c) => [c.status, (c.result as { runId?: string }).runId]),
+        [
+          ['published', run.workflowRunId],
+          ['published', fx.workflowRunId],
+        ],
+      );
       // The partner's ledger file (for operators) recorded every request: the run's pages, and one
       // webhook delivery per outbox event of the run, each applied once.
       const ledger = (await readFile(path.join(dataDir, 'partner', 'ledger.jsonl'), 'utf8'))
@@ -91,9 +107,12 @@ describe('processes', () => {
       const events = entries.filter((e) => e.path === '/events');
       assert.ok(fetches.length >= Number(pages));
       assert.ok(fetches.every((e) => e.sourceId === 'demo' && e.status === 200));
-      assert.equal(events.filter((e) => e.status === 200 && e.duplicate === false).length, Number(pages) + 1);
-      // The demo job's downstream step: one submission, confirmed, recorded in the ledger (issue #6).
-      const submissions = entries.filter((e) => e.action !== undefined);
+      assert.equal(
+        events.filter((e) => e.status === 200 && e.duplicate === false).length,
+        Number(pages) + 1 + Number(fxPages) + 1,
+      );
+      // The demo job's downstream step: one submission, confirmed, recorded in the ledger.
+      const submissions = entries.filter((e) => e.path.startsWith('/submissions'));
       assert.deepEqual(
         submissions.map((e) => [e.action, e.status, e.effect]),
         [
@@ -103,6 +122,12 @@ describe('processes', () => {
       );
       const action = await db.prisma.downstreamAction.findFirstOrThrow({ where: { fetchRunId: run.id } });
       assert.deepEqual([action.state, action.partnerState], ['confirmed', 'confirmed']);
+      // The exchange-rates job's: one journal entry posted, nothing else.
+      const journal = entries.filter((e) => e.path.startsWith('/journal-entries'));
+      assert.deepEqual(
+        journal.map((e) => [e.action, e.status, e.effect]),
+        [['post', 201, true]],
+      );
     } finally {
       await start.stop('SIGKILL', 5_000);
     }

@@ -16,7 +16,8 @@ import { parseRoutes, type Route } from './outbox/sinks.ts';
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /** Default routing: run events to the webhook (the demo partner), start commands to Temporal. */
-export const DEFAULT_OUTBOX_ROUTES = 'fetch.*=webhook,temporal.start_workflow=temporal';
+// Start commands to Temporal; every job's events (any topic) to the webhook.
+export const DEFAULT_OUTBOX_ROUTES = 'temporal.start_workflow=temporal,*=webhook';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const ms = z.coerce.number().int().positive();

@@ -2,6 +2,12 @@ import { Prisma } from '../prisma/generated/client.ts';
 import type { PrismaClient } from './db.ts';
 
 export const DEMO_SOURCE_ID = 'demo';
+/** The second demo source: the exchange-rates job (its own table, journal entries downstream). */
+export const DEMO_FX_SOURCE_ID = 'demo-fx';
+/** The demo-fx source's credentials reference; `npm start` gives it a local token when unset. */
+export const DEMO_FX_SECRET_REF = 'DF_SECRET_DEMO_FX';
+/** The demo-fx schedule: every day at 02:30 UTC, for the previous day. */
+export const DEMO_FX_SCHEDULE = { cron: '30 2 * * *', dateOffsetDays: -1 };
 
 /** The demo source's schedule: every day at 02:00 UTC, for the previous day (issue #5). */
 export const DEMO_SCHEDULE = { cron: '0 2 * * *', dateOffsetDays: -1 };
@@ -23,5 +29,28 @@ export async function ensureDemoSource(prisma: PrismaClient, partnerUrl: string)
   await prisma.source.updateMany({
     where: { id: DEMO_SOURCE_ID, schedule: { equals: Prisma.DbNull } },
     data: { schedule: DEMO_SCHEDULE },
+  });
+}
+
+/**
+ * Registers (or points at the demo partner again) the `demo-fx` source of the exchange-rates job:
+ * pages of 25 rates, a journal entry posted after each run. Idempotent; an operator's changes to
+ * its schedule or settings are kept.
+ */
+export async function ensureDemoFxSource(prisma: PrismaClient, partnerUrl: string): Promise<void> {
+  await prisma.source.upsert({
+    where: { id: DEMO_FX_SOURCE_ID },
+    create: {
+      id: DEMO_FX_SOURCE_ID,
+      name: 'Demo partner exchange rates',
+      jobType: 'exchange-rates',
+      baseUrl: partnerUrl,
+      credentialsRef: DEMO_FX_SECRET_REF,
+      timezone: 'UTC',
+      pageSize: 25,
+      schedule: DEMO_FX_SCHEDULE,
+      submitSummary: true,
+    },
+    update: { baseUrl: partnerUrl },
   });
 }

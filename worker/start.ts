@@ -6,16 +6,22 @@
  * State lives in `.data/`, so a second `npm start` resumes where the first stopped.
  */
 import path from 'node:path';
+import type { Client } from '@temporalio/client';
 import { performance } from 'node:perf_hooks';
 import { startPartner } from '../partner/server.ts';
 import { enqueueFetch, getEnqueuedFetch, type EnqueuedFetchState } from '../client/enqueue-fetch.ts';
 import { syncSchedules } from '../client/schedules.ts';
 import type { fetchRecordsWorkflow } from '../workflows/fetch-records.ts';
 import { duration, failureSummary, workflowUrl } from '../client/format.ts';
-import { createActivityDeps } from './activity-deps.ts';
 import { type Config, EMBEDDED_PG, databaseUrl, loadConfig, partnerUrl } from './config.ts';
-import { createPrisma, PUBLISHER_POOL, workerPool } from './db.ts';
-import { DEMO_SOURCE_ID, ensureDemoSource } from './demo-source.ts';
+import { createPrisma, type PrismaClient, PUBLISHER_POOL, workerPool } from './db.ts';
+import {
+  DEMO_FX_SECRET_REF,
+  DEMO_FX_SOURCE_ID,
+  DEMO_SOURCE_ID,
+  ensureDemoFxSource,
+  ensureDemoSource,
+} from './demo-source.ts';
 import { isUserFacingError } from './errors.ts';
 import { redactUrl } from './redact.ts';
 import { createLogger } from './logger.ts';
@@ -25,10 +31,9 @@ import { prepareDatabase } from './prepare-database.ts';
 import { ensureSearchAttributes } from './search-attributes.ts';
 import { resolveTemporalCli } from './temporal-cli.ts';
 import { startDevServer } from './temporal-dev-server.ts';
-import { connectClient, connectNative } from './temporal.ts';
+import { connectClient } from './temporal.ts';
+import { startWorkerProcess } from './worker-process.ts';
 import { startPublisher } from './outbox/create-publisher.ts';
-import { startStuckRunSweep } from './stuck-run-sweep.ts';
-import { buildWorker } from './worker.ts';
 
 const say = (line: string) => console.log(`[durable-fetch] ${line}`);
 // performance.now() counts from process start, so the figure includes Node and tsx loading.
@@ -111,7 +116,10 @@ async function main(): Promise<void> {
   say(`PostgreSQL ready (${config.database.url ? 'DATABASE_URL' : 'embedded, .data/postgres'}) — ${since()}`);
   say(`Temporal ready at ${config.temporal.address ?? `127.0.0.1:${config.temporal.port}`} — ${since()}`);
 
+  // The demo rates API wants a bearer token: a local one, unless the environment names its own.
+  process.env[DEMO_FX_SECRET_REF] ??= 'demo-fx-local-token';
   const partner = await startPartner({
+    ratesToken: process.env[DEMO_FX_SECRET_REF],
     host: config.partner.host,
     port: config.partner.port,
     lateEffectMs: config.partner.lateEffectMs,
@@ -125,23 +133,24 @@ async function main(): Promise<void> {
   const prisma = createPrisma(url, workerPool(slots, PUBLISHER_POOL.max));
   closers.push({ name: 'prisma', close: () => prisma.$disconnect() });
   await ensureDemoSource(prisma, partnerUrl(config));
+  await ensureDemoFxSource(prisma, partnerUrl(config));
 
-  const connection = await connectNative(config);
-  closers.push({ name: 'temporal connection', close: () => connection.close() });
-  const deps = createActivityDeps(config, prisma, log, runtime.metrics);
-  closers.push({ name: 'http client', close: () => deps.http.close() });
-  const worker = await buildWorker({
-    connection,
-    namespace: config.temporal.namespace,
-    taskQueue: config.temporal.taskQueue,
-    deps,
-    shutdownGraceTimeMs: config.worker.shutdownGraceMs,
-    maxConcurrentActivityTaskExecutions: slots,
+  const client = await connectClient(config);
+  closers.push({ name: 'temporal client', close: () => client.connection.close() });
+  const workerProcess = await startWorkerProcess({
+    config,
+    prisma,
+    temporal: () => Promise.resolve(client),
+    log,
+    metrics: runtime.metrics,
+    // The publisher started below runs one cleanup pass for all (expired idempotency records,
+    // staged pages and published events) in this process.
+    cleanup: false,
+    say,
   });
-  // No cleanup pass of the worker's own here: the publisher started below runs one pass for all
-  // (expired idempotency records, staged pages and published events) in this process.
+  const { worker } = workerProcess;
   // A worker that dies takes the stack down cleanly instead of leaving it half-alive.
-  const running = worker.run().catch(async (err: unknown) => {
+  const running = workerProcess.run().catch(async (err: unknown) => {
     console.error('[durable-fetch] worker stopped with an error:', err);
     await stopAll('worker error');
     process.exit(1);
@@ -153,10 +162,9 @@ async function main(): Promise<void> {
       await running;
     },
   });
-  say(`worker polling task queue '${config.temporal.taskQueue}' — ${since()}`);
-
-  const client = await connectClient(config);
-  closers.push({ name: 'temporal client', close: () => client.connection.close() });
+  say(
+    `worker polling task queue '${config.temporal.taskQueue}' with jobs ${workerProcess.jobs.types.join(', ')} — ${since()}`,
+  );
   try {
     const synced = await syncSchedules({
       temporal: client,
@@ -176,15 +184,6 @@ async function main(): Promise<void> {
   }
   const publisher = await startPublisher(config, prisma, () => Promise.resolve(client), log, runtime.metrics);
   closers.push({ name: 'publisher', close: () => publisher.stop() });
-  const sweep = startStuckRunSweep({
-    prisma,
-    temporal: () => Promise.resolve(client),
-    taskQueue: config.temporal.taskQueue,
-    log,
-    metrics: runtime.metrics,
-    intervalMs: config.runs.sweepIntervalMs,
-  });
-  closers.push({ name: 'stuck-run sweep', close: () => sweep.stop() });
   const observability = await startObservability(config, runtime, {
     prisma,
     temporal: () => Promise.resolve(client),
@@ -195,12 +194,35 @@ async function main(): Promise<void> {
   if (observability.url) say(`metrics at ${observability.url} (durable-fetch status: the health screen)`);
   say(`outbox publisher delivering to ${redactUrl(config.outbox.webhookUrl)} and Temporal — ${since()}`);
 
-  // The demo run starts the way applications should start theirs: a start command written in the
+  // The demo runs start the way applications should start theirs: a start command written in the
   // same transaction as the app's own rows, relayed by the publisher (client/enqueue-fetch.ts).
+  const demo = { prisma, client, config };
+  const first = await runDemo(demo, DEMO_SOURCE_ID, true);
+  if (first === 'stuck') {
+    await running;
+    return;
+  }
+  await runDemo(demo, DEMO_FX_SOURCE_ID, false);
+  say('list runs:  npm run cli -- runs list      start one:  npm run cli -- run demo --date 2026-01-31');
+  say('Ctrl-C stops everything; state is kept in .data/');
+  await running;
+}
+
+/**
+ * Enqueues today's run of `sourceId`, waits for the publisher to relay it and for it to end, and
+ * says how it went; 'stuck' when its start command is dead or still pending (the stack stays up:
+ * `outbox status` and `outbox dead list` show what holds it).
+ */
+async function runDemo(
+  ctx: { prisma: PrismaClient; client: Client; config: Config },
+  sourceId: string,
+  showUi: boolean,
+): Promise<'ended' | 'stuck'> {
+  const { prisma, client, config } = ctx;
   const enqueued = await prisma.$transaction((tx) =>
     enqueueFetch(
       tx,
-      { sourceId: DEMO_SOURCE_ID, requestedBy: 'npm-start' },
+      { sourceId, requestedBy: 'npm-start' },
       {
         taskQueue: config.temporal.taskQueue,
         maxFutureDays: config.runs.maxFutureDays,
@@ -210,47 +232,38 @@ async function main(): Promise<void> {
   );
   const relayed = await waitForRelay(prisma, enqueued.commandId, 60_000);
   if (!relayed || relayed.status === 'dead' || !relayed.runId) {
-    // The stack stays up: `outbox status` and `outbox dead list` show what holds the command.
     say(
       relayed
-        ? `the demo run's start command is dead: ${relayed.lastError ?? 'see `durable-fetch outbox dead list`'}`
-        : "the demo run's start command is still pending after 60 s: see `durable-fetch outbox status`",
+        ? `the ${sourceId} run's start command is dead: ${relayed.lastError ?? 'see `durable-fetch outbox dead list`'}`
+        : `the ${sourceId} run's start command is still pending after 60 s: see \`durable-fetch outbox status\``,
     );
-    await running;
-    return;
+    return 'stuck';
   }
-  const started = {
-    workflowId: enqueued.workflowId,
-    joined: relayed.existing,
-    handle: client.workflow.getHandle<typeof fetchRecordsWorkflow>(enqueued.workflowId),
-  };
-  const ui = config.temporal.uiUrl;
+  const joined = relayed.existing;
+  const handle = client.workflow.getHandle<typeof fetchRecordsWorkflow>(enqueued.workflowId);
   // USE_EXISTING: an open run of the key (e.g. left by an earlier `npm start`) is joined, not doubled.
   say(
-    started.joined
-      ? `run ${started.workflowId} had already succeeded`
-      : `start of run ${started.workflowId} relayed through the outbox`,
+    joined
+      ? `run ${enqueued.workflowId} had already succeeded`
+      : `start of run ${enqueued.workflowId} relayed through the outbox`,
   );
-  if (ui) {
-    say(`Temporal Web UI: ${ui}`);
-    say(`this run:        ${workflowUrl(ui, config.temporal.namespace, started.workflowId)}`);
-  }
-  const result = await started.handle.result().catch((err: unknown) => {
+  const ui = config.temporal.uiUrl;
+  if (ui && showUi) say(`Temporal Web UI: ${ui}`);
+  if (ui) say(`this run:        ${workflowUrl(ui, config.temporal.namespace, enqueued.workflowId)}`);
+  const result = await handle.result().catch((err: unknown) => {
     // The stack stays up: the run's failure is there to inspect in the Web UI and with the CLI.
-    say(`the demo run failed: ${failureSummary(err)}`);
+    say(`the ${sourceId} run failed: ${failureSummary(err)}`);
     return undefined;
   });
   if (result?.status === 'succeeded') {
-    const what = started.joined ? 'run had already succeeded' : 'first run succeeded';
+    const what = joined ? `${sourceId} run had already succeeded` : `${sourceId} run succeeded`;
     say(`${what}: ${result.records} records in ${result.pages} pages — ${since()} after start`);
   } else if (result) {
     say(
-      `run is a duplicate of ${result.ownerWorkflowId} (${result.existingStatus}) — ${since()} after start`,
+      `${sourceId} run is a duplicate of ${result.ownerWorkflowId} (${result.existingStatus}) — ${since()} after start`,
     );
   }
-  say('list runs:  npm run cli -- runs list      start one:  npm run cli -- run demo --date 2026-01-31');
-  say('Ctrl-C stops everything; state is kept in .data/');
-  await running;
+  return 'ended';
 }
 
 /**

@@ -8,7 +8,7 @@ import type { CliContext } from '../cli-context.ts';
 
 const PUBLISHER_HELP = `
 Delivers outbox events at least once to the sink their topic is routed to
-(DURABLE_FETCH_OUTBOX_ROUTES, default: fetch.*=webhook,temporal.start_workflow=temporal).
+(DURABLE_FETCH_OUTBOX_ROUTES, default: temporal.start_workflow=temporal,*=webhook — every job's events).
 Run as many publishers as you like: each claims batches under a lease
 (DURABLE_FETCH_OUTBOX_LEASE_MS) and only the current claim holder can mark an event published.
 SIGINT/SIGTERM stops claiming, lets deliveries finish for DURABLE_FETCH_OUTBOX_GRACE_MS, releases

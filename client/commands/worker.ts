@@ -1,17 +1,15 @@
 import type { Command } from 'commander';
-import { startPeriodicCleanup } from '../../activities/cleanup.ts';
-import { createActivityDeps } from '../../worker/activity-deps.ts';
 import { createLogger } from '../../worker/logger.ts';
 import { installRuntime, startObservability } from '../../worker/observability.ts';
 import { workerPool } from '../../worker/db.ts';
 import { ensureSearchAttributes } from '../../worker/search-attributes.ts';
-import { startStuckRunSweep } from '../../worker/stuck-run-sweep.ts';
-import { connectNative } from '../../worker/temporal.ts';
-import { buildWorker } from '../../worker/worker.ts';
+import { startWorkerProcess } from '../../worker/worker-process.ts';
 import type { CliContext } from '../cli-context.ts';
 
 const WORKER_HELP = `
-Runs the fetch workflows and their activities on DURABLE_FETCH_TASK_QUEUE (run as many as you like).
+Runs the fetch workflows and their activities on DURABLE_FETCH_TASK_QUEUE (run as many as you like),
+for every job listed in jobs/index.ts (docs/jobs.md); it names any enabled source whose job it
+does not run.
 SIGINT/SIGTERM stops it gracefully (R9): it polls no new tasks, lets running activities finish for
 DURABLE_FETCH_SHUTDOWN_GRACE_MS (default 20000), then cancels the rest (a partner call in flight is
 aborted) so that Temporal retries them on another worker; it prints "worker stopped" and exits 0.
@@ -52,26 +50,17 @@ export function registerWorker(program: Command, ctx: () => CliContext): void {
       });
       // A shared cluster may lack our search attributes: register them (no-op when present).
       await ensureSearchAttributes(temporal.connection, config.temporal.namespace);
-      const connection = await connectNative(config);
-      const deps = createActivityDeps(config, prisma, log, runtime.metrics);
       const graceMs = config.worker.shutdownGraceMs;
-      const worker = await buildWorker({
-        connection,
-        namespace: config.temporal.namespace,
-        taskQueue: config.temporal.taskQueue,
-        deps,
-        shutdownGraceTimeMs: graceMs,
-        maxConcurrentActivityTaskExecutions: slots,
-      });
-      const cleanup = startPeriodicCleanup(prisma, { intervalMs: config.runs.cleanupIntervalMs, log });
-      const sweep = startStuckRunSweep({
+      const running = await startWorkerProcess({
+        config,
         prisma,
         temporal: () => c.temporal(),
-        taskQueue: config.temporal.taskQueue,
         log,
         metrics: runtime.metrics,
-        intervalMs: config.runs.sweepIntervalMs,
+        cleanup: true,
+        say: (line) => console.error(line),
       });
+      const { worker } = running;
       let signalled = false;
       const onSignal = (signal: NodeJS.Signals) => {
         if (signalled) {
@@ -89,15 +78,12 @@ export function registerWorker(program: Command, ctx: () => CliContext): void {
       };
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
-      log.info({ taskQueue: config.temporal.taskQueue }, 'worker running');
       if (observability.url) console.error(`metrics at ${observability.url}`);
-      console.error(`worker polling task queue '${config.temporal.taskQueue}' (Ctrl-C to stop)`);
-      await worker.run();
+      console.error(
+        `worker polling task queue '${config.temporal.taskQueue}' with jobs ${running.jobs.types.join(', ')} (Ctrl-C to stop)`,
+      );
+      await running.run();
       await observability.stop();
-      await cleanup.stop();
-      await sweep.stop();
-      await deps.http.close();
-      await connection.close();
       console.error('worker stopped');
     });
 }
