@@ -9,7 +9,7 @@
  * operator) can never move a row backwards.
  */
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
-import { settleRun } from '../activities/downstream-ledger.ts';
+import { settleRun } from '../db/ledger.ts';
 import type {
   AuditEntry,
   DownstreamAction,

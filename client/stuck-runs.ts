@@ -17,7 +17,7 @@
  */
 import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { recordAudit } from '../activities/audit-log.ts';
-import { COMPENSABLE_STATES } from '../activities/downstream-ledger.ts';
+import { COMPENSABLE_STATES } from '../db/ledger.ts';
 import { finishRunRow, observeRunFinished } from '../activities/finish-run.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import { errorMessage } from '../worker/errors.ts';

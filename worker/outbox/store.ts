@@ -8,7 +8,7 @@
  * its own late write changes nothing (it reports the rejection).
  */
 import type { Prisma, PrismaClient } from '../../prisma/generated/client.ts';
-import { SESSION_BOUNDS } from '../db.ts';
+import { SESSION_BOUNDS } from '../../db/limits.ts';
 
 type Db = Pick<PrismaClient, '$queryRaw' | '$executeRaw' | '$transaction'>;
 
