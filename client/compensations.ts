@@ -22,7 +22,7 @@ import type { CompensateRunInput } from '../workflows/types.ts';
 import { checkActor, checkText } from './audit.ts';
 import { compensationIdOf, startCompensationWorkflow } from './start-compensation.ts';
 import type { DurableFetchContext } from './start-fetch.ts';
-import { recordAudit } from '../activities/audit-log.ts';
+import { recordAudit } from '../db/audit.ts';
 
 export type { AuditEntry, DownstreamState };
 
