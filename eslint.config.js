@@ -48,4 +48,49 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // One data-access layer (db/): runtime SQL lives there, each invariant (the run fence, the
+    // ledger's state sets) written once. Raw SQL is also allowed in prisma/ (migrator, drift),
+    // jobs/ (a job's storePage writes its own rows through the transaction it is given), test/
+    // and bench/ (setup and checks).
+    files: ['activities/**/*.ts', 'worker/**/*.ts', 'client/**/*.ts', 'partner/**/*.ts', 'scripts/**/*.ts'],
+    // Client files that still hold SQL, until their statements move to db/ too.
+    ignores: [
+      'client/cli-context.ts',
+      'client/compensations.ts',
+      'client/dead-letters.ts',
+      'client/owed-compensations.ts',
+      'client/replay.ts',
+      'client/sources.ts',
+      'client/status.ts',
+      'client/stuck-runs.ts',
+    ],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: 'MemberExpression[property.name=/^\\$(queryRaw|executeRaw)(Unsafe)?$/]',
+          message: 'Runtime SQL belongs in db/ (the data-access layer): add or reuse a function there.',
+        },
+      ],
+    },
+  },
+  {
+    // The data-access layer sits at the bottom: it imports prisma/generated and workflow types
+    // and helpers, never the layers above it.
+    files: ['db/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^\\.\\./(activities|worker|client|jobs)(/|$)',
+              message: 'db/ is the bottom layer: it may not import activities/, worker/, client/ or jobs/.',
+            },
+          ],
+        },
+      ],
+    },
+  },
 );

@@ -2,6 +2,7 @@
  * `checkSourcePause`: asked by a run waiting at a page boundary while its source is paused
  * (issue #7, R11 "pause consumption"). Renews the run's lease, so the wait keeps the run owned.
  */
+import { sourcePause } from '../db/sources.ts';
 import type { CheckPauseInput } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
 import { renewLease } from './lease.ts';
@@ -15,10 +16,6 @@ export function createCheckSourcePause(deps: ActivityDeps) {
     input: CheckPauseInput,
   ): Promise<{ paused: boolean; reason: string | null }> {
     await renewLease(deps.prisma, input, deps.leaseTtlMs);
-    const source = await deps.prisma.source.findUnique({
-      where: { id: input.sourceId },
-      select: { pausedAt: true, pausedReason: true },
-    });
-    return { paused: source?.pausedAt != null, reason: source?.pausedReason ?? null };
+    return sourcePause(deps.prisma, input.sourceId);
   };
 }

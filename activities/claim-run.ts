@@ -2,9 +2,8 @@
  * `claimRun`: insert-or-reuse the FetchRun of a business key and take its lease (R1, R2, R6).
  */
 import { observeRunStarted } from '../worker/metrics.ts';
-import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { Prisma } from '../prisma/generated/client.ts';
+import { claimRun as claimRunRow, findRunByKey, insertRunIfMissing } from '../db/fetch-run.ts';
 import {
   dateColumn,
   idempotencyKeyFor,
@@ -20,11 +19,6 @@ import { isPartnerPreset } from '../workflows/retry-presets.ts';
 import { failure } from './errors.ts';
 import { loadEnabledSource } from './sources.ts';
 
-/** The columns of {@link RunRow}, as one SQL fragment for RETURNING and SELECT alike. */
-const RUN_COLUMNS = Prisma.raw(
-  'id, status::text AS status, lease_token::text AS lease_token, attempt, cursor, pages_stored, records_stored, workflow_id',
-);
-
 /**
  * The workflow's input, checked again where it first touches the database (R2): ids, a date and
  * short identifiers only. The client checks the same before starting; this covers any other starter.
@@ -39,17 +33,6 @@ const claimInputSchema = z.object({
   requestedBy: z.enum(REQUESTED_BY),
   scheduledAt: z.iso.datetime({ offset: true }),
 });
-
-interface RunRow {
-  id: string;
-  status: string;
-  lease_token: string | null;
-  attempt: number;
-  cursor: string | null;
-  pages_stored: number;
-  records_stored: number;
-  workflow_id: string;
-}
 
 /**
  * Creates the FetchRun for the business key if missing, then claims it when it is free: queued or
@@ -100,36 +83,18 @@ export function createClaimRun(deps: ActivityDeps) {
     });
     const ttlSeconds = deps.leaseTtlMs / 1000;
 
-    // Be very careful: insert and claim are single statements (unique constraint, then one
-    // conditional UPDATE under the row lock), never read-then-write, so racing starters cannot
-    // both win and a slow retry cannot hand out a second token to the same execution.
-    await prisma.$executeRaw`
-      INSERT INTO fetch_run (id, job_type, source_id, business_date, payload, idempotency_key, scheduled_at,
-                             correlation_id, workflow_id, workflow_run_id, updated_at)
-      VALUES (${randomUUID()}::uuid, ${key.jobType}, ${key.sourceId}, ${date}::date, ${payload}::jsonb,
-              ${idempotencyKeyFor(key)}, ${new Date(input.scheduledAt)}, ${input.correlationId},
-              ${input.workflowId}, ${input.workflowRunId}, now())
-      ON CONFLICT DO NOTHING`; // either unique key (business key or idempotency key) means it exists
-    const claimed = await prisma.$queryRaw<RunRow[]>`
-      UPDATE fetch_run
-         SET status = 'running',
-             attempt = CASE WHEN status = 'running' AND workflow_id = ${input.workflowId} AND workflow_run_id = ${input.workflowRunId}
-                            THEN attempt ELSE attempt + 1 END,
-             lease_token = CASE WHEN status = 'running' AND workflow_id = ${input.workflowId} AND workflow_run_id = ${input.workflowRunId}
-                                THEN lease_token ELSE ${randomUUID()}::uuid END,
-             lease_until = now() + make_interval(secs => ${ttlSeconds}),
-             workflow_id = ${input.workflowId}, workflow_run_id = ${input.workflowRunId},
-             started_at = COALESCE(started_at, now()), updated_at = now(),
-             finished_at = CASE WHEN status IN ('cancelled', 'dead_lettered', 'compensated') THEN NULL ELSE finished_at END
-       WHERE job_type = ${key.jobType} AND source_id = ${key.sourceId} AND business_date = ${date}::date
-         AND (status IN ('queued', 'retry_wait')
-              OR (status = 'running' AND (workflow_id = ${input.workflowId} OR lease_until < now()))
-              -- A new execution of the business-key workflow (Temporal allows one after a failed,
-              -- cancelled or terminated run) takes the key up again and resumes from its pages.
-              OR (status IN ('cancelled', 'dead_lettered', 'compensated') AND workflow_id = ${input.workflowId}
-                  AND workflow_run_id IS DISTINCT FROM ${input.workflowRunId}))
-      RETURNING ${RUN_COLUMNS}`;
-    const row = claimed[0];
+    // Be very careful: insert and claim are single statements (db/fetch-run.ts), never
+    // read-then-write, so racing starters cannot both win.
+    const runKey = { ...key, date };
+    await insertRunIfMissing(prisma, runKey, {
+      payload,
+      idempotencyKey: idempotencyKeyFor(key),
+      scheduledAt: new Date(input.scheduledAt),
+      correlationId: input.correlationId,
+      workflowId: input.workflowId,
+      workflowRunId: input.workflowRunId,
+    });
+    const row = await claimRunRow(prisma, runKey, input, ttlSeconds);
     if (row?.lease_token) {
       observeRunStarted(deps.metrics, input.sourceId);
       deps.log.info(
@@ -153,9 +118,7 @@ export function createClaimRun(deps: ActivityDeps) {
         sourcePaused: source.pausedAt !== null,
       };
     }
-    const [current] = await prisma.$queryRaw<RunRow[]>`
-      SELECT ${RUN_COLUMNS} FROM fetch_run
-       WHERE job_type = ${key.jobType} AND source_id = ${key.sourceId} AND business_date = ${date}::date`;
+    const current = await findRunByKey(prisma, runKey);
     if (!current) throw new Error(`fetch_run of ${idempotencyKeyFor(key)} vanished`);
     // The same workflow id restarted after its run committed (e.g. terminated just after
     // completeRun): report the stored outcome. Any other starter is a visible duplicate.

@@ -8,6 +8,7 @@
  * is still there, so deleting it changes nothing anyone may rely on. A staged page that old belongs
  * to a run abandoned for the whole window; resuming such a run fetches the page again.
  */
+import { deleteExpiredPages, deleteExpiredRecords, deletePublishedEvents } from '../db/cleanup.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { Logger } from '../worker/logger.ts';
 import { type Periodic, startPeriodic } from '../worker/periodic.ts';
@@ -57,8 +58,8 @@ export async function deleteExpired(db: Db, options: DeleteExpiredOptions = {}):
   }
   const cutoff = now ?? null;
   return {
-    idempotencyRecords: await drain(batchSize, maxBatches, () => deleteRecords(db, cutoff, batchSize)),
-    stagedPages: await drain(batchSize, maxBatches, () => deletePages(db, cutoff, batchSize)),
+    idempotencyRecords: await drain(batchSize, maxBatches, () => deleteExpiredRecords(db, cutoff, batchSize)),
+    stagedPages: await drain(batchSize, maxBatches, () => deleteExpiredPages(db, cutoff, batchSize)),
     publishedEvents:
       publishedEventRetentionMs === undefined
         ? 0
@@ -68,38 +69,7 @@ export async function deleteExpired(db: Db, options: DeleteExpiredOptions = {}):
   };
 }
 
-// Be very careful: LIMIT sits above the row locks, so a batch keeps scanning past rows locked by
-// someone else until it holds `limit` rows; a short batch therefore means "nothing left that is
-// not already being deleted", which is what makes stopping on it correct. A null cut-off means
-// the database's clock.
-function deleteRecords(db: Db, cutoff: Date | null, limit: number): Promise<number> {
-  return db.$executeRaw`
-    DELETE FROM idempotency_record WHERE key IN (
-      SELECT key FROM idempotency_record WHERE expires_at < COALESCE(${cutoff}::timestamptz, now())
-       ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)`;
-}
-
-function deletePages(db: Db, cutoff: Date | null, limit: number): Promise<number> {
-  return db.$executeRaw`
-    DELETE FROM fetched_page WHERE key IN (
-      SELECT key FROM fetched_page WHERE expires_at < COALESCE(${cutoff}::timestamptz, now())
-       ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)`;
-}
-
-function deletePublishedEvents(
-  db: Db,
-  cutoff: Date | null,
-  retentionMs: number,
-  limit: number,
-): Promise<number> {
-  return db.$executeRaw`
-    DELETE FROM outbox_event WHERE id IN (
-      SELECT id FROM outbox_event
-       WHERE status = 'published'
-         AND published_at < COALESCE(${cutoff}::timestamptz, now()) - ${retentionMs} * interval '1 millisecond'
-       ORDER BY published_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)`;
-}
-
+// Stopping on a short batch is correct only because of how each batch locks (db/cleanup.ts).
 async function drain(batchSize: number, maxBatches: number, batch: () => Promise<number>): Promise<number> {
   let total = 0;
   for (let i = 0; i < maxBatches; i++) {

@@ -2,19 +2,13 @@
  * `completeRun`: marks the run succeeded and writes its `fetch.run_completed` outbox event in one
  * transaction, fenced by the lease token (R1, R5).
  */
+import { lockRunOfToken, markSucceeded } from '../db/run-end.ts';
 import { idempotencyKeyFor, jobTypeOf } from '../workflows/business-key.ts';
 import type { CompleteRunInput, CompleteRunResult } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
 import { crashPoint } from './crash-points.ts';
 import { currentRunId, leaseLost } from './lease.ts';
 import { eventIdFor, insertRunEvent, RUN_COMPLETED_TOPIC } from './outbox.ts';
-
-interface FinishedRow {
-  started_at: Date | null;
-  pages_stored: number;
-  records_stored: number;
-  status: string;
-}
 
 /**
  * Idempotent: a repeat by the same lease holder (the first call committed but its answer was
@@ -34,26 +28,12 @@ export function createCompleteRun(deps: ActivityDeps) {
     const completed = await deps.prisma.$transaction(async (tx) => {
       // The lease token stays on the row after success so that this check still recognises a
       // repeat by the same owner.
-      const rows = await tx.$queryRaw<FinishedRow[]>`
-        SELECT status::text AS status, pages_stored, records_stored, started_at FROM fetch_run
-         WHERE id = ${input.fetchRunId}::uuid AND lease_token = ${input.leaseToken}::uuid
-           FOR UPDATE`;
-      const run = rows[0];
+      const run = await lockRunOfToken(tx, input);
       if (!run || (run.status !== 'running' && run.status !== 'succeeded')) throw leaseLost(input);
       const result = { eventId, pages: run.pages_stored, records: run.records_stored };
       if (run.status === 'succeeded') return result;
-      await tx.fetchRun.update({
-        where: { id: input.fetchRunId },
-        data: {
-          status: 'succeeded',
-          finishedAt: now,
-          leaseUntil: null,
-          errorClass: null,
-          errorMessage: null,
-          // The execution that completed it (a reset to a later workflow task kept the token).
-          workflowRunId: currentRunId(),
-        },
-      });
+      // The execution that completed it (a reset to a later workflow task kept the token).
+      await markSucceeded(tx, input.fetchRunId, now, currentRunId());
       await insertRunEvent(tx, {
         topic: RUN_COMPLETED_TOPIC,
         stepKey: key,

@@ -4,6 +4,7 @@
  * cancellation), the activity's cancellation signal, and the call counted for the source's metrics.
  */
 import { Context } from '@temporalio/activity';
+import { recordLastError } from '../db/ledger.ts';
 import type { Source } from '../prisma/generated/client.ts';
 import type { ActivityDeps } from './deps.ts';
 import { errorFields } from './downstream-ledger.ts';
@@ -47,9 +48,7 @@ export function createPartnerCalls(deps: ActivityDeps) {
     /** Records the last failure on the row (best effort: the failure itself is what matters). */
     async noteError(actionId: string, err: unknown, what: string): Promise<void> {
       const { type, message } = errorFields(err, what);
-      await deps.prisma.$executeRaw`
-        UPDATE downstream_action SET last_error_type = ${type}, last_error = ${message}, updated_at = now()
-         WHERE id = ${actionId}::uuid`.catch(() => 0);
+      await recordLastError(deps.prisma, actionId, { type, message }).catch(() => 0);
     },
   };
 }

@@ -3,6 +3,14 @@
  * cancelled, and strays — effects the ledger did not expect — whatever the run's outcome. A step
  * that exhausts its budget is handed to a human (`needs_manual`), never swallowed.
  */
+import { settleRun } from '../db/ledger.ts';
+import {
+  markNeedsManual,
+  pendingCompensations,
+  recordCompensated,
+  startCompensation,
+} from '../db/ledger-compensate.ts';
+import { MAX_KEPT_MESSAGE } from '../db/limits.ts';
 import type {
   CompensateRunInput,
   DownstreamActionView,
@@ -11,8 +19,8 @@ import type {
 } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
 import type { PartnerCalls } from './downstream-calls.ts';
-import { COMPENSABLE_STATES, loadAction, settleRun, view } from './downstream-ledger.ts';
-import { failure, MAX_KEPT_MESSAGE } from './errors.ts';
+import { loadAction, view } from './downstream-ledger.ts';
+import { failure } from './errors.ts';
 import { loadSource } from './sources.ts';
 import type { DownstreamEffect } from './job-api/define.ts';
 
@@ -40,18 +48,9 @@ export function createCompensateActivities(deps: ActivityDeps, calls: PartnerCal
         throw failure('Internal', 'NO_PARTNER_ID', `action ${row.id}: reconcile before compensating`);
       const partnerId = row.partnerId;
       const source = await loadSource(prisma, row.run.sourceId);
-      // Be very careful: this conditional UPDATE and the adoption of the action by a later claim
-      // (which moves its round while it is `confirmed`) exclude each other on the row; whichever
-      // comes first wins, so an adopted effect is never voided and a voided one never adopted.
-      const started = await prisma.$executeRaw`
-        UPDATE downstream_action a
-           SET state = 'compensating', compensation_attempts = a.compensation_attempts + 1, updated_at = now()
-          FROM fetch_run r
-         WHERE a.id = ${row.id}::uuid AND a.state IN ('confirmed', 'compensating') AND r.id = a.fetch_run_id
-           AND (a.stray_of IS NOT NULL
-                OR (r.status IN ('dead_lettered', 'cancelled')
-                    AND a.round = COALESCE(${input.round ?? null}::int, a.round)))`;
-      if (started !== 1) {
+      // Be very careful: counting the attempt and adopting the action exclude each other on the
+      // row (startCompensation): an adopted effect is never voided, a voided one never adopted.
+      if (!(await startCompensation(prisma, row.id, input.round ?? null))) {
         // Not this compensation's to undo (a succeeded run keeps its effect; a later claim owns
         // it), or settled meanwhile: nothing to do.
         const now = await loadAction(prisma, input.actionId);
@@ -65,10 +64,7 @@ export function createCompensateActivities(deps: ActivityDeps, calls: PartnerCal
         await calls.noteError(row.id, err, `partner ${source.id} void`);
         throw err;
       }
-      await prisma.$executeRaw`
-        UPDATE downstream_action SET state = 'compensated', partner_state = ${voided.status}, compensated_at = now(),
-               last_error_type = NULL, last_error = NULL, updated_at = now()
-         WHERE id = ${row.id}::uuid AND state = 'compensating'`;
+      await recordCompensated(prisma, row.id, voided.status);
       deps.log.info({ actionId: row.id, partnerId }, 'downstream effect compensated');
       return { state: 'compensated' };
     },
@@ -76,10 +72,7 @@ export function createCompensateActivities(deps: ActivityDeps, calls: PartnerCal
     /** Hands an action to a human: `needs_manual` with the failure that exhausted its budget. */
     async markNeedsManual(input: MarkNeedsManualInput): Promise<void> {
       const message = input.errorMessage.slice(0, MAX_KEPT_MESSAGE);
-      await prisma.$executeRaw`
-        UPDATE downstream_action SET state = 'needs_manual', last_error_type = ${input.errorType},
-               last_error = ${message}, updated_at = now()
-         WHERE id = ${input.actionId}::uuid AND state NOT IN ('compensated', 'not_applied', 'resolved')`;
+      await markNeedsManual(prisma, input.actionId, { type: input.errorType, message });
       deps.log.warn(
         { actionId: input.actionId, errorType: input.errorType },
         'downstream action needs a human',
@@ -93,15 +86,7 @@ export function createCompensateActivities(deps: ActivityDeps, calls: PartnerCal
     async pendingCompensations(
       input: Pick<CompensateRunInput, 'fetchRunId' | 'round'>,
     ): Promise<DownstreamActionView[]> {
-      const rows = await prisma.downstreamAction.findMany({
-        where: {
-          fetchRunId: input.fetchRunId,
-          round: input.round,
-          state: { in: [...COMPENSABLE_STATES] },
-          OR: [{ run: { status: { in: ['dead_lettered', 'cancelled'] } } }, { strayOf: { not: null } }],
-        },
-        orderBy: [{ step: 'desc' }, { createdAt: 'desc' }],
-      });
+      const rows = await pendingCompensations(prisma, input.fetchRunId, input.round);
       return rows.map(view);
     },
 

@@ -3,6 +3,13 @@
  * action an earlier claim of the run left open — adopted when it took effect, so that a reset or
  * a run taken up again goes on with the effect that exists instead of making a second one.
  */
+import {
+  adoptAction,
+  findActionByKey,
+  findClaimAction,
+  findEarlierOpenAction,
+  insertIntent,
+} from '../db/ledger-intent.ts';
 import { idempotencyKeyFor, jobTypeOf } from '../workflows/business-key.ts';
 import type {
   AdoptActionInput,
@@ -11,7 +18,7 @@ import type {
   RecordIntentResult,
 } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
-import { loadAction, UNSETTLED_STATES, view } from './downstream-ledger.ts';
+import { loadAction, view } from './downstream-ledger.ts';
 import { failure } from './errors.ts';
 import { leaseLost, renewLease } from './lease.ts';
 
@@ -38,13 +45,9 @@ export function createIntentActivities(deps: ActivityDeps) {
      */
     async recordDownstreamIntent(input: RecordIntentInput): Promise<RecordIntentResult> {
       await renewLease(prisma, input, deps.leaseTtlMs);
-      const base = { fetchRunId: input.fetchRunId, action: input.action, strayOf: null };
-      const current = await prisma.downstreamAction.findFirst({ where: { ...base, round: input.round } });
+      const current = await findClaimAction(prisma, input, input.round);
       if (current) return view(current);
-      const earlier = await prisma.downstreamAction.findFirst({
-        where: { ...base, round: { lt: input.round }, state: { in: [...UNSETTLED_STATES] } },
-        orderBy: { round: 'desc' },
-      });
+      const earlier = await findEarlierOpenAction(prisma, input, input.round);
       if (earlier) {
         if (input.settleEarlier && SETTLEABLE_EARLIER.has(earlier.state)) {
           return { kind: 'earlier', action: view(earlier) };
@@ -63,13 +66,14 @@ export function createIntentActivities(deps: ActivityDeps) {
       // Also the reference the partner is given: one per action and claim, so that an earlier
       // claim's compensation looking up its own reference never finds (and voids) this one's.
       const key = `${businessKey}:${input.action}:r${input.round}`;
-      await prisma.$executeRaw`
-        INSERT INTO downstream_action (id, fetch_run_id, business_key, key, round, action, step, reference)
-        SELECT gen_random_uuid(), r.id, ${businessKey}, ${key}, ${input.round}, ${input.action}, ${input.step}, ${key}
-          FROM fetch_run r
-         WHERE r.id = ${input.fetchRunId}::uuid AND r.lease_token = ${input.leaseToken}::uuid AND r.status = 'running'
-        ON CONFLICT (key) DO NOTHING`;
-      const row = await prisma.downstreamAction.findUnique({ where: { key } });
+      await insertIntent(prisma, input, {
+        businessKey,
+        key,
+        round: input.round,
+        action: input.action,
+        step: input.step,
+      });
+      const row = await findActionByKey(prisma, key);
       if (!row) throw leaseLost(input);
       return view(row);
     },
@@ -82,15 +86,9 @@ export function createIntentActivities(deps: ActivityDeps) {
      * @throws ApplicationFailure LeaseLost.
      */
     async adoptDownstreamAction(input: AdoptActionInput): Promise<DownstreamActionView> {
-      const adopted = await prisma.$executeRaw`
-        UPDATE downstream_action a SET round = ${input.round}, updated_at = now()
-          FROM fetch_run r
-         WHERE a.id = ${input.actionId}::uuid AND a.state = 'confirmed' AND a.stray_of IS NULL
-           AND a.round < ${input.round}
-           AND r.id = a.fetch_run_id AND r.id = ${input.fetchRunId}::uuid
-           AND r.lease_token = ${input.leaseToken}::uuid AND r.status = 'running'`;
+      const adopted = await adoptAction(prisma, input, input.actionId, input.round);
       const row = await loadAction(prisma, input.actionId);
-      if (adopted === 1) {
+      if (adopted) {
         deps.log.info(
           { actionId: row.id, partnerId: row.partnerId, round: input.round },
           'an earlier claim’s downstream effect adopted',

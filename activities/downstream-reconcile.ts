@@ -4,10 +4,19 @@
  * the last call's settle window is over: a partner may apply a request long after its client gave
  * up, or while its client is frozen.
  */
+import { type ActionRow, recordStray } from '../db/ledger.ts';
+import {
+  countLookup,
+  recordFoundEffect,
+  recordNoEffect,
+  recordPartnerState,
+  recordVoidedAtPartner,
+  settleRemainingMs,
+} from '../db/ledger-reconcile.ts';
 import type { ReconcileActionInput, ReconcileActionResult } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
 import type { PartnerCalls } from './downstream-calls.ts';
-import { type ActionRow, loadAction, outcomeUnknown, recordStray } from './downstream-ledger.ts';
+import { loadAction, outcomeUnknown } from './downstream-ledger.ts';
 import { loadSource } from './sources.ts';
 import type { DownstreamEffect } from './job-api/define.ts';
 
@@ -23,14 +32,6 @@ export function createReconcileActivity(deps: ActivityDeps, calls: PartnerCalls)
         deps.log.warn({ actionId: row.id, partnerId: s.id }, 'a stray submission found: to be voided');
       }
     }
-  }
-
-  /** How long the last call may still take effect at the partner (0 once it cannot). */
-  async function settleRemainingMs(actionId: string): Promise<number> {
-    const [row] = await prisma.$queryRaw<{ ms: number }[]>`
-      SELECT COALESCE(GREATEST(0, EXTRACT(EPOCH FROM settles_at - now()) * 1000), 0)::float8 AS ms
-        FROM downstream_action WHERE id = ${actionId}::uuid`;
-    return Math.ceil(row?.ms ?? 0);
   }
 
   return {
@@ -54,7 +55,7 @@ export function createReconcileActivity(deps: ActivityDeps, calls: PartnerCalls)
         throw outcomeUnknown(`downstream action ${row.id} is ${row.state}: nothing to reconcile`);
       }
       const source = await loadSource(prisma, row.run.sourceId);
-      await prisma.$executeRaw`UPDATE downstream_action SET lookups = lookups + 1, updated_at = now() WHERE id = ${row.id}::uuid`;
+      await countLookup(prisma, row.id);
       let found: readonly DownstreamEffect[];
       try {
         found = await calls.call(source, 'lookup', (action, ctx) => action.lookup(ctx, row.reference));
@@ -67,13 +68,9 @@ export function createReconcileActivity(deps: ActivityDeps, calls: PartnerCalls)
         const known = found.find((s) => s.id === row.partnerId);
         if (!known) throw outcomeUnknown(`partner ${source.id} no longer lists submission ${row.partnerId}`);
         if (known.voided) {
-          await prisma.$executeRaw`
-            UPDATE downstream_action SET state = 'compensated', partner_state = ${known.status},
-                   compensated_at = COALESCE(compensated_at, now()), updated_at = now()
-             WHERE id = ${row.id}::uuid AND state IN ('confirmed', 'compensating', 'unknown', 'attempting')`;
+          await recordVoidedAtPartner(prisma, row.id, known.status);
         } else {
-          await prisma.$executeRaw`
-            UPDATE downstream_action SET partner_state = ${known.status}, updated_at = now() WHERE id = ${row.id}::uuid`;
+          await recordPartnerState(prisma, row.id, known.status);
         }
         await recordStrays(
           row,
@@ -85,13 +82,7 @@ export function createReconcileActivity(deps: ActivityDeps, calls: PartnerCalls)
       // ledger could not tell apart. The oldest is the action's effect; the others are strays.
       const oldest = live[0];
       if (oldest) {
-        await prisma.$executeRaw`
-          UPDATE downstream_action
-             SET state = CASE WHEN state = 'compensating' THEN state ELSE 'confirmed' END,
-                 partner_id = ${oldest.id}, partner_state = ${oldest.status},
-                 confirmed_at = now(), updated_at = now()
-           WHERE id = ${row.id}::uuid AND partner_id IS NULL
-             AND state IN ('attempting', 'unknown', 'compensating')`;
+        await recordFoundEffect(prisma, row.id, oldest);
         // Whichever id is on the row now (a late answer may have recorded its own first) is the effect.
         const now = await loadAction(prisma, row.id);
         const effect = now.partnerId ?? oldest.id;
@@ -103,16 +94,13 @@ export function createReconcileActivity(deps: ActivityDeps, calls: PartnerCalls)
         const kept = live.find((s) => s.id === effect) ?? oldest;
         return { found: true, partnerId: kept.id, partnerState: kept.status };
       }
-      const settleInMs = await settleRemainingMs(row.id);
+      const settleInMs = await settleRemainingMs(prisma, row.id);
       if (settleInMs > 0) return { found: false, attempts: row.attempts, settleInMs };
       // Conditional on the count and the window seen: a late call counted meanwhile (a stale
       // attempt that was still current) reopens the window, and this looks again.
       const next = input.onAbsent === 'retry' ? 'attempting' : 'not_applied';
-      const settled = await prisma.$executeRaw`
-        UPDATE downstream_action SET state = ${next}::downstream_state, updated_at = now()
-         WHERE id = ${row.id}::uuid AND state IN ('attempting', 'unknown', 'compensating') AND partner_id IS NULL
-           AND attempts = ${row.attempts} AND (settles_at IS NULL OR settles_at <= now())`;
-      if (settled !== 1) return { found: false, attempts: row.attempts, settleInMs: 1_000 };
+      if (!(await recordNoEffect(prisma, row.id, row.attempts, next)))
+        return { found: false, attempts: row.attempts, settleInMs: 1_000 };
       deps.log.info({ actionId: row.id, next }, 'reconciliation found no effect');
       return { found: false, attempts: row.attempts };
     },

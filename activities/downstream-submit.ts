@@ -5,12 +5,20 @@
  */
 import { performance } from 'node:perf_hooks';
 import { Context } from '@temporalio/activity';
+import { recordStray } from '../db/ledger.ts';
+import {
+  countCall,
+  markOutcomeLost,
+  recordCallFailed,
+  recordConfirmed,
+  recordSubmission,
+} from '../db/ledger-submit.ts';
 import type { ErrorType } from '../workflows/error-types.ts';
 import type { ConfirmSubmissionInput, SubmitSummaryInput } from '../workflows/types.ts';
 import { crashPoint } from './crash-points.ts';
 import type { ActivityDeps } from './deps.ts';
 import type { PartnerCalls } from './downstream-calls.ts';
-import { errorFields, loadAction, outcomeUnknown, recordStray } from './downstream-ledger.ts';
+import { errorFields, loadAction, outcomeUnknown } from './downstream-ledger.ts';
 import { failure } from './errors.ts';
 import { renewLease } from './lease.ts';
 import { loadEnabledSource } from './sources.ts';
@@ -50,19 +58,11 @@ export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) 
       const sendWindowMs = connectTimeoutMs + responseTimeoutMs;
       const settleMs = sendWindowMs + source.submitMaxProcessingMs;
       const countedFrom = performance.now();
-      const taken = await prisma.$queryRaw<
-        { reference: string; pages: number; records: number; business_date: string }[]
-      >`
-        UPDATE downstream_action a
-           SET attempts = a.attempts + 1, last_call_at = now(),
-               settles_at = now() + make_interval(secs => ${settleMs / 1000}), updated_at = now()
-          FROM fetch_run r
-         WHERE a.id = ${input.actionId}::uuid AND a.state = 'attempting' AND a.attempts = ${input.expectedAttempts}
-           AND r.id = a.fetch_run_id AND r.id = ${input.fetchRunId}::uuid
-           AND r.lease_token = ${input.leaseToken}::uuid AND r.status = 'running'
-        RETURNING a.reference, r.pages_stored AS pages, r.records_stored AS records,
-                  to_char(r.business_date, 'YYYY-MM-DD') AS business_date`;
-      const intent = taken[0];
+      const intent = await countCall(prisma, input, {
+        actionId: input.actionId,
+        expectedAttempts: input.expectedAttempts,
+        settleMs,
+      });
       if (!intent) return settledBefore(input);
       const counted = input.expectedAttempts + 1;
       deps.log.info(
@@ -89,17 +89,11 @@ export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) 
       } catch (err) {
         const { type, message } = errorFields(err, `partner ${source.id} submit`);
         if (REJECTIONS.has(type)) {
-          await prisma.$executeRaw`
-            UPDATE downstream_action SET state = 'not_applied', last_error_type = ${type}, last_error = ${message},
-                   updated_at = now()
-             WHERE id = ${input.actionId}::uuid AND state = 'attempting' AND attempts = ${counted}`;
+          await recordCallFailed(prisma, input.actionId, counted, 'not_applied', { type, message });
           throw err;
         }
         // Only while no later call was counted: a superseded attempt must not reopen a settled row.
-        await prisma.$executeRaw`
-          UPDATE downstream_action SET state = 'unknown', last_error_type = ${type}, last_error = ${message},
-                 updated_at = now()
-           WHERE id = ${input.actionId}::uuid AND state = 'attempting' AND attempts = ${counted}`;
+        await recordCallFailed(prisma, input.actionId, counted, 'unknown', { type, message });
         deps.log.warn({ actionId: input.actionId, errorType: type }, 'downstream outcome unknown');
         // A cancelled run stops here; its compensation reconciles the row.
         if (Context.current().cancellationSignal.aborted) throw err;
@@ -108,14 +102,7 @@ export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) 
       crashPoint(deps.crashPoint, 'after-submit');
       // This call's answer is authoritative while no later call was made: it records the id even
       // when another attempt marked the row unknown meanwhile (and waits for a lookup).
-      const recorded = await prisma.$executeRaw`
-        UPDATE downstream_action
-           SET state = CASE WHEN state = 'compensating' THEN state ELSE 'confirmed' END,
-               partner_id = ${submission.id}, partner_state = ${submission.status},
-               confirmed_at = now(), last_error_type = NULL, last_error = NULL, updated_at = now()
-         WHERE id = ${input.actionId}::uuid AND state IN ('attempting', 'unknown', 'compensating')
-           AND attempts = ${counted} AND partner_id IS NULL`;
-      if (recorded === 1) {
+      if (await recordSubmission(prisma, input.actionId, counted, submission)) {
         deps.log.info(
           { actionId: input.actionId, partnerId: submission.id },
           'downstream submission recorded',
@@ -165,10 +152,7 @@ export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) 
         throw err;
       }
       if (!confirmed) return;
-      await prisma.$executeRaw`
-        UPDATE downstream_action SET partner_state = ${confirmed.status}, last_error_type = NULL, last_error = NULL,
-               updated_at = now()
-         WHERE id = ${row.id}::uuid`;
+      await recordConfirmed(prisma, row.id, confirmed.status);
     },
   };
 
@@ -192,10 +176,7 @@ export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) 
       (row.state === 'attempting' && counted) ||
       (row.state === 'unknown' && row.attempts >= input.expectedAttempts)
     ) {
-      await prisma.$executeRaw`
-        UPDATE downstream_action SET state = 'unknown', last_error_type = 'OutcomeUnknown',
-               last_error = 'an earlier attempt ended without recording its outcome', updated_at = now()
-         WHERE id = ${row.id}::uuid AND state = 'attempting' AND attempts = ${row.attempts}`;
+      await markOutcomeLost(prisma, row.id, row.attempts);
       throw outcomeUnknown('an earlier attempt of this submission ended without recording its outcome');
     }
     throw failure(

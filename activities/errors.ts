@@ -11,9 +11,6 @@ import { parseRetryAfter } from './retry-delay.ts';
 
 export { codeOf, codesOf } from './database-errors.ts';
 
-/** Longest error message kept on a row (a run, a dead letter, a ledger row): enough to read, never a dumped body. */
-export const MAX_KEPT_MESSAGE = 500;
-
 /** Details every failure carries: a safe code, and the partner's Retry-After when it sent one. */
 export interface FailureDetails {
   code: string;

@@ -4,6 +4,7 @@
  * the cursor; a retried attempt resumes from what is staged instead of asking the partner again.
  */
 import { Context } from '@temporalio/activity';
+import { appendToStagedPage, dropStaleStagedPage, loadStagedPage, type StagedPage } from '../db/staging.ts';
 import { jobTypeOf, pageKeyFor } from '../workflows/business-key.ts';
 import type { FetchPageInput, FetchPageResult } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
@@ -14,7 +15,6 @@ import { observed } from './observe.ts';
 import { renewLease } from './lease.ts';
 import { checkedPage, inJob, jobOf, partnerAccess } from './job-runtime.ts';
 import { loadEnabledSource } from './sources.ts';
-import { appendToStagedPage, dropStaleStagedPage, loadStagedPage, type StagedPage } from './staging.ts';
 
 /** Heartbeat details: where this page's fetch got to (no records: they are staged). */
 export interface FetchProgress {

@@ -4,7 +4,8 @@
  * run. The statement is shared with the stuck-run sweep (client/stuck-runs.ts), which settles
  * rows whose workflow closed without recording its end: one statement, one set of invariants.
  */
-import { MAX_KEPT_MESSAGE } from './errors.ts';
+import { endRun } from '../db/run-end.ts';
+import { MAX_KEPT_MESSAGE } from '../db/limits.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { Logger } from '../worker/logger.ts';
 import type { Metrics } from '../worker/metrics.ts';
@@ -39,34 +40,18 @@ export async function finishRunRow(
   const message =
     input.errorMessage === undefined ? null : redactUrlsIn(input.errorMessage).slice(0, MAX_KEPT_MESSAGE);
   const errorType = input.errorType ?? (input.status === 'dead_lettered' ? 'Internal' : null);
-  const [row] = await db.$queryRaw<
-    { updated: bigint; dead_letter_id: string | null; source_id: string | null; started_at: Date | null }[]
-  >`
-    WITH run AS (
-      UPDATE fetch_run
-         SET status = ${input.status}::run_status, error_class = ${errorType}, error_message = ${message},
-             finished_at = now(), lease_until = NULL, updated_at = now()
-       WHERE id = ${input.fetchRunId}::uuid AND lease_token = ${input.leaseToken}::uuid AND status = 'running'
-      RETURNING id, attempt, job_type, source_id, business_date, workflow_id, workflow_run_id, started_at
-    ), letter AS (
-      INSERT INTO dead_letter (id, fetch_run_id, job_type, source_id, business_date, workflow_id, workflow_run_id,
-                               error_type, error_code, error_message, attempts, first_failed_at, last_failed_at)
-      SELECT gen_random_uuid(), run.id, run.job_type, run.source_id, run.business_date, run.workflow_id,
-             run.workflow_run_id, ${errorType}, ${input.errorCode ?? null}, COALESCE(${message}, ''), run.attempt,
-             COALESCE((SELECT min(d.first_failed_at) FROM dead_letter d WHERE d.fetch_run_id = run.id), now()),
-             now()
-        FROM run
-       WHERE ${input.status} = 'dead_lettered'
-      RETURNING id::text
-    )
-    SELECT (SELECT count(*) FROM run) AS updated, (SELECT id FROM letter) AS dead_letter_id,
-           (SELECT source_id FROM run) AS source_id, (SELECT started_at FROM run) AS started_at`;
-  return {
-    finished: Number(row?.updated ?? 0) === 1,
-    deadLetterId: row?.dead_letter_id ?? null,
+  const row = await endRun(db, input, {
+    status: input.status,
     errorType,
-    sourceId: row?.source_id ?? null,
-    startedAt: row?.started_at ?? null,
+    errorCode: input.errorCode ?? null,
+    message,
+  });
+  return {
+    finished: row.ended,
+    deadLetterId: row.deadLetterId,
+    errorType,
+    sourceId: row.sourceId,
+    startedAt: row.startedAt,
   };
 }
 

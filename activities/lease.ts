@@ -3,13 +3,10 @@
  * run checks the token; long work renews the expiry. Times come from the database's clock.
  */
 import { Context } from '@temporalio/activity';
+import { renewLease as renewLeaseRow } from '../db/fetch-run.ts';
+import type { Fence } from '../db/fence.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import { failure } from './errors.ts';
-
-export interface Fence {
-  fetchRunId: string;
-  leaseToken: string;
-}
 
 /**
  * Extends the lease by `ttlMs` from now if `fence` still holds it, and records the calling
@@ -23,12 +20,7 @@ export async function renewLease(
   fence: Fence,
   ttlMs: number,
 ): Promise<void> {
-  const runId = currentRunId();
-  const renewed = await db.$executeRaw`
-    UPDATE fetch_run SET lease_until = now() + make_interval(secs => ${ttlMs / 1000}),
-                         workflow_run_id = COALESCE(${runId ?? null}, workflow_run_id)
-     WHERE id = ${fence.fetchRunId}::uuid AND lease_token = ${fence.leaseToken}::uuid AND status = 'running'`;
-  if (renewed !== 1) throw leaseLost(fence);
+  if (!(await renewLeaseRow(db, fence, ttlMs, currentRunId()))) throw leaseLost(fence);
 }
 
 export function leaseLost(fence: Fence) {

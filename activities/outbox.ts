@@ -2,6 +2,7 @@
  * Writing outbox events (R5). Always inside the caller's transaction, next to the business rows
  * the event announces; the publisher (issue #4) delivers them later, at least once.
  */
+import { insertOutboxEvents } from '../db/outbox.ts';
 import type { Prisma } from '../prisma/generated/client.ts';
 import { stableUuid } from './ids.ts';
 
@@ -29,17 +30,16 @@ export function eventIdFor(stepKey: string, topic: string): string {
  */
 export async function insertRunEvent(tx: Prisma.TransactionClient, event: FetchRunEvent): Promise<string> {
   const id = eventIdFor(event.stepKey, event.topic);
-  await tx.outboxEvent.create({
-    data: {
+  await insertOutboxEvents(tx, [
+    {
       id,
       topic: event.topic,
       aggregateType: 'fetch_run',
       aggregateId: event.fetchRunId,
       payload: event.payload,
-      createdAt: event.now,
-      availableAt: event.now,
+      now: event.now,
     },
-  });
+  ]);
   return id;
 }
 
@@ -58,24 +58,19 @@ export async function insertJobEvents(
   },
 ): Promise<string[]> {
   const seen = new Map<string, number>();
-  const ids: string[] = [];
-  for (const event of step.events) {
+  const rows = step.events.map((event) => {
     const n = seen.get(event.topic) ?? 0;
     seen.set(event.topic, n + 1);
     const topic = n === 0 ? event.topic : `${event.topic}#${n}`;
-    const id = eventIdFor(step.stepKey, topic);
-    await tx.outboxEvent.create({
-      data: {
-        id,
-        topic: event.topic,
-        aggregateType: 'fetch_run',
-        aggregateId: step.fetchRunId,
-        payload: event.payload,
-        createdAt: step.now,
-        availableAt: step.now,
-      },
-    });
-    ids.push(id);
-  }
-  return ids;
+    return {
+      id: eventIdFor(step.stepKey, topic),
+      topic: event.topic,
+      aggregateType: 'fetch_run',
+      aggregateId: step.fetchRunId,
+      payload: event.payload,
+      now: step.now,
+    };
+  });
+  await insertOutboxEvents(tx, rows);
+  return rows.map((r) => r.id);
 }

@@ -1,3 +1,4 @@
+import { findSource } from '../db/sources.ts';
 import type { PrismaClient, Source } from '../prisma/generated/client.ts';
 import { failure } from './errors.ts';
 
@@ -7,7 +8,7 @@ import { failure } from './errors.ts';
  * @throws ApplicationFailure NotFound (deleted).
  */
 export async function loadSource(prisma: Pick<PrismaClient, 'source'>, sourceId: string): Promise<Source> {
-  const source = await prisma.source.findUnique({ where: { id: sourceId } });
+  const source = await findSource(prisma, sourceId);
   if (!source) throw failure('NotFound', 'SOURCE_NOT_FOUND', `source '${sourceId}' does not exist`);
   return source;
 }
@@ -20,7 +21,7 @@ export async function loadEnabledSource(
   prisma: Pick<PrismaClient, 'source'>,
   sourceId: string,
 ): Promise<Source> {
-  const source = await prisma.source.findUnique({ where: { id: sourceId } });
+  const source = await findSource(prisma, sourceId);
   if (!source) throw failure('NotFound', 'SOURCE_NOT_FOUND', `source '${sourceId}' does not exist`);
   if (!source.enabled)
     throw failure('PermissionDenied', 'SOURCE_DISABLED', `source '${sourceId}' is disabled`);

@@ -2,7 +2,10 @@
  * `storePage`: one Prisma transaction moves a staged page into the business rows, writes its
  * outbox event and its idempotency record, fenced by the run's lease token (R1, R3, R4, R5).
  */
-import type { PrismaClient } from '../prisma/generated/client.ts';
+import { advanceRun, lockHeldRun } from '../db/fetch-run.ts';
+import { findIdempotencyRecord, insertIdempotencyRecord } from '../db/idempotency.ts';
+import { sourcePaused } from '../db/sources.ts';
+import { dropStagedPage, loadStagedPage } from '../db/staging.ts';
 import { jobTypeOf, pageKeyFor } from '../workflows/business-key.ts';
 import type { StorePageInput, StorePageResult } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
@@ -13,7 +16,6 @@ import { leaseLost, renewLease } from './lease.ts';
 import { byRecordId, inJob, jobOf } from './job-runtime.ts';
 import { insertJobEvents } from './outbox.ts';
 import { loadSource } from './sources.ts';
-import { dropStagedPage, loadStagedPage } from './staging.ts';
 
 /** Bounded inside the database preset's 10 s start-to-close timeout. */
 const TRANSACTION_OPTIONS = { maxWait: 2_000, timeout: 8_000 };
@@ -37,15 +39,11 @@ export function createStorePage(deps: ActivityDeps) {
     const { job, view } = jobOf(deps, source);
     const what = `job ${job.type} storePage`;
     const stored = await deps.prisma.$transaction(async (tx) => {
-      // Be very careful: this row lock is what serialises two attempts of the same run (a zombie
-      // and its retry). Taking it first makes the idempotency check below race-free.
-      const owned = await tx.$queryRaw<{ id: string }[]>`
-        SELECT id FROM fetch_run
-         WHERE id = ${input.fetchRunId}::uuid AND lease_token = ${input.leaseToken}::uuid AND status = 'running'
-           FOR UPDATE`;
-      if (owned.length === 0) throw leaseLost(input);
+      // Be very careful: the run's row lock comes first (lockHeldRun); it serialises two attempts
+      // of the same run and makes the idempotency check below race-free.
+      if (!(await lockHeldRun(tx, input))) throw leaseLost(input);
       const staged = await loadStagedPage(tx, key);
-      const prior = await tx.idempotencyRecord.findUnique({ where: { key } });
+      const prior = await findIdempotencyRecord(tx, key);
       if (prior) {
         // A staged page under a stored key is a re-fetch: it must match what was stored.
         if (staged && prior.fingerprint !== fingerprint(staged.records)) {
@@ -89,22 +87,17 @@ export function createStorePage(deps: ActivityDeps) {
       });
       // `eventId` is the page's first event (the one event of pages stored before jobs had many).
       const result = { eventId: eventIds[0] ?? null, eventIds, recordCount };
-      await tx.idempotencyRecord.create({
-        data: {
-          key,
-          fingerprint: fingerprint(staged.records),
-          result,
-          createdAt: now,
-          expiresAt: new Date(now.getTime() + deps.idempotencyRetentionMs),
-        },
+      await insertIdempotencyRecord(tx, {
+        key,
+        fingerprint: fingerprint(staged.records),
+        result,
+        createdAt: now,
+        expiresAt: new Date(now.getTime() + deps.idempotencyRetentionMs),
       });
-      await tx.fetchRun.update({
-        where: { id: input.fetchRunId },
-        data: {
-          pagesStored: input.pageNo + 1,
-          recordsStored: { increment: recordCount },
-          cursor: input.nextCursor,
-        },
+      await advanceRun(tx, input.fetchRunId, {
+        pagesStored: input.pageNo + 1,
+        recordCount,
+        cursor: input.nextCursor,
       });
       await renewLease(tx, input, deps.leaseTtlMs);
       await dropStagedPage(tx, key);
@@ -114,13 +107,6 @@ export function createStorePage(deps: ActivityDeps) {
     if (!stored.replayed) crashPoint(deps.crashPoint, 'after-commit');
     return stored;
   };
-}
-
-/** Whether an operator paused the source (read inside the page's transaction). */
-async function sourcePaused(tx: Pick<PrismaClient, '$queryRaw'>, sourceId: string): Promise<boolean> {
-  const rows = await tx.$queryRaw<{ paused: boolean }[]>`
-    SELECT paused_at IS NOT NULL AS paused FROM source WHERE id = ${sourceId}`;
-  return rows[0]?.paused ?? false;
 }
 
 /**

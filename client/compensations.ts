@@ -9,7 +9,7 @@
  * operator) can never move a row backwards.
  */
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
-import { settleRun } from '../activities/downstream-ledger.ts';
+import { settleRun } from '../db/ledger.ts';
 import type {
   AuditEntry,
   DownstreamAction,
@@ -22,7 +22,7 @@ import type { CompensateRunInput } from '../workflows/types.ts';
 import { checkActor, checkText } from './audit.ts';
 import { compensationIdOf, startCompensationWorkflow } from './start-compensation.ts';
 import type { DurableFetchContext } from './start-fetch.ts';
-import { recordAudit } from '../activities/audit-log.ts';
+import { recordAudit } from '../db/audit.ts';
 
 export type { AuditEntry, DownstreamState };
 

@@ -25,7 +25,7 @@ import { isBusinessDate } from '../workflows/business-key.ts';
 import { replayWorkflowId } from '../workflows/replay-api.ts';
 import { checkActor, checkText } from './audit.ts';
 import { launchFetch, MAX_PAGE_SIZE, prepareFetch, type DurableFetchContext } from './start-fetch.ts';
-import { recordAudit } from '../activities/audit-log.ts';
+import { recordAudit } from '../db/audit.ts';
 
 export type { AuditEntry, DeadLetterStatus };
 

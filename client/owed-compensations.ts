@@ -7,7 +7,7 @@
  * is refused by its workflow id, so any number of sweepers may do this at once.
  */
 import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import { COMPENSABLE_STATES } from '../activities/downstream-ledger.ts';
+import { COMPENSABLE_STATES } from '../db/ledger.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import { errorMessage } from '../worker/errors.ts';
 import type { Logger } from '../worker/logger.ts';

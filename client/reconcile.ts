@@ -15,7 +15,7 @@ import type { AnyJob, DownstreamEffect, DownstreamContext } from '../activities/
 import type { JobRegistry } from '../activities/job-api/registry.ts';
 import { checkedPage, idOf, jobOf } from '../activities/job-runtime.ts';
 import { RUN_COMPLETED_TOPIC } from '../activities/outbox.ts';
-import { recordStray } from '../activities/downstream-ledger.ts';
+import { AWAITING_SETTLEMENT_STATES as AWAITING_SETTLEMENT, recordStray } from '../db/ledger.ts';
 import { bearerToken } from '../activities/sources.ts';
 import { createLogger } from '../worker/logger.ts';
 import { defaultJobs } from '../worker/jobs.ts';
@@ -137,11 +137,6 @@ export interface ReconcileReport {
 
 /** Statuses of a run whose workflow may still write: compared with nothing outside the database. */
 const IN_PROGRESS: readonly RunStatus[] = ['queued', 'running', 'retry_wait'];
-/**
- * Ledger states that still need the workflow (or an operator) to settle them — unlike the
- * ledger's UNSETTLED_STATES, not `confirmed`, which reconciling compares with the partner.
- */
-const AWAITING_SETTLEMENT: readonly string[] = ['attempting', 'unknown', 'compensating', 'needs_manual'];
 /** Ids quoted in one message, at most. */
 const QUOTE = 5;
 /** Partner pages read for one (source, date), at most: a partner that never ends is a fault. */

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
-import { openDeadLetters, type ReplayFilter, type ReplayTarget } from '../activities/replay.ts';
+import { openDeadLetters, type ReplayFilter, type ReplayTarget } from '../db/replay.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import { UserFacingError } from '../worker/errors.ts';
 import {
@@ -21,7 +21,7 @@ import {
   resumeReplaySignal,
 } from '../workflows/replay-api.ts';
 import type { replayDeadLettersWorkflow } from '../workflows/replay-dead-letters.ts';
-import { recordAudit } from '../activities/audit-log.ts';
+import { recordAudit } from '../db/audit.ts';
 
 export type { ReplayFilter, ReplayProgress, ReplayReport, ReplayTarget };
 

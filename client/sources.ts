@@ -25,7 +25,7 @@ import { checkActor, checkText } from './audit.ts';
 import { MAX_NOTE_LENGTH } from './compensations.ts';
 import { scheduleIdFor, sourceScheduleSchema } from './schedules.ts';
 import { MAX_PAGE_SIZE } from './start-fetch.ts';
-import { recordAudit } from '../activities/audit-log.ts';
+import { recordAudit } from '../db/audit.ts';
 
 export type { Source };
 

@@ -5,11 +5,10 @@
  */
 import type { Client } from '@temporalio/client';
 import type { PrismaClient } from '../prisma/generated/client.ts';
+import { databaseHealth, type DatabaseHealth } from '../db/health.ts';
 import {
   type BacklogVerdict,
   backlogRisk,
-  databaseHealth,
-  type DatabaseHealth,
   describeQueue,
   type QueueStats,
   TASK_QUEUE_TYPES,

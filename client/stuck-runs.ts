@@ -16,8 +16,8 @@
  * Any number of workers may sweep at once.
  */
 import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import { recordAudit } from '../activities/audit-log.ts';
-import { COMPENSABLE_STATES } from '../activities/downstream-ledger.ts';
+import { recordAudit } from '../db/audit.ts';
+import { COMPENSABLE_STATES } from '../db/ledger.ts';
 import { finishRunRow, observeRunFinished } from '../activities/finish-run.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import { errorMessage } from '../worker/errors.ts';

@@ -4,7 +4,7 @@
  * the run's row — the DESIGN error type, safe code and redacted message `finishRun` records — as a
  * pure function. Used by the stuck-run sweep (client/stuck-runs.ts).
  */
-import { MAX_KEPT_MESSAGE } from '../activities/errors.ts';
+import { MAX_KEPT_MESSAGE } from '../db/limits.ts';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import { redactUrlsIn } from '../worker/redact.ts';
 import { errorOf } from '../workflows/outcome.ts';

@@ -16,10 +16,10 @@ import {
   createPrisma,
   poolConfig,
   PUBLISHER_POOL,
-  SESSION_BOUNDS,
   workerPool,
   type PrismaClient,
 } from '../worker/db.ts';
+import { SESSION_BOUNDS } from '../db/limits.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource } from './helpers/deps.ts';
 import { within } from './helpers/process.ts';

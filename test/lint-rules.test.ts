@@ -1,5 +1,6 @@
 // The ESLint rules that guard correctness, checked against code that breaks them: workflow code
-// must stay deterministic (no Node/Prisma/activity imports) and no promise may float.
+// must stay deterministic (no Node/Prisma/activity imports), no promise may float, runtime SQL
+// lives in db/ only, and db/ imports nothing above it.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ESLint } from 'eslint';
@@ -46,5 +47,43 @@ void describe('lint rules', () => {
   void it('a floating promise is an error outside tests', async () => {
     const code = 'export async function f(): Promise<void> {}\nexport function g(): void {\n  f();\n}\n';
     assert.ok((await ruleIds(code, 'worker/config.ts')).includes('@typescript-eslint/no-floating-promises'));
+  });
+
+  void it('raw SQL is refused in activities/ and worker/ and allowed in db/', async () => {
+    const code = (method: string) =>
+      [
+        "import type { PrismaClient } from '../prisma/generated/client.ts';",
+        `export const f = (db: PrismaClient) => db.${method}\`SELECT 1\`;`,
+        '',
+      ].join('\n');
+    for (const method of ['$queryRaw', '$executeRaw']) {
+      for (const file of ['activities/store-page.ts', 'worker/health.ts', 'worker/outbox/publisher.ts']) {
+        assert.ok(
+          (await ruleIds(code(method), file)).includes('no-restricted-syntax'),
+          `${method} in ${file} must be refused`,
+        );
+      }
+      assert.deepEqual(await ruleIds(code(method), 'db/fetch-run.ts'), []);
+    }
+    const unsafe = [
+      "import type { PrismaClient } from '../prisma/generated/client.ts';",
+      "export const f = (db: PrismaClient) => db.$executeRawUnsafe('SELECT 1');",
+      '',
+    ].join('\n');
+    assert.ok((await ruleIds(unsafe, 'activities/claim-run.ts')).includes('no-restricted-syntax'));
+  });
+
+  void it('db/ may not import activities/, worker/, client/ or jobs/', async () => {
+    for (const spec of [
+      '../activities/errors.ts',
+      '../worker/db.ts',
+      '../client/index.ts',
+      '../jobs/index.ts',
+    ]) {
+      const ids = await ruleIds(`import * as m from '${spec}';\nexport const x = m;\n`, 'db/ledger.ts');
+      assert.ok(ids.includes('@typescript-eslint/no-restricted-imports'), `${spec} must be refused`);
+    }
+    const ok = "import { Prisma } from '../prisma/generated/client.ts';\nexport const x = Prisma;\n";
+    assert.deepEqual(await ruleIds(ok, 'db/fence.ts'), []);
   });
 });

@@ -16,15 +16,8 @@ import { createPrisma } from '../worker/db.ts';
 import { createNatsSink } from '../worker/outbox/nats-sink.ts';
 import type { Publisher } from '../worker/outbox/publisher.ts';
 import type { Sink } from '../worker/outbox/sinks.ts';
-import {
-  claimBatch,
-  type FailedDelivery,
-  listDead,
-  markFailed,
-  markPublished,
-  release,
-  requeueDead,
-} from '../worker/outbox/store.ts';
+import { claimBatch, type FailedDelivery, markFailed, markPublished, release } from '../db/outbox.ts';
+import { listDead, requeueDead } from '../db/outbox-admin.ts';
 import { createWebhookSink } from '../worker/outbox/webhook-sink.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import {

@@ -5,6 +5,7 @@
  * `durable-fetch status`.
  */
 import type { Client } from '@temporalio/client';
+import { databaseHealth, deleteOldQueueSamples, insertQueueSamples } from '../db/health.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
@@ -54,49 +55,6 @@ export async function describeQueue(
     oldestAgeSeconds: seconds(stats?.approximateBacklogAge),
     addRate: stats?.tasksAddRate ?? 0,
     dispatchRate: stats?.tasksDispatchRate ?? 0,
-  };
-}
-
-export interface DatabaseHealth {
-  outboxPending: number;
-  outboxOldestPendingAgeSeconds: number;
-  outboxDead: number;
-  outboxRetrying: number;
-  deadLettersOpen: number;
-  compensationsNeedsManual: number;
-  /** Strays (effects at a partner the ledger did not expect) not yet voided or settled. */
-  straysUnsettled: number;
-}
-
-/** The database's health counts (one round trip). Read-only. */
-export async function databaseHealth(prisma: Pick<PrismaClient, '$queryRaw'>): Promise<DatabaseHealth> {
-  const [row] = await prisma.$queryRaw<
-    {
-      pending: bigint;
-      oldest: number | null;
-      dead: bigint;
-      retrying: bigint;
-      letters: bigint;
-      manual: bigint;
-      strays: bigint;
-    }[]
-  >`
-    SELECT (SELECT count(*) FROM outbox_event WHERE status = 'pending') AS pending,
-           (SELECT EXTRACT(EPOCH FROM now() - min(created_at))::float8 FROM outbox_event WHERE status = 'pending') AS oldest,
-           (SELECT count(*) FROM outbox_event WHERE status = 'dead') AS dead,
-           (SELECT count(*) FROM outbox_event WHERE status = 'pending' AND attempts > 0) AS retrying,
-           (SELECT count(*) FROM dead_letter WHERE status = 'open') AS letters,
-           (SELECT count(*) FROM downstream_action WHERE state = 'needs_manual') AS manual,
-           (SELECT count(*) FROM downstream_action
-             WHERE stray_of IS NOT NULL AND state NOT IN ('compensated', 'not_applied', 'resolved')) AS strays`;
-  return {
-    outboxPending: Number(row?.pending ?? 0),
-    outboxOldestPendingAgeSeconds: Math.max(0, row?.oldest ?? 0),
-    outboxDead: Number(row?.dead ?? 0),
-    outboxRetrying: Number(row?.retrying ?? 0),
-    deadLettersOpen: Number(row?.letters ?? 0),
-    compensationsNeedsManual: Number(row?.manual ?? 0),
-    straysUnsettled: Number(row?.strays ?? 0),
   };
 }
 
@@ -195,16 +153,7 @@ export function startSampler(options: {
       metrics.taskQueueAddRate.set(labels, s.addRate);
       metrics.taskQueueDispatchRate.set(labels, s.dispatchRate);
     }
-    await prisma.queueSample.createMany({
-      data: stats.map((s) => ({
-        taskQueue: s.taskQueue,
-        type: s.type,
-        backlog: BigInt(s.backlog),
-        oldestAgeSeconds: s.oldestAgeSeconds,
-        addRate: s.addRate,
-        dispatchRate: s.dispatchRate,
-      })),
-    });
+    await insertQueueSamples(prisma, stats);
     const db = await databaseHealth(prisma);
     metrics.outboxPending.set(db.outboxPending);
     metrics.outboxOldestPendingAge.set(db.outboxOldestPendingAgeSeconds);
@@ -212,7 +161,7 @@ export function startSampler(options: {
     metrics.compensationsNeedsManual.set(db.compensationsNeedsManual);
     metrics.downstreamStraysUnsettled.set(db.straysUnsettled);
     if (ticks++ % 100 === 0) {
-      await prisma.$executeRaw`DELETE FROM queue_sample WHERE at < now() - interval '1 day'`;
+      await deleteOldQueueSamples(prisma);
     }
   };
   const loop = () => {

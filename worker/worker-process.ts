@@ -7,6 +7,7 @@
 import type { Client } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
 import { startPeriodicCleanup } from '../activities/cleanup.ts';
+import { enabledSourcesOfOtherJobs } from '../db/sources.ts';
 import type { JobRegistry } from '../activities/job-api/registry.ts';
 import { createActivityDeps } from './activity-deps.ts';
 import type { Config } from './config.ts';
@@ -68,7 +69,8 @@ export async function startWorkerProcess(options: WorkerProcessOptions): Promise
       intervalMs: config.runs.sweepIntervalMs,
     }),
   ];
-  if (options.cleanup) loops.push(startPeriodicCleanup(prisma, { intervalMs: config.runs.cleanupIntervalMs, log }));
+  if (options.cleanup)
+    loops.push(startPeriodicCleanup(prisma, { intervalMs: config.runs.cleanupIntervalMs, log }));
   log.info({ taskQueue: config.temporal.taskQueue, jobs: jobs.types }, 'worker running');
   return {
     worker,
@@ -87,11 +89,7 @@ export async function startWorkerProcess(options: WorkerProcessOptions): Promise
 
 /** One line per enabled source whose job this worker does not run: its runs would fail. */
 async function reportUnknownJobs(prisma: PrismaClient, jobs: JobRegistry, say: (line: string) => void) {
-  const orphans = await prisma.source.findMany({
-    where: { enabled: true, jobType: { notIn: [...jobs.types] } },
-    select: { id: true, jobType: true },
-    orderBy: { id: 'asc' },
-  });
+  const orphans = await enabledSourcesOfOtherJobs(prisma, jobs.types);
   for (const s of orphans) {
     say(
       `source '${s.id}' runs job '${s.jobType}', which this worker does not register (it runs: ${jobs.types.join(', ')}): its runs fail with UNKNOWN_JOB_TYPE until a worker with that job polls this task queue`,

@@ -22,7 +22,7 @@ import {
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { FetchActivities } from '../activities/index.ts';
-import type { ReplayTarget } from '../activities/replay.ts';
+import type { ReplayTarget } from '../db/replay.ts';
 import { jobTypeOf, workflowIdFor } from './business-key.ts';
 import { fetchRecordsWorkflow } from './fetch-records.ts';
 import {

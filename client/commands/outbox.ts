@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { UserFacingError } from '../../worker/errors.ts';
 import { sinkFor } from '../../worker/outbox/sinks.ts';
-import { type DeadEvent, listDead, requeueDead, topicStatus } from '../../worker/outbox/store.ts';
+import { type DeadEvent, listDead, requeueDead, topicStatus } from '../../db/outbox-admin.ts';
 import type { CliContext } from '../cli-context.ts';
 import { duration, table } from '../format.ts';
 import { parseLimit, printJson } from './output.ts';

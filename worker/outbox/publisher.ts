@@ -28,7 +28,7 @@ import {
   markFailed,
   markPublished,
   release,
-} from './store.ts';
+} from '../../db/outbox.ts';
 
 export interface PublisherOptions {
   /** Events per claim. */

@@ -2,8 +2,8 @@
  * Staged pages (`fetched_page`): where fetched records wait between `fetchPage` and `storePage`,
  * so Temporal's history carries counts and cursors, never the records themselves (R2).
  */
-import type { PrismaClient } from '../prisma/generated/client.ts';
-import type { Fence } from './lease.ts';
+import { Prisma, type PrismaClient } from '../prisma/generated/client.ts';
+import { heldAtPage, type PageFence } from './fence.ts';
 
 export interface StagedPage {
   key: string;
@@ -27,7 +27,7 @@ export async function loadStagedPage(
 export interface Append {
   key: string;
   /** Only the holder of the run's lease may stage, and only the page the run is at. */
-  fence: Fence & { pageNo: number };
+  fence: PageFence;
   startCursor: string | null;
   /** The state this append continues from; undefined = the page is not staged yet. */
   from: { cursor: string | null; recordCount: number } | undefined;
@@ -36,6 +36,14 @@ export interface Append {
   complete: boolean;
   now: Date;
   expiresAt: Date;
+}
+
+/**
+ * The fence of every staging write: the run is held by the fence at its page, its row read FOR
+ * SHARE so that a write racing a storePage of the same page waits for it.
+ */
+function runAtPage(fence: PageFence): Prisma.Sql {
+  return Prisma.sql`EXISTS (SELECT 1 FROM fetch_run WHERE ${heldAtPage(fence)} FOR SHARE)`;
 }
 
 /**
@@ -49,15 +57,12 @@ export interface Append {
  */
 export async function appendToStagedPage(db: Pick<PrismaClient, '$executeRaw'>, a: Append): Promise<boolean> {
   const records = JSON.stringify(a.records);
-  const { fetchRunId, leaseToken, pageNo } = a.fence;
   if (a.from === undefined) {
     const inserted = await db.$executeRaw`
       INSERT INTO fetched_page (key, start_cursor, cursor, complete, record_count, records, updated_at, expires_at)
       SELECT ${a.key}, ${a.startCursor}, ${a.cursor}, ${a.complete}, ${a.records.length}, ${records}::jsonb,
              ${a.now}, ${a.expiresAt}
-       WHERE EXISTS (SELECT 1 FROM fetch_run WHERE id = ${fetchRunId}::uuid AND lease_token = ${leaseToken}::uuid
-                                               AND status = 'running' AND pages_stored = ${pageNo}
-                  FOR SHARE)
+       WHERE ${runAtPage(a.fence)}
       ON CONFLICT (key) DO NOTHING`;
     return inserted === 1;
   }
@@ -67,9 +72,7 @@ export async function appendToStagedPage(db: Pick<PrismaClient, '$executeRaw'>, 
            cursor = ${a.cursor}, complete = ${a.complete}, updated_at = ${a.now}, expires_at = ${a.expiresAt}
      WHERE key = ${a.key} AND cursor IS NOT DISTINCT FROM ${a.from.cursor}
        AND record_count = ${a.from.recordCount} AND NOT complete
-       AND EXISTS (SELECT 1 FROM fetch_run WHERE id = ${fetchRunId}::uuid AND lease_token = ${leaseToken}::uuid
-                                             AND status = 'running' AND pages_stored = ${pageNo}
-                  FOR SHARE)`;
+       AND ${runAtPage(a.fence)}`;
   return updated === 1;
 }
 
@@ -80,14 +83,12 @@ export async function appendToStagedPage(db: Pick<PrismaClient, '$executeRaw'>, 
 export async function dropStaleStagedPage(
   db: Pick<PrismaClient, '$executeRaw'>,
   key: string,
-  fence: Fence & { pageNo: number },
+  fence: PageFence,
 ): Promise<void> {
   await db.$executeRaw`
     DELETE FROM fetched_page
      WHERE key = ${key}
-       AND EXISTS (SELECT 1 FROM fetch_run WHERE id = ${fence.fetchRunId}::uuid AND lease_token = ${fence.leaseToken}::uuid
-                                             AND status = 'running' AND pages_stored = ${fence.pageNo}
-                    FOR SHARE)`;
+       AND ${runAtPage(fence)}`;
 }
 
 /** Removes a staged page (idempotent). */

@@ -1,0 +1,156 @@
+/**
+ * `fetch_run` statements (R1, R2, R6, R9): create the run of a business key, claim it, renew its
+ * lease, lock it for a page's transaction, advance its cursor. How a run ends is in run-end.ts.
+ * Lease times use the database's clock, so workers' clocks cannot move the takeover point.
+ */
+import { randomUUID } from 'node:crypto';
+import { Prisma, type PrismaClient } from '../prisma/generated/client.ts';
+import { type Fence, heldBy } from './fence.ts';
+
+/** The business key of a run, with its date as the `date` column takes it (`dateColumn`). */
+export interface RunKey {
+  jobType: string;
+  sourceId: string;
+  date: Date;
+}
+
+/** The row a claim returns, and what a starter that did not claim is told. */
+export interface RunRow {
+  id: string;
+  status: string;
+  lease_token: string | null;
+  attempt: number;
+  cursor: string | null;
+  pages_stored: number;
+  records_stored: number;
+  workflow_id: string;
+}
+
+/** The columns of {@link RunRow}, as one SQL fragment for RETURNING and SELECT alike. */
+const RUN_COLUMNS = Prisma.raw(
+  'id, status::text AS status, lease_token::text AS lease_token, attempt, cursor, pages_stored, records_stored, workflow_id',
+);
+
+/** The workflow execution that starts or claims a run. */
+export interface Claimant {
+  workflowId: string;
+  workflowRunId: string;
+}
+
+// Be very careful: insert and claim are single statements (unique constraint, then one
+// conditional UPDATE under the row lock), never read-then-write, so racing starters cannot
+// both win and a slow retry cannot hand out a second token to the same execution.
+
+/**
+ * Inserts the run of `key` (status `queued`) unless it exists. Idempotent: either unique key
+ * (business key or idempotency key) means it exists, and then nothing is written.
+ */
+export async function insertRunIfMissing(
+  db: Pick<PrismaClient, '$executeRaw'>,
+  key: RunKey,
+  run: Claimant & { payload: string; idempotencyKey: string; scheduledAt: Date; correlationId: string },
+): Promise<void> {
+  await db.$executeRaw`
+    INSERT INTO fetch_run (id, job_type, source_id, business_date, payload, idempotency_key, scheduled_at,
+                           correlation_id, workflow_id, workflow_run_id, updated_at)
+    VALUES (${randomUUID()}::uuid, ${key.jobType}, ${key.sourceId}, ${key.date}::date, ${run.payload}::jsonb,
+            ${run.idempotencyKey}, ${run.scheduledAt}, ${run.correlationId},
+            ${run.workflowId}, ${run.workflowRunId}, now())
+    ON CONFLICT DO NOTHING`; // either unique key (business key or idempotency key) means it exists
+}
+
+/**
+ * Claims the run of `key` for `by` when it is free — queued or waiting, already owned by this
+ * workflow id, running under a lease that expired, or ended and started again by a new execution
+ * of its workflow id — and leases it for `ttlSeconds`. A repeat by the same execution keeps its
+ * token and attempt; any other claim gets a fresh token. Returns the claimed row, or undefined
+ * when the run is not free.
+ */
+export async function claimRun(
+  db: Pick<PrismaClient, '$queryRaw'>,
+  key: RunKey,
+  by: Claimant,
+  ttlSeconds: number,
+): Promise<RunRow | undefined> {
+  const claimed = await db.$queryRaw<RunRow[]>`
+    UPDATE fetch_run
+       SET status = 'running',
+           attempt = CASE WHEN status = 'running' AND workflow_id = ${by.workflowId} AND workflow_run_id = ${by.workflowRunId}
+                          THEN attempt ELSE attempt + 1 END,
+           lease_token = CASE WHEN status = 'running' AND workflow_id = ${by.workflowId} AND workflow_run_id = ${by.workflowRunId}
+                              THEN lease_token ELSE ${randomUUID()}::uuid END,
+           lease_until = now() + make_interval(secs => ${ttlSeconds}),
+           workflow_id = ${by.workflowId}, workflow_run_id = ${by.workflowRunId},
+           started_at = COALESCE(started_at, now()), updated_at = now(),
+           finished_at = CASE WHEN status IN ('cancelled', 'dead_lettered', 'compensated') THEN NULL ELSE finished_at END
+     WHERE job_type = ${key.jobType} AND source_id = ${key.sourceId} AND business_date = ${key.date}::date
+       AND (status IN ('queued', 'retry_wait')
+            OR (status = 'running' AND (workflow_id = ${by.workflowId} OR lease_until < now()))
+            -- A new execution of the business-key workflow (Temporal allows one after a failed,
+            -- cancelled or terminated run) takes the key up again and resumes from its pages.
+            OR (status IN ('cancelled', 'dead_lettered', 'compensated') AND workflow_id = ${by.workflowId}
+                AND workflow_run_id IS DISTINCT FROM ${by.workflowRunId}))
+    RETURNING ${RUN_COLUMNS}`;
+  return claimed[0];
+}
+
+/** The run of `key` as it is now, or undefined. Read-only. */
+export async function findRunByKey(
+  db: Pick<PrismaClient, '$queryRaw'>,
+  key: RunKey,
+): Promise<RunRow | undefined> {
+  const [current] = await db.$queryRaw<RunRow[]>`
+    SELECT ${RUN_COLUMNS} FROM fetch_run
+     WHERE job_type = ${key.jobType} AND source_id = ${key.sourceId} AND business_date = ${key.date}::date`;
+  return current;
+}
+
+/**
+ * Extends the lease by `ttlMs` from now if `fence` still holds it, and records `workflowRunId`
+ * (when given) as the execution that holds the run now. Returns whether the lease was renewed.
+ */
+export async function renewLease(
+  db: Pick<PrismaClient, '$executeRaw'>,
+  fence: Fence,
+  ttlMs: number,
+  workflowRunId: string | undefined,
+): Promise<boolean> {
+  const renewed = await db.$executeRaw`
+    UPDATE fetch_run SET lease_until = now() + make_interval(secs => ${ttlMs / 1000}),
+                         workflow_run_id = COALESCE(${workflowRunId ?? null}, workflow_run_id)
+     WHERE ${heldBy(fence)}`;
+  return renewed === 1;
+}
+
+/**
+ * Locks the run's row FOR UPDATE inside transaction `tx` if `fence` holds it; returns whether it
+ * does. Waits for a concurrent holder of the lock (bounded by the session's lock_timeout).
+ */
+export async function lockHeldRun(tx: Pick<PrismaClient, '$queryRaw'>, fence: Fence): Promise<boolean> {
+  // Be very careful: this row lock is what serialises two attempts of the same run (a zombie
+  // and its retry). Taking it first makes the idempotency check that follows it race-free.
+  const owned = await tx.$queryRaw<{ id: string }[]>`
+    SELECT id FROM fetch_run
+     WHERE ${heldBy(fence)}
+       FOR UPDATE`;
+  return owned.length > 0;
+}
+
+/**
+ * Records a stored page on the run: `pagesStored` pages so far, `recordCount` more records, the
+ * partner's next cursor. Call it under {@link lockHeldRun}'s lock. Not idempotent by itself.
+ */
+export async function advanceRun(
+  tx: Pick<PrismaClient, 'fetchRun'>,
+  fetchRunId: string,
+  page: { pagesStored: number; recordCount: number; cursor: string | null },
+): Promise<void> {
+  await tx.fetchRun.update({
+    where: { id: fetchRunId },
+    data: {
+      pagesStored: page.pagesStored,
+      recordsStored: { increment: page.recordCount },
+      cursor: page.cursor,
+    },
+  });
+}
