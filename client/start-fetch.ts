@@ -12,12 +12,7 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import { UserFacingError } from '../worker/errors.ts';
 import { checkBusinessDate, dateInTimeZone } from '../workflows/business-date.ts';
-import {
-  isBusinessDate,
-  isCorrelationId,
-  isSourceId,
-  workflowIdFor,
-} from '../workflows/business-key.ts';
+import { isBusinessDate, isCorrelationId, isSourceId, workflowIdFor } from '../workflows/business-key.ts';
 import type { fetchRecordsWorkflow } from '../workflows/fetch-records.ts';
 import { DEFAULT_MAX_INPUT_BYTES, type FetchRecordsInput, type RequestedBy } from '../workflows/types.ts';
 
