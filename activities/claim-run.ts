@@ -73,7 +73,10 @@ export function createClaimRun(deps: ActivityDeps) {
         `source '${source.id}' runs job '${source.jobType}', not '${named}'`,
       );
     }
-    const job = deps.jobs.get(source.jobType);
+    // A job this worker does not run is not refused here: the run is claimed, so that its first
+    // step needing the job fails it (UNKNOWN_JOB_TYPE) and it ends as a dead letter operators see.
+    // Refusing the claim would fail the workflow with no run row and no dead letter at all.
+    const job = deps.jobs.find(source.jobType);
     const key = { jobType: source.jobType, sourceId: input.sourceId, businessDate: input.businessDate };
     const date = dateColumn(input.businessDate);
     const payload = JSON.stringify({
@@ -113,8 +116,8 @@ export function createClaimRun(deps: ActivityDeps) {
         pageSize: source.pageSize,
         retryPolicy,
         // A job without a downstream action has nothing to submit, whatever the source says.
-        submitSummary: source.submitSummary && job.downstream !== undefined,
-        ...(job.downstream ? { downstreamAction: job.downstream.name } : {}),
+        submitSummary: source.submitSummary && job?.downstream !== undefined,
+        ...(job?.downstream ? { downstreamAction: job.downstream.name } : {}),
         sourcePaused: source.pausedAt !== null,
       };
     }

@@ -24,7 +24,7 @@ export interface JobRegistry {
 
 /**
  * Registers `jobs`.
- * @throws UserFacingError `JOB_REGISTRY` naming the first problem: a malformed type or action
+ * @throws UserFacingError `JOB_REGISTRY` naming the first problem: a missing or malformed type or action
  *   name, a job registered twice under one type, a job without `fetchPage`/`storePage`/`recordId`.
  */
 export function createJobRegistry(jobs: readonly AnyJob[]): JobRegistry {
@@ -51,7 +51,9 @@ export function createJobRegistry(jobs: readonly AnyJob[]): JobRegistry {
 }
 
 function problemOf(job: AnyJob, known: ReadonlyMap<string, AnyJob>): string | undefined {
-  const type = String((job as { type?: unknown }).type);
+  const type = (job as { type?: unknown }).type;
+  // Checked as a string first: String(undefined) is 'undefined', a well-formed type.
+  if (typeof type !== 'string') return `a job has no type (its type is ${typeof type})`;
   if (!isJobType(type)) return `job type '${type}' must be lower case letters, digits and '-' (at most 41)`;
   if (known.has(type)) return `two jobs are registered under type '${type}'`;
   for (const hook of ['recordId', 'fetchPage', 'storePage'] as const) {
