@@ -45,7 +45,7 @@ export function createFetchPage(deps: ActivityDeps) {
     const source = await loadEnabledSource(prisma, input.sourceId);
     const { job, view } = jobOf(deps, source);
     const access = partnerAccess(deps, source, ctx.cancellationSignal);
-    const what = `partner ${source.id} records`;
+    const what = `partner ${source.id} (job ${job.type}) page`;
 
     const key = pageKeyFor({ ...input, jobType: jobTypeOf(input) }, input.pageNo);
     let staged = await loadStagedPage(prisma, key);
