@@ -56,6 +56,7 @@ const envSchema = z.object({
     .default(DEFAULT_MAX_INPUT_BYTES),
   DURABLE_FETCH_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(20_000),
   DURABLE_FETCH_WORKER_ACTIVITY_SLOTS: z.coerce.number().int().min(1).max(1_000).default(20),
+  DURABLE_FETCH_WORKFLOW_BUNDLE: z.string().min(1).optional(),
   DURABLE_FETCH_METRICS_ENABLED: z.enum(['true', 'false']).default('true'),
   DURABLE_FETCH_METRICS_HOST: z.string().min(1).default('0.0.0.0'),
   DURABLE_FETCH_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
@@ -166,6 +167,12 @@ export interface Config {
     shutdownGraceMs: number;
     /** Activities a worker runs at once; its database pool is sized from it (worker/db.ts). */
     activitySlots: number;
+    /**
+     * A workflow bundle built ahead (`bundleWorkflowCode` with the worker's interceptor modules,
+     * written to a file): the worker loads it instead of bundling the workflows at start, which
+     * costs seconds of CPU per process. Unset: bundled at start.
+     */
+    workflowBundlePath?: string;
   };
   outbox: {
     routes: Route[];
@@ -244,6 +251,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     worker: {
       shutdownGraceMs: e.DURABLE_FETCH_SHUTDOWN_GRACE_MS,
       activitySlots: e.DURABLE_FETCH_WORKER_ACTIVITY_SLOTS,
+      ...(e.DURABLE_FETCH_WORKFLOW_BUNDLE === undefined
+        ? {}
+        : { workflowBundlePath: e.DURABLE_FETCH_WORKFLOW_BUNDLE }),
     },
     outbox: {
       routes: e.DURABLE_FETCH_OUTBOX_ROUTES,

@@ -58,6 +58,9 @@ export async function startWorkerProcess(options: WorkerProcessOptions): Promise
     deps,
     shutdownGraceTimeMs: config.worker.shutdownGraceMs,
     maxConcurrentActivityTaskExecutions: config.worker.activitySlots,
+    ...(config.worker.workflowBundlePath
+      ? { workflowBundle: { codePath: config.worker.workflowBundlePath } }
+      : {}),
   });
   const loops: Periodic[] = [
     startStuckRunSweep({

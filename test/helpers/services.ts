@@ -3,9 +3,10 @@
  * memory, free ports, with its Web UI) from the pinned CLI, and a migrated template database on the
  * PostgreSQL of DATABASE_URL, else 127.0.0.1:5432, else an embedded one.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import pg from 'pg';
 import { withDatabaseName } from '../../prisma/migrator.ts';
 import { PROJECT_ROOT } from '../../worker/config.ts';
@@ -13,6 +14,7 @@ import { startEmbeddedPostgres } from '../../worker/postgres.ts';
 import { isPidAlive } from '../../worker/process-utils.ts';
 import { resolveTemporalCli } from '../../worker/temporal-cli.ts';
 import { startDevServer } from '../../worker/temporal-dev-server.ts';
+import { WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from '../../worker/worker.ts';
 import { createTemplateDatabase, dropDatabase } from './database.ts';
 
 export interface TestServices {
@@ -86,6 +88,8 @@ export async function startTestServices(log: (line: string) => void): Promise<Te
       });
       return server.adminUrl;
     };
+    // Alongside the services: bundling is CPU, they are mostly waiting.
+    const bundling = writeWorkflowBundle(stops);
     const [cli, adminUrl] = await Promise.all([
       resolveTemporalCli({ projectRoot: PROJECT_ROOT, cliPath: process.env.TEMPORAL_CLI_PATH, log }),
       postgresAdminUrl(),
@@ -102,6 +106,7 @@ export async function startTestServices(log: (line: string) => void): Promise<Te
         stops.push(() => dropDatabase(adminUrl, template)),
       ),
     ]);
+    const bundlePath = await bundling;
     return {
       temporalAddress: server.address,
       temporalCli: cli.path,
@@ -113,6 +118,7 @@ export async function startTestServices(log: (line: string) => void): Promise<Te
         DF_TEST_PG_ADMIN_URL: adminUrl,
         DF_TEST_TEMPLATE_DB: template,
         DF_TEST_TEMPORAL_CLI: cli.path,
+        DF_TEST_WORKFLOW_BUNDLE: bundlePath,
         ...(server.uiUrl ? { DF_TEST_TEMPORAL_UI_URL: server.uiUrl } : {}),
       },
       stop,
@@ -121,4 +127,22 @@ export async function startTestServices(log: (line: string) => void): Promise<Te
     await stop();
     throw err;
   }
+}
+
+/**
+ * Bundles the workflows once per test run, the way the worker would at start, into a file every
+ * test worker (in-process or spawned, as DURABLE_FETCH_WORKFLOW_BUNDLE) loads instead of bundling
+ * again: each bundling costs seconds of CPU, and the suite starts dozens of workers.
+ */
+async function writeWorkflowBundle(stops: (() => Promise<unknown>)[]): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'df-test-bundle-'));
+  stops.push(() => rm(dir, { recursive: true, force: true }));
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: WORKFLOWS_PATH,
+    workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
+    logger: new DefaultLogger('WARN'),
+  });
+  const file = path.join(dir, 'workflow-bundle.js');
+  await writeFile(file, code);
+  return file;
 }

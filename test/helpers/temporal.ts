@@ -7,18 +7,13 @@
  * source ids with the file's name (e.g. `e2e-alpha`, `cli-delta`).
  */
 import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { Client, Connection } from '@temporalio/client';
-import {
-  bundleWorkflowCode,
-  DefaultLogger,
-  NativeConnection,
-  Runtime,
-  type WorkflowBundleWithSourceMap,
-} from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import type { ActivityDeps } from '../../activities/index.ts';
 import { buildWorker, WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from '../../worker/worker.ts';
 
-let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+let bundle: Promise<{ code: string }> | undefined;
 let runtimeQuiet = false;
 
 export function temporalAddress(): string {
@@ -50,6 +45,9 @@ export async function testWorker(deps: ActivityDeps): Promise<TestWorker> {
     // Warnings only; must happen before the first native connection of the process.
     Runtime.install({ logger: new DefaultLogger('WARN') });
   }
+  // The run's bundle when test/run.ts built one (every test file shares it), else one per file.
+  const prebuilt = process.env.DF_TEST_WORKFLOW_BUNDLE;
+  if (prebuilt) bundle ??= Promise.resolve({ code: await readFile(prebuilt, 'utf8') });
   bundle ??= bundleWorkflowCode({
     workflowsPath: WORKFLOWS_PATH,
     workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
