@@ -35,6 +35,8 @@ export interface AddOptions {
   actor: string;
   /** Why (1..1000 characters; audited). */
   reason: string;
+  /** Problems the caller found reading its input (a `--config` that is not JSON): reported with the others. */
+  inputProblems?: readonly string[];
 }
 
 export interface AddedSource {
@@ -93,6 +95,7 @@ export async function addSource(ctx: AddCtx, input: NewSource, options: AddOptio
   const reason = checkReason(options.reason);
   const actor = checkActor(options.actor);
   const { problems, fields, config } = problemsOf(ctx, input);
+  problems.push(...(options.inputProblems ?? []));
   if (isSourceId(input.id)) {
     const taken = await ctx.prisma.source.findUnique({ where: { id: input.id } });
     if (taken?.removedAt) problems.unshift(`<id>: ${removedError(taken).message}`);
