@@ -30,8 +30,10 @@ async function refused(d: DesiredSchedule, call: () => Promise<unknown>): Promis
   try {
     await call();
   } catch (err) {
-    if (err instanceof ServiceError) {
-      const why = err.cause?.message ?? err.message;
+    // The SDK turns the server's "Invalid schedule spec" (a cron it cannot parse) into a
+    // TypeError carrying the server's words; other refusals arrive as a ServiceError.
+    if (err instanceof ServiceError || err instanceof TypeError) {
+      const why = err instanceof ServiceError ? (err.cause?.message ?? err.message) : err.message;
       throw new UserFacingError(
         `source '${d.sourceId}': Temporal refused its schedule: ${why}`,
         'INVALID_SCHEDULE',
