@@ -174,7 +174,6 @@ describe('sources add', { timeout: 300_000 }, () => {
       /^sadd-fx\s+exchange-rates\s+yes\s+no\s+none\s/m,
     );
 
-    // A second add of the id is refused, and changes nothing.
     const again = await add('sadd-fx', '--job', 'exchange-rates', '--base-url', 'https://fx.example.test');
     assert.match(again.stderr, /^ {2}<id>: source 'sadd-fx' already exists$/m);
     assert.equal((await auditOf('sadd-fx')).length, 1);
@@ -247,46 +246,5 @@ describe('sources add', { timeout: 300_000 }, () => {
     assert.match(bad.stderr, /source 'sadd-badcron': Temporal refused its schedule/);
     assert.equal(await t.db.prisma.source.count({ where: { id: 'sadd-badcron' } }), 0);
     assert.equal((await auditOf('sadd-badcron')).length, 0);
-  });
-});
-
-describe('sources update --config', { timeout: 300_000 }, () => {
-  it("validates the config with the source's job and refuses --job", async () => {
-    const id = 'sadd-upd';
-    ok(await add(id, '--job', 'exchange-rates', '--base-url', 'https://fx.example.test'));
-    const update = (...args: string[]) =>
-      runCli(['sources', 'update', id, ...args, '--reason', 'fix'], t.env);
-    const bad = await update('--config', '{"account":"","x":1}');
-    assert.equal(bad.code, 1, detail(bad));
-    assert.match(
-      bad.stderr,
-      /^durable-fetch: invalid update of source 'sadd-upd': --config: config\.account: .*; --config: config: Unrecognized key: "x"\n$/,
-    );
-    const notJson = await update('--config', 'nope', '--page-size', '10');
-    assert.match(notJson.stderr, /--config: the value is not valid JSON/);
-    const job = await update('--job', 'fetch-records');
-    assert.match(job.stderr, /^durable-fetch: the job type of source 'sadd-upd' cannot change/);
-    const row = await t.db.prisma.source.findUniqueOrThrow({ where: { id } });
-    assert.deepEqual(
-      [row.jobType, row.pageSize, row.config],
-      ['exchange-rates', 200, { account: 'fx:rates-imported', counterAccount: 'fx:suspense' }],
-    );
-    assert.equal((await auditOf(id)).length, 1, 'only the add is audited');
-
-    const changed = ok(await update('--config', '{"counterAccount":"fx:other"}'));
-    assert.match(
-      changed,
-      /^updated sadd-upd: config \{"account":"fx:rates-imported","counterAccount":"fx:suspense"\} -> \{"account":"fx:rates-imported","counterAccount":"fx:other"\}$/m,
-    );
-    const after = await t.db.prisma.source.findUniqueOrThrow({ where: { id } });
-    assert.deepEqual(after.config, { account: 'fx:rates-imported', counterAccount: 'fx:other' });
-    const last = (await auditOf(id)).at(-1)!;
-    assert.equal(last.action, 'source.update');
-    // The same config again (keys in another order) changes nothing.
-    assert.match(
-      ok(await update('--config', '{"counterAccount":"fx:other","account":"fx:rates-imported"}')),
-      /nothing changed/,
-    );
-    assert.equal((await auditOf(id)).length, 2);
   });
 });
