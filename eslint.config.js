@@ -61,7 +61,6 @@ export default tseslint.config(
       'client/dead-letters.ts',
       'client/owed-compensations.ts',
       'client/replay.ts',
-      'client/sources.ts',
       'client/status.ts',
       'client/stuck-runs.ts',
     ],

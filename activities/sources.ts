@@ -4,7 +4,7 @@ import { failure } from './errors.ts';
 
 /**
  * A source whether or not it is enabled: undoing a run's effects (compensation) stays allowed
- * after a source is disabled.
+ * after a source is disabled or removed.
  * @throws ApplicationFailure NotFound (deleted).
  */
 export async function loadSource(prisma: Pick<PrismaClient, 'source'>, sourceId: string): Promise<Source> {
@@ -14,8 +14,9 @@ export async function loadSource(prisma: Pick<PrismaClient, 'source'>, sourceId:
 }
 
 /**
- * The source of a run, re-checked at run time (R2): it must still exist and be enabled.
- * @throws ApplicationFailure NotFound (deleted), PermissionDenied (disabled).
+ * The source of a run, re-checked at run time (R2): it must still exist, be enabled and not removed.
+ * @throws ApplicationFailure NotFound (deleted), PermissionDenied `SOURCE_REMOVED` (removed) or
+ *   `SOURCE_DISABLED` (disabled).
  */
 export async function loadEnabledSource(
   prisma: Pick<PrismaClient, 'source'>,
@@ -23,6 +24,9 @@ export async function loadEnabledSource(
 ): Promise<Source> {
   const source = await findSource(prisma, sourceId);
   if (!source) throw failure('NotFound', 'SOURCE_NOT_FOUND', `source '${sourceId}' does not exist`);
+  // A removed source is disabled too: say it was removed, which no one can undo.
+  if (source.removedAt)
+    throw failure('PermissionDenied', 'SOURCE_REMOVED', `source '${sourceId}' was removed`);
   if (!source.enabled)
     throw failure('PermissionDenied', 'SOURCE_DISABLED', `source '${sourceId}' is disabled`);
   return source;

@@ -20,6 +20,7 @@ import type {
 import { errorMessage, UserFacingError } from '../worker/errors.ts';
 import type { CompensateRunInput } from '../workflows/types.ts';
 import { checkActor, checkText } from './audit.ts';
+import { OPEN_RUN_STATUSES } from './runs.ts';
 import { compensationIdOf, startCompensationWorkflow } from './start-compensation.ts';
 import type { DurableFetchContext } from './start-fetch.ts';
 import { recordAudit } from '../db/audit.ts';
@@ -42,7 +43,6 @@ const RETRYABLE_STATES: readonly DownstreamState[] = [
 ];
 
 /** Run statuses during which the run's own workflow may still act on its ledger rows. */
-const ACTIVE_RUN_STATUSES: readonly RunStatus[] = ['queued', 'running', 'retry_wait'];
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -307,7 +307,7 @@ export async function retryCompensation(
     );
   }
   const { run } = row;
-  if (ACTIVE_RUN_STATUSES.includes(run.status)) {
+  if (OPEN_RUN_STATUSES.includes(run.status)) {
     throw new UserFacingError(
       `run ${run.id} is ${run.status}: its own workflow may still act on it; retry once it ends`,
       'RUN_ACTIVE',

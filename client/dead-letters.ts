@@ -24,6 +24,7 @@ import { redactUrlsIn } from '../worker/redact.ts';
 import { isBusinessDate } from '../workflows/business-key.ts';
 import { replayWorkflowId } from '../workflows/replay-api.ts';
 import { checkActor, checkText } from './audit.ts';
+import { OPEN_RUN_STATUSES } from './runs.ts';
 import { launchFetch, MAX_PAGE_SIZE, prepareFetch, type DurableFetchContext } from './start-fetch.ts';
 import { recordAudit } from '../db/audit.ts';
 
@@ -42,7 +43,6 @@ const MAX_EXECUTIONS_FOLLOWED = 100;
 const HISTORY_DEADLINE_MS = 10_000;
 
 /** Run statuses during which the key is being fetched already: a retry would only join it. */
-const ACTIVE_RUN_STATUSES: readonly RunStatus[] = ['queued', 'running', 'retry_wait'];
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -586,7 +586,7 @@ export async function retryDeadLetter(
   const letter = await loadLetter(ctx, id);
   if (letter.status !== 'open') throw notOpen(letter.id, letter.status, 'retried');
   if (letter.replayId && (await reservationHolds(ctx, letter))) throw reserved(letter.id, letter.replayId);
-  if (ACTIVE_RUN_STATUSES.includes(letter.run.status)) {
+  if (OPEN_RUN_STATUSES.includes(letter.run.status)) {
     throw new UserFacingError(
       `run ${letter.run.id} of ${view(letter).businessKey} is ${letter.run.status}: it is being fetched already`,
       'RUN_ACTIVE',

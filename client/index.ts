@@ -34,10 +34,24 @@ export type {
   ReconcileSelector,
   RunReport,
 } from './reconcile.ts';
-export { getSource, listSources, pauseSource, resumeSource, SOURCE_TARGET, updateSource } from './sources.ts';
+export {
+  addSource,
+  getSource,
+  listSources,
+  pauseSource,
+  removeSource,
+  resumeSource,
+  SOURCE_TARGET,
+  updateSource,
+} from './sources.ts';
 export type {
+  AddedSource,
+  AddOptions,
+  NewSource,
   PausedSource,
   PauseOptions,
+  RemovedSource,
+  RemoveOptions,
   ResumedSource,
   ResumeOptions,
   Source,

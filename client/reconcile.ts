@@ -29,7 +29,7 @@ import {
 } from '../prisma/generated/client.ts';
 import { errorMessage, UserFacingError } from '../worker/errors.ts';
 import { dateColumn, isBusinessDate, isSourceId } from '../workflows/business-key.ts';
-import { formatDate, getRun } from './runs.ts';
+import { formatDate, getRun, OPEN_RUN_STATUSES } from './runs.ts';
 
 /** What reconciling needs: the database, an HTTP client for the partner, and secrets by reference. */
 export interface ReconcileContext {
@@ -136,7 +136,6 @@ export interface ReconcileReport {
 }
 
 /** Statuses of a run whose workflow may still write: compared with nothing outside the database. */
-const IN_PROGRESS: readonly RunStatus[] = ['queued', 'running', 'retry_wait'];
 /** Ids quoted in one message, at most. */
 const QUOTE = 5;
 /** Partner pages read for one (source, date), at most: a partner that never ends is a fault. */
@@ -298,7 +297,7 @@ async function reconcileRun(ctx: ReconcileContext, selected: FetchRun): Promise<
   };
   if (!snap) return report; // deleted meanwhile: nothing left to compare
   const stored = checkDatabase(snap, report);
-  if (IN_PROGRESS.includes(run.status)) {
+  if (OPEN_RUN_STATUSES.includes(run.status)) {
     report.notes.push({
       code: 'IN_PROGRESS',
       message: `run is ${run.status}: not compared with the partner until it ends`,

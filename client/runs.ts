@@ -15,6 +15,9 @@ export const FINISHED_STATUSES: readonly RunStatus[] = [
   'compensated',
 ];
 
+/** Statuses of a run that is not over: queued, running, or waiting to retry. */
+export const OPEN_RUN_STATUSES: readonly RunStatus[] = ['queued', 'running', 'retry_wait'];
+
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**

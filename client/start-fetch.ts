@@ -83,7 +83,8 @@ function workflowInput(sourceId: string, businessDate: string, req: StartFetchRe
  * Validates a request against the database and the future-date policy, without starting anything.
  * Read-only.
  * @throws UserFacingError INVALID_INPUT (malformed source id or date, date beyond the future
- *   policy), UNKNOWN_SOURCE, SOURCE_DISABLED, SOURCE_PAUSED (an operator paused the source).
+ *   policy), UNKNOWN_SOURCE, SOURCE_REMOVED, SOURCE_DISABLED, SOURCE_PAUSED (an operator paused
+ *   the source).
  */
 export async function prepareFetch(
   ctx: Pick<DurableFetchContext, 'maxFutureDays' | 'maxInputBytes' | 'now'> & {
@@ -125,6 +126,13 @@ export async function prepareFetch(
     });
     const list = known.map((s) => s.id).join(', ') || 'none';
     throw new UserFacingError(`unknown source '${req.sourceId}' (known sources: ${list})`, 'UNKNOWN_SOURCE');
+  }
+  if (source.removedAt) {
+    // Removed sources keep their row (their runs point at it) but never run again.
+    throw new UserFacingError(
+      `source '${source.id}' was removed ${source.removedAt.toISOString()}${source.removedBy ? ` by ${source.removedBy}` : ''}: it runs no more`,
+      'SOURCE_REMOVED',
+    );
   }
   if (!source.enabled) throw new UserFacingError(`source '${source.id}' is disabled`, 'SOURCE_DISABLED');
   if (source.pausedAt) {

@@ -2,7 +2,7 @@
  * `source` reads of the engine at run time (R2): a run re-reads its source at every step, so an
  * operator's change (disabled, paused, new settings) takes effect on the next step.
  */
-import type { PrismaClient, Source } from '../prisma/generated/client.ts';
+import type { Prisma, PrismaClient, Source } from '../prisma/generated/client.ts';
 
 /** The source `sourceId`, or null when it does not exist. Read-only. */
 export async function findSource(db: Pick<PrismaClient, 'source'>, sourceId: string): Promise<Source | null> {
@@ -38,4 +38,11 @@ export async function enabledSourcesOfOtherJobs(
     select: { id: true, jobType: true },
     orderBy: { id: 'asc' },
   });
+}
+
+/** The source row, locked for the rest of the transaction; undefined when there is none. */
+export async function lockSource(tx: Prisma.TransactionClient, id: string): Promise<Source | undefined> {
+  const locked = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM source WHERE id = ${id} FOR UPDATE`;
+  if (locked.length === 0) return undefined;
+  return tx.source.findUniqueOrThrow({ where: { id } });
 }

@@ -98,17 +98,17 @@ describe('sources cli: list and show', { timeout: 300_000 }, () => {
     const rows = lines(listed);
     assert.match(
       rows[0]!,
-      /^ID\s+ENABLED\s+PAUSED\s+SCHEDULE\s+BASE URL\s+PAGE SIZE\s+RETRY POLICY\s+SUBMIT SUMMARY$/,
+      /^ID\s+JOB\s+ENABLED\s+PAUSED\s+SCHEDULE\s+BASE URL\s+PAGE SIZE\s+RETRY POLICY\s+SUBMIT SUMMARY$/,
     );
     const a = rows.find((r) => r.startsWith('scli-src-list-a '));
     const b = rows.find((r) => r.startsWith('scli-src-list-b '));
     assert.match(
       a ?? '',
-      /^scli-src-list-a\s+yes\s+no\s+every 1h\s+http:\/\/127\.0\.0\.1:9\/partner\s+100\s+partnerHttp\s+no$/,
+      /^scli-src-list-a\s+fetch-records\s+yes\s+no\s+every 1h\s+http:\/\/127\.0\.0\.1:9\/partner\s+100\s+partnerHttp\s+no$/,
     );
     assert.match(
       b ?? '',
-      /^scli-src-list-b\s+yes\s+no\s+cron 0 2 \* \* \*\s+\S+\s+100\s+partnerHttpQuick\s+yes$/,
+      /^scli-src-list-b\s+fetch-records\s+yes\s+no\s+cron 0 2 \* \* \*\s+\S+\s+100\s+partnerHttpQuick\s+yes$/,
     );
 
     const all = json<Source[]>(await runCli(['sources', 'list', '--json'], env));
@@ -122,6 +122,9 @@ describe('sources cli: list and show', { timeout: 300_000 }, () => {
     const shown = ok(await runCli(['sources', 'show', 'scli-src-list-b'], env));
     assert.match(shown, /^id\s+scli-src-list-b$/m);
     assert.match(shown, /^paused\s+no$/m);
+    assert.match(shown, /^job\s+fetch-records$/m);
+    assert.match(shown, /^config\s+\{\}$/m);
+    assert.match(shown, /^removed\s+no$/m);
     assert.match(shown, /^credentials ref\s+DF_SECRET_SCLI_B$/m);
     assert.match(shown, /^retry policy\s+partnerHttpQuick$/m);
     assert.match(shown, /^submit summary\s+yes$/m);
@@ -218,7 +221,7 @@ describe('sources cli: pause and resume', { timeout: 300_000 }, () => {
     assert.match(shown, /^\S+\s+alice\s+source\.pause\s+partner maintenance\s+\{/m);
     assert.match(
       ok(await runCli(['sources', 'list'], env)),
-      new RegExp(`^${id}\\s+yes\\s+yes: partner maintenance\\s`, 'm'),
+      new RegExp(`^${id}\\s+fetch-records\\s+yes\\s+yes: partner maintenance\\s`, 'm'),
     );
 
     // Resume: clears the pause, unpauses the schedule, audits; the run's workflow is gone (ignored).
@@ -530,12 +533,12 @@ describe('sources cli: update', { timeout: 300_000 }, () => {
   it('--help of each command needs no configuration', async () => {
     const help = await runCli(['sources', '--help'], NO_CONFIG);
     assert.equal(help.code, 0, detail(help));
-    for (const command of ['list', 'show', 'pause', 'resume', 'update']) {
+    for (const command of ['list', 'show', 'add', 'remove', 'pause', 'resume', 'update']) {
       assert.match(help.stdout, new RegExp(`^\\s+${command}\\b`, 'm'), `sources --help lists ${command}`);
     }
     assert.match(help.stdout, /next page\s+boundary/);
     const options: Record<string, string[]> = {
-      list: ['--json'],
+      list: ['--all', '--json'],
       show: ['--json'],
       pause: ['--reason <text>', '--by <who>', '--json'],
       resume: ['--reason <text>', '--by <who>', '--json'],
@@ -552,6 +555,7 @@ describe('sources cli: update', { timeout: 300_000 }, () => {
         '--submit-summary',
         '--no-submit-summary',
         '--submit-max-processing <ms>',
+        '--config <json|@file>',
         '--reason <text>',
         '--by <who>',
         '--json',

@@ -1,7 +1,6 @@
-import { type Command, Option } from 'commander';
+import type { Command } from 'commander';
 import type { AuditEntry } from '../../prisma/generated/client.ts';
 import { UserFacingError } from '../../worker/errors.ts';
-import { PARTNER_PRESETS } from '../../workflows/retry-presets.ts';
 import type { CliContext } from '../cli-context.ts';
 import { defaultActor } from '../audit.ts';
 import { table } from '../format.ts';
@@ -11,28 +10,36 @@ import {
   listSources,
   pauseSource,
   pauseText,
+  removedText,
   resumeSource,
   scheduleSummary,
   type Source,
-  type SourceChanges,
-  updateSource,
 } from '../sources.ts';
 import { printJson } from './output.ts';
+import { registerSourcesAdd } from './sources-add.ts';
+import { registerSourcesUpdate } from './sources-update.ts';
 
 const SOURCES_HELP = `
 A source is a partner to fetch from (a row of the "source" table). Pausing one stops it
 everywhere: its schedule is paused, new runs are refused, and running runs stop at their next page
 boundary (after a stored page, before fetching the next) and wait, durably, until it is resumed or
-they are cancelled (\`durable-fetch runs cancel\`). Every pause, resume and update is audited:
-who (--by, default the OS user), when and why (--reason); \`sources show\` lists the trail.`;
+they are cancelled (\`durable-fetch runs cancel\`). Each source runs one job (--job, fixed when it is
+added) with that job's settings (--config, checked by the job). Every add, pause, resume, update and
+remove is audited: who (--by, default the OS user), when and why (--reason); \`sources show\` lists
+the trail. Removing keeps the source's runs and audit trail; its id is never reused.`;
 
 const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
 
 function row(s: Source): Record<string, string> {
   return {
     id: s.id,
+    job: s.jobType,
     enabled: s.enabled ? 'yes' : 'no',
-    paused: s.pausedAt ? `yes: ${(s.pausedReason ?? '').replace(/\s+/g, ' ')}` : 'no',
+    paused: s.removedAt
+      ? 'removed'
+      : s.pausedAt
+        ? `yes: ${(s.pausedReason ?? '').replace(/\s+/g, ' ')}`
+        : 'no',
     schedule: scheduleSummary(s.schedule),
     'base url': s.baseUrl,
     'page size': String(s.pageSize),
@@ -43,6 +50,7 @@ function row(s: Source): Record<string, string> {
 
 const COLUMNS = [
   'id',
+  'job',
   'enabled',
   'paused',
   'schedule',
@@ -65,30 +73,6 @@ function auditTable(audit: readonly AuditEntry[]): string {
   );
 }
 
-/** An integer option (`--page-size`, `--submit-max-processing`): digits only, anything else is left for updateSource to refuse. */
-function integerArg(value: string): number {
-  return /^\s*-?\d{1,9}\s*$/.test(value) ? Number(value) : Number.NaN;
-}
-
-const shown = (v: unknown) =>
-  v === null || v === undefined ? 'none' : typeof v === 'string' ? v : JSON.stringify(v);
-
-interface UpdateOpts {
-  name?: string;
-  baseUrl?: string;
-  pageSize?: number;
-  retryPolicy?: string;
-  credentialsRef?: string | false;
-  timezone?: string;
-  enable?: boolean;
-  disable?: boolean;
-  submitSummary?: boolean;
-  submitMaxProcessing?: number;
-  reason: string;
-  by?: string;
-  json?: boolean;
-}
-
 /** `durable-fetch sources list|show|pause|resume|update` (issue #7). */
 export function registerSources(program: Command, ctx: () => CliContext): void {
   const sources = program
@@ -98,10 +82,11 @@ export function registerSources(program: Command, ctx: () => CliContext): void {
 
   sources
     .command('list')
-    .description('every source with its state and main settings')
+    .description('every source with its job, state and main settings (removed ones with --all)')
+    .option('--all', 'include removed sources')
     .option('--json', 'print JSON')
-    .action(async (opts: { json?: boolean }) => {
-      const list = await listSources({ prisma: await ctx().prisma() });
+    .action(async (opts: { all?: boolean; json?: boolean }) => {
+      const list = await listSources({ prisma: await ctx().prisma() }, { all: opts.all === true });
       if (opts.json) return printJson(list);
       if (list.length === 0) return console.log('no sources');
       console.log(table(list.map(row), COLUMNS));
@@ -121,7 +106,10 @@ export function registerSources(program: Command, ctx: () => CliContext): void {
       const fields: [string, string][] = [
         ['id', found.id],
         ['name', found.name],
+        ['job', found.jobType],
+        ['config', JSON.stringify(found.config)],
         ['enabled', found.enabled ? 'yes' : 'no'],
+        ['removed', found.removedAt ? `yes: ${removedText(found)}` : 'no'],
         ['paused', found.pausedAt ? `yes: ${pauseText(found)}` : 'no'],
         ['base url', found.baseUrl],
         ['credentials ref', found.credentialsRef ?? 'none'],
@@ -199,59 +187,6 @@ export function registerSources(program: Command, ctx: () => CliContext): void {
       );
     });
 
-  sources
-    .command('update')
-    .description(
-      "fix a source's configuration (validated first; what changed is audited with before and after)",
-    )
-    .argument('<id>', 'source id')
-    .option('--name <text>', 'display name')
-    .option('--base-url <url>', "the partner's http(s) base URL (no credentials in it)")
-    .option('--page-size <n>', 'records per stored page, 1..1000 (new runs)', integerArg)
-    .option('--retry-policy <name>', `partner retry preset (${PARTNER_PRESETS.join('|')}; new runs)`)
-    .option('--credentials-ref <NAME>', 'name of the DF_SECRET_* variable holding the bearer token')
-    .option('--no-credentials-ref', 'send no credentials')
-    .option('--timezone <zone>', 'IANA timezone of business dates and the schedule, e.g. Europe/Paris')
-    .addOption(new Option('--enable', 'enable the source').conflicts('disable'))
-    .addOption(new Option('--disable', 'disable the source (its runs fail at their next page)'))
-    .option('--submit-summary', 'runs submit their summary downstream')
-    .option('--no-submit-summary', 'runs do not submit their summary')
-    .option(
-      '--submit-max-processing <ms>',
-      'the longest the partner may take to apply a submission after receiving it: a lookup that finds nothing proves "not applied" only after the call timeouts plus this (default 60000)',
-      integerArg,
-    )
-    .requiredOption('--reason <text>', 'why (1..1000 characters; audited)')
-    .option('--by <who>', 'who (default: the OS user)')
-    .option('--json', 'print JSON')
-    .action(async (id: string, opts: UpdateOpts) => {
-      const changes: SourceChanges = {
-        name: opts.name,
-        baseUrl: opts.baseUrl,
-        pageSize: opts.pageSize,
-        retryPolicy: opts.retryPolicy,
-        credentialsRef: opts.credentialsRef === false ? null : opts.credentialsRef,
-        timezone: opts.timezone,
-        enabled: opts.enable ? true : opts.disable ? false : undefined,
-        submitSummary: opts.submitSummary,
-        submitMaxProcessingMs: opts.submitMaxProcessing,
-      };
-      const c = ctx();
-      const updated = await updateSource({ prisma: await c.prisma() }, id, changes, {
-        actor: opts.by ?? defaultActor(),
-        reason: opts.reason,
-      });
-      if (opts.json) return printJson(updated);
-      if (updated.changed.length === 0) {
-        return console.log(`nothing changed: ${id} already has those values`);
-      }
-      const what = updated.changed
-        .map((f) => `${f} ${shown(updated.before[f])} -> ${shown(updated.after[f])}`)
-        .join(', ');
-      console.log(`updated ${id}: ${what}`);
-      const affectsSchedule = updated.changed.includes('timezone') || updated.changed.includes('enabled');
-      if (affectsSchedule && updated.source.schedule !== null) {
-        console.log('its schedule follows on the next `durable-fetch schedules sync` (npm start runs it)');
-      }
-    });
+  registerSourcesAdd(sources, ctx);
+  registerSourcesUpdate(sources, ctx);
 }

@@ -1,0 +1,53 @@
+/**
+ * What the source commands share: the audit target, the reason check, the not-found error, and
+ * the row lock every change takes before it reads what it changes.
+ */
+import type { Client } from '@temporalio/client';
+import type { PrismaClient, Source } from '../../prisma/generated/client.ts';
+import { UserFacingError } from '../../worker/errors.ts';
+import { checkText } from '../audit.ts';
+import { MAX_NOTE_LENGTH } from '../compensations.ts';
+
+/** `target_type` of the audit entries about a source. */
+export const SOURCE_TARGET = 'source';
+
+export type PrismaCtx = { prisma: PrismaClient };
+export type TemporalCtx = PrismaCtx & { temporal: Client; taskQueue: string };
+
+/** Free text shown inside a one-line message. */
+export function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+/** The reason, trimmed. @throws UserFacingError INVALID_INPUT unless 1..1000 characters. */
+export function checkReason(reason: string): string {
+  return checkText(reason, 'the reason (--reason)', MAX_NOTE_LENGTH);
+}
+
+/** A NOT_FOUND error naming some known sources (removed ones included: their id still answers). */
+export async function notFound(ctx: PrismaCtx, id: string): Promise<UserFacingError> {
+  const known = await ctx.prisma.source.findMany({ select: { id: true }, orderBy: { id: 'asc' }, take: 20 });
+  const list = known.map((s) => s.id).join(', ') || 'none';
+  return new UserFacingError(`no source '${id}' (known sources: ${list})`, 'NOT_FOUND');
+}
+
+export { lockSource } from '../../db/sources.ts';
+
+/** Runs of the source in status `running`. Read-only. */
+export async function countRunning(ctx: PrismaCtx, sourceId: string): Promise<number> {
+  return ctx.prisma.fetchRun.count({ where: { sourceId, status: 'running' } });
+}
+
+/** `removed <iso> by <who>`: how messages about a removed source say so. */
+export function removedText(source: Pick<Source, 'removedAt' | 'removedBy'>): string {
+  if (!source.removedAt) return 'not removed';
+  return `removed ${source.removedAt.toISOString()}${source.removedBy ? ` by ${oneLine(source.removedBy)}` : ''}`;
+}
+
+/** A source that was removed: refused by every command that would change or run it. */
+export function removedError(source: Source): UserFacingError {
+  return new UserFacingError(
+    `source '${source.id}' was ${removedText(source)}: its id is kept for its runs and audit trail and is never reused`,
+    'SOURCE_REMOVED',
+  );
+}

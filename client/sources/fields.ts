@@ -1,0 +1,186 @@
+/**
+ * The settings of a source an operator may set (`sources add`, `sources update`), each validated
+ * once, here: the same rule and the same message whichever command sets it. Also the job config,
+ * checked by the job's own schema.
+ */
+import { z } from 'zod';
+import type { JobRegistry } from '../../activities/job-api/registry.ts';
+import { parseJobConfig } from '../../activities/job-api/registry.ts';
+import { isSecretRef } from '../../worker/activity-deps.ts';
+import { redactUrl } from '../../worker/redact.ts';
+import { isPartnerPreset, PARTNER_PRESETS } from '../../workflows/retry-presets.ts';
+import { MAX_PAGE_SIZE } from '../start-fetch.ts';
+
+/** Longest source name kept. */
+export const MAX_NAME_LENGTH = 200;
+
+/** Longest declared processing time of a partner's submissions: a day. */
+export const MAX_SUBMIT_PROCESSING_MS = 86_400_000;
+
+/** What `updateSource` may change (and `addSource` may set). `credentialsRef: null` clears it. */
+export interface SourceChanges {
+  name?: string;
+  baseUrl?: string;
+  pageSize?: number;
+  retryPolicy?: string;
+  credentialsRef?: string | null;
+  timezone?: string;
+  enabled?: boolean;
+  submitSummary?: boolean;
+  submitMaxProcessingMs?: number;
+  /** The job's config, checked by the job's schema (its defaults applied) before it is stored. */
+  config?: unknown;
+}
+
+export type SourceField = keyof SourceChanges;
+
+/** The CLI option of each field, for messages. */
+export const FIELD_OPTIONS: Record<SourceField, string> = {
+  name: '--name',
+  baseUrl: '--base-url',
+  pageSize: '--page-size',
+  retryPolicy: '--retry-policy',
+  credentialsRef: '--credentials-ref',
+  timezone: '--timezone',
+  enabled: '--enable/--disable',
+  submitSummary: '--submit-summary',
+  submitMaxProcessingMs: '--submit-max-processing',
+  config: '--config',
+};
+
+/** True for an IANA timezone this runtime knows (the one check of a timezone's validity). */
+export function isTimeZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function isHttpUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+/** True when the URL carries credentials (`user:password@`), which belong in a DF_SECRET_* variable. */
+function hasUserInfo(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return url.username !== '' || url.password !== '';
+  } catch {
+    return false;
+  }
+}
+
+const pageSizeError = `expected an integer 1..${MAX_PAGE_SIZE}`;
+const processingError = `expected milliseconds 0..${MAX_SUBMIT_PROCESSING_MS}`;
+const nameError = `must be 1..${MAX_NAME_LENGTH} characters`;
+
+/** Each field's rule. */
+const FIELD_SCHEMAS = {
+  name: z.string().trim().min(1, nameError).max(MAX_NAME_LENGTH, nameError),
+  baseUrl: z
+    .string()
+    .trim()
+    .refine(isHttpUrl, 'expected an http or https URL')
+    // Userinfo, or a secret-looking query parameter (?token=, ?api_key=…): what redactUrl masks.
+    .refine((v) => !hasUserInfo(v) && redactUrl(v) === v, {
+      message:
+        'must not carry credentials: put the secret in a DF_SECRET_* variable and set --credentials-ref',
+      abort: true,
+    }),
+  pageSize: z
+    .number({ error: pageSizeError })
+    .int(pageSizeError)
+    .min(1, pageSizeError)
+    .max(MAX_PAGE_SIZE, pageSizeError),
+  retryPolicy: z.string().refine(isPartnerPreset, `expected one of ${PARTNER_PRESETS.join(', ')}`),
+  credentialsRef: z
+    .string()
+    .refine(isSecretRef, 'expected the NAME of a DF_SECRET_* variable (A-Z, 0-9, _), not a secret')
+    .nullable(),
+  timezone: z.string().refine(isTimeZone, 'expected an IANA timezone such as Europe/Paris or UTC'),
+  enabled: z.boolean(),
+  submitSummary: z.boolean(),
+  submitMaxProcessingMs: z
+    .number({ error: processingError })
+    .int(processingError)
+    .min(0, processingError)
+    .max(MAX_SUBMIT_PROCESSING_MS, processingError),
+  // Its shape is the job's: checkJobConfig checks it once the job is known.
+  config: z.unknown(),
+} satisfies Record<SourceField, z.ZodType>;
+
+const changesSchema = z.strictObject({
+  name: FIELD_SCHEMAS.name.optional(),
+  baseUrl: FIELD_SCHEMAS.baseUrl.optional(),
+  pageSize: FIELD_SCHEMAS.pageSize.optional(),
+  retryPolicy: FIELD_SCHEMAS.retryPolicy.optional(),
+  credentialsRef: FIELD_SCHEMAS.credentialsRef.optional(),
+  timezone: FIELD_SCHEMAS.timezone.optional(),
+  enabled: FIELD_SCHEMAS.enabled.optional(),
+  submitSummary: FIELD_SCHEMAS.submitSummary.optional(),
+  submitMaxProcessingMs: FIELD_SCHEMAS.submitMaxProcessingMs.optional(),
+  config: FIELD_SCHEMAS.config.optional(),
+});
+
+/**
+ * Validates the given fields (`undefined` ones are left out): the valid values, or one
+ * `<option>: <message>` line per invalid one. `required` fields must be given. Pure.
+ */
+export function checkFields(
+  changes: SourceChanges,
+  required: readonly SourceField[] = [],
+): { ok: true; fields: SourceChanges } | { ok: false; problems: string[] } {
+  const given = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined));
+  const missing = required.filter((f) => given[f] === undefined).map((f) => `${FIELD_OPTIONS[f]}: required`);
+  const parsed = changesSchema.safeParse(given);
+  if (parsed.success && missing.length === 0) return { ok: true, fields: parsed.data };
+  const invalid = parsed.success
+    ? []
+    : parsed.error.issues.map((i) => {
+        const field = i.path[0];
+        const option =
+          typeof field === 'string' && field in FIELD_OPTIONS
+            ? FIELD_OPTIONS[field as SourceField]
+            : String(field ?? '');
+        return option ? `${option}: ${i.message}` : i.message;
+      });
+  return { ok: false, problems: [...missing, ...invalid] };
+}
+
+/**
+ * The job of `jobType` and `raw` parsed with its config schema (defaults applied), or the
+ * problems: an unknown job type (naming the known ones), or one `--config` line per invalid
+ * value. Pure.
+ */
+export function checkJobConfig(
+  jobs: JobRegistry,
+  jobType: string,
+  raw: unknown,
+): { ok: true; config: unknown; hasDownstream: boolean } | { ok: false; problems: string[] } {
+  const job = jobs.find(jobType);
+  if (!job) {
+    return {
+      ok: false,
+      problems: [`--job: unknown job type '${jobType}' (known: ${jobs.types.join(', ') || 'none'})`],
+    };
+  }
+  const parsed = parseJobConfig(job, raw);
+  if (!parsed.ok) return { ok: false, problems: parsed.problems.map((p) => `--config: ${p}`) };
+  return { ok: true, config: parsed.config, hasDownstream: job.downstream !== undefined };
+}
+
+/** Canonical JSON (object keys sorted), so that equal configs compare equal whatever their key order. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v !== null && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
+}

@@ -1,0 +1,123 @@
+/**
+ * Removing a source (`durable-fetch sources remove`): a soft removal. The row stays, disabled and
+ * marked `removed_at/removed_by`, so that its runs, records, dead letters and audit trail keep
+ * pointing at it and its id is never given to another source. From then on it is left out of
+ * `sources list` and of `schedules sync`, refused by `run` and by a claim at run time, while the
+ * compensation of its past runs still works (activities/sources.ts `loadSource`).
+ */
+import { recordAudit } from '../../db/audit.ts';
+import { NOT_FINAL_STATES } from '../../db/ledger.ts';
+import type { Prisma, Source } from '../../prisma/generated/client.ts';
+import { errorMessage, UserFacingError } from '../../worker/errors.ts';
+import { isSourceId } from '../../workflows/business-key.ts';
+import { checkActor } from '../audit.ts';
+import { OPEN_RUN_STATUSES } from '../runs.ts';
+import { scheduleIdFor } from '../schedule-spec.ts';
+import { syncSourceSchedule } from '../schedules.ts';
+import {
+  checkReason,
+  lockSource,
+  notFound,
+  oneLine,
+  removedError,
+  SOURCE_TARGET,
+  type TemporalCtx,
+} from './common.ts';
+
+export interface RemoveOptions {
+  /** Who. */
+  actor: string;
+  /** Why (1..1000 characters; audited). */
+  reason: string;
+}
+
+export interface RemovedSource {
+  source: Source;
+  scheduleId: string;
+  /** True when the source had a Temporal Schedule (on this task queue) and it is now deleted. */
+  scheduleDeleted: boolean;
+}
+
+/**
+ * Actions of the source that may still hold an effect to settle: the ledger's unsettled states,
+ * except the confirmed action of a run that succeeded (its effect is the run's result, final) —
+ * unless it is a stray, which is voided whatever its run's outcome.
+ */
+function unsettledOf(sourceId: string): Prisma.DownstreamActionWhereInput {
+  return {
+    run: { sourceId },
+    state: { in: [...NOT_FINAL_STATES] },
+    NOT: { state: 'confirmed', strayOf: null, run: { status: 'succeeded' } },
+  };
+}
+
+const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
+
+/**
+ * Removes a source: refused while a run of it is open (queued, running, waiting to retry) or an
+ * action of it is unsettled. Otherwise disables it, sets `removed_at/removed_by` and writes the
+ * audit entry `source.remove` in one transaction, then deletes its Temporal Schedule. Keeps its
+ * runs, records and audit trail. Not idempotent: removing a removed source is refused.
+ * @throws UserFacingError NOT_FOUND, SOURCE_REMOVED (already), SOURCE_BUSY (open runs or unsettled
+ *   actions; nothing is changed), INVALID_INPUT, SCHEDULE_DELETE_FAILED (the source is removed,
+ *   its schedule is not deleted yet).
+ */
+export async function removeSource(
+  ctx: TemporalCtx,
+  id: string,
+  options: RemoveOptions,
+): Promise<RemovedSource> {
+  const reason = checkReason(options.reason);
+  const actor = checkActor(options.actor);
+  if (!isSourceId(id)) throw await notFound(ctx, id);
+  const scheduleId = scheduleIdFor(ctx.taskQueue, id);
+  const outcome = await ctx.prisma.$transaction(async (tx) => {
+    const current = await lockSource(tx, id);
+    if (!current) return { kind: 'missing' as const };
+    if (current.removedAt) return { kind: 'removed' as const, current };
+    const [openRuns, unsettled] = await Promise.all([
+      tx.fetchRun.count({ where: { sourceId: id, status: { in: [...OPEN_RUN_STATUSES] } } }),
+      tx.downstreamAction.count({ where: unsettledOf(id) }),
+    ]);
+    if (openRuns > 0 || unsettled > 0) return { kind: 'busy' as const, openRuns, unsettled };
+    const removedAt = new Date();
+    const source = await tx.source.update({
+      where: { id },
+      data: { enabled: false, removedAt, removedBy: actor },
+    });
+    await recordAudit(tx, {
+      actor,
+      action: 'source.remove',
+      targetType: SOURCE_TARGET,
+      targetId: id,
+      reason,
+      details: { removedAt: removedAt.toISOString(), wasEnabled: current.enabled, scheduleId },
+    });
+    return { kind: 'done' as const, source };
+  });
+  if (outcome.kind === 'missing') throw await notFound(ctx, id);
+  if (outcome.kind === 'removed') throw removedError(outcome.current);
+  if (outcome.kind === 'busy') {
+    const why = [
+      outcome.openRuns > 0
+        ? `${plural(outcome.openRuns, 'open run', 'open runs')} (queued, running or waiting to retry): let them finish or cancel them (\`durable-fetch runs list --source ${id}\`)`
+        : '',
+      outcome.unsettled > 0
+        ? `${plural(outcome.unsettled, 'unsettled downstream action', 'unsettled downstream actions')}: settle them first (\`durable-fetch compensations list\`)`
+        : '',
+    ].filter(Boolean);
+    throw new UserFacingError(`cannot remove source '${id}': it has ${why.join('; and ')}`, 'SOURCE_BUSY');
+  }
+  let scheduleDeleted: boolean;
+  try {
+    // The source is removed now, so syncing it deletes its schedule.
+    scheduleDeleted = (await syncSourceSchedule(ctx, id))?.change === 'deleted';
+  } catch (err) {
+    throw new UserFacingError(
+      `source '${id}' is removed, but its schedule ${scheduleId} could not be deleted: ${oneLine(errorMessage(err))}; \`durable-fetch schedules sync\` deletes it`,
+      'SCHEDULE_DELETE_FAILED',
+      { cause: err },
+    );
+  }
+  return { source: outcome.source, scheduleId, scheduleDeleted };
+}
