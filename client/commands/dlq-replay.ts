@@ -2,7 +2,7 @@ import { type Command, InvalidArgumentError } from 'commander';
 import { UserFacingError } from '../../worker/errors.ts';
 import type { CliContext } from '../cli-context.ts';
 import { defaultActor } from '../audit.ts';
-import { parseSince } from '../dead-letters.ts';
+import { parseSince } from '../dead-letters/since.ts';
 import { table, workflowUrl } from '../format.ts';
 import {
   controlReplay,

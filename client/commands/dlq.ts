@@ -4,19 +4,14 @@ import { DeadLetterStatus } from '../../prisma/generated/enums.ts';
 import { UserFacingError } from '../../worker/errors.ts';
 import type { CliContext } from '../cli-context.ts';
 import { defaultActor } from '../audit.ts';
-import {
-  type DeadLetterDetail,
-  type DeadLetterView,
-  discardDeadLetter,
-  getDeadLetter,
-  isDeadLetterId,
-  listDeadLetters,
-  OVERRIDE_KEYS,
-  parseOverrides,
-  parseSince,
-  retryDeadLetter,
-  type TimelineEntry,
-} from '../dead-letters.ts';
+import { discardDeadLetter } from '../dead-letters/discard.ts';
+import { listDeadLetters } from '../dead-letters/list.ts';
+import { OVERRIDE_KEYS, parseOverrides } from '../dead-letters/overrides.ts';
+import { retryDeadLetter } from '../dead-letters/retry.ts';
+import { type DeadLetterDetail, getDeadLetter } from '../dead-letters/show.ts';
+import { parseSince } from '../dead-letters/since.ts';
+import type { TimelineEntry } from '../dead-letters/timeline.ts';
+import { type DeadLetterView, isDeadLetterId } from '../dead-letters/view.ts';
 import { table, workflowUrl } from '../format.ts';
 import { registerDlqReplay } from './dlq-replay.ts';
 import { printAuditTrail, printJson } from './output.ts';
