@@ -41,6 +41,8 @@ export async function getRun(
 }
 
 export interface ListRunsFilter {
+  /** Only runs of this job type, e.g. `exchange-rates`. */
+  jobType?: string;
   sourceId?: string;
   status?: RunStatus;
   /** Newest first; default 50, at most 1000. */
@@ -53,7 +55,7 @@ export async function listRuns(
   filter: ListRunsFilter = {},
 ): Promise<FetchRun[]> {
   return ctx.prisma.fetchRun.findMany({
-    where: { sourceId: filter.sourceId, status: filter.status },
+    where: { jobType: filter.jobType, sourceId: filter.sourceId, status: filter.status },
     orderBy: [{ businessDate: 'desc' }, { createdAt: 'desc' }],
     take: Math.min(Math.max(filter.limit ?? 50, 1), 1000),
   });

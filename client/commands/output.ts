@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from 'commander';
 import type { AuditEntry } from '../../prisma/generated/client.ts';
+import { isJobType } from '../../workflows/business-key.ts';
 import { table } from '../format.ts';
 
 /** Prints a value as pretty JSON on stdout (dates as ISO strings, bigints as strings). */
@@ -13,6 +14,20 @@ export function parseLimit(value: string): number {
   if (!Number.isInteger(n) || n < 1 || n > 1000)
     throw new InvalidArgumentError('expected an integer 1..1000');
   return n;
+}
+
+/**
+ * Parses `--job <type>`: the shape of a job type (lower-case letters, digits, '-'), or commander's
+ * one-line usage error. Not checked against this process's job list: rows written by a job no
+ * longer deployed must stay listable.
+ */
+export function parseJobType(value: string): string {
+  if (!isJobType(value)) {
+    throw new InvalidArgumentError(
+      "expected a job type: lower-case letters, digits and '-', e.g. fetch-records",
+    );
+  }
+  return value;
 }
 
 /** Prints `audit trail:` and a table of `entries` (at, actor, action, reason), or `audit trail: none`. */
