@@ -3,6 +3,8 @@ import type { DeadLetterStatus } from '../../prisma/generated/client.ts';
 import { type DeadLetterView, type PrismaCtx, view } from './view.ts';
 
 export interface ListDeadLettersFilter {
+  /** Only letters of this job type, e.g. `exchange-rates`. */
+  jobType?: string;
   sourceId?: string;
   /** DESIGN error type, e.g. `InvalidInput`. */
   errorType?: string;
@@ -23,6 +25,7 @@ export async function listDeadLetters(
   const rows = await ctx.prisma.deadLetter.findMany({
     where: {
       ...(status === 'all' ? {} : { status }),
+      ...(filter.jobType === undefined ? {} : { jobType: filter.jobType }),
       ...(filter.sourceId === undefined ? {} : { sourceId: filter.sourceId }),
       ...(filter.errorType === undefined ? {} : { errorType: filter.errorType }),
       ...(filter.since === undefined ? {} : { createdAt: { gte: filter.since } }),
