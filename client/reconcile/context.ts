@@ -17,13 +17,15 @@ export interface ReconcileContext {
   jobs?: JobRegistry;
 }
 
-/** Exactly one of `runId` or `date`; `sourceId` narrows a date to one source. */
+/** Exactly one of `runId` or `date`; `sourceId` and `jobType` narrow a date's runs. */
 export interface ReconcileSelector {
   /** FetchRun id, workflow id, or `<source>/<date>`. */
   runId?: string;
   /** `YYYY-MM-DD`: every run of that business date. */
   date?: string;
   sourceId?: string;
+  /** With `date`: only runs of this job type, e.g. `exchange-rates`. */
+  jobType?: string;
 }
 
 export interface ReconcileOptions {
