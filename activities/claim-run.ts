@@ -131,7 +131,7 @@ export function createClaimRun(deps: ActivityDeps) {
       RETURNING ${RUN_COLUMNS}`;
     const row = claimed[0];
     if (row?.lease_token) {
-      observeRunStarted(deps.metrics, input.sourceId);
+      observeRunStarted(deps.metrics, input.sourceId, key.jobType);
       deps.log.info(
         { fetchRunId: row.id, workflowId: input.workflowId, attempt: row.attempt },
         'run claimed',

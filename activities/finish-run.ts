@@ -19,6 +19,7 @@ export interface FinishedRow {
   /** The error type written (`Internal` when a dead letter came without one). */
   errorType: string | null;
   sourceId: string | null;
+  jobType: string | null;
   startedAt: Date | null;
 }
 
@@ -40,7 +41,13 @@ export async function finishRunRow(
     input.errorMessage === undefined ? null : redactUrlsIn(input.errorMessage).slice(0, MAX_KEPT_MESSAGE);
   const errorType = input.errorType ?? (input.status === 'dead_lettered' ? 'Internal' : null);
   const [row] = await db.$queryRaw<
-    { updated: bigint; dead_letter_id: string | null; source_id: string | null; started_at: Date | null }[]
+    {
+      updated: bigint;
+      dead_letter_id: string | null;
+      source_id: string | null;
+      job_type: string | null;
+      started_at: Date | null;
+    }[]
   >`
     WITH run AS (
       UPDATE fetch_run
@@ -60,12 +67,14 @@ export async function finishRunRow(
       RETURNING id::text
     )
     SELECT (SELECT count(*) FROM run) AS updated, (SELECT id FROM letter) AS dead_letter_id,
-           (SELECT source_id FROM run) AS source_id, (SELECT started_at FROM run) AS started_at`;
+           (SELECT source_id FROM run) AS source_id, (SELECT job_type FROM run) AS job_type,
+           (SELECT started_at FROM run) AS started_at`;
   return {
     finished: Number(row?.updated ?? 0) === 1,
     deadLetterId: row?.dead_letter_id ?? null,
     errorType,
     sourceId: row?.source_id ?? null,
+    jobType: row?.job_type ?? null,
     startedAt: row?.started_at ?? null,
   };
 }
@@ -82,12 +91,12 @@ export function observeRunFinished(
 ): void {
   if (!row.finished) return;
   const { errorType, deadLetterId } = row;
-  if (row.sourceId) {
-    const source = row.sourceId;
-    deps.metrics.runsFinished.inc({ source, status: input.status, error_type: errorType ?? '' });
+  if (row.sourceId && row.jobType) {
+    const run = { source: row.sourceId, job_type: row.jobType };
+    deps.metrics.runsFinished.inc({ ...run, status: input.status, error_type: errorType ?? '' });
     if (row.startedAt) {
       const seconds = (Date.now() - row.startedAt.getTime()) / 1000;
-      deps.metrics.runDuration.observe({ source, status: input.status }, seconds);
+      deps.metrics.runDuration.observe({ ...run, status: input.status }, seconds);
     }
   }
   deps.log.info(
