@@ -53,6 +53,7 @@ async function reconcileRun(ctx: ReconcileContext, selected: FetchRun): Promise<
   const report: RunReport = {
     runId: run.id,
     workflowId: run.workflowId,
+    jobType: run.jobType,
     sourceId: run.sourceId,
     businessDate: formatDate(run.businessDate),
     status: run.status,

@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from 'commander';
 import type { AuditEntry } from '../../prisma/generated/client.ts';
+import { UserFacingError } from '../../worker/errors.ts';
 import { isJobType } from '../../workflows/business-key.ts';
 import { table } from '../format.ts';
 
@@ -17,14 +18,15 @@ export function parseLimit(value: string): number {
 }
 
 /**
- * Parses `--job <type>`: the shape of a job type (lower-case letters, digits, '-'), or commander's
- * one-line usage error. Not checked against this process's job list: rows written by a job no
- * longer deployed must stay listable.
+ * Parses `--job <type>`: the shape of a job type (lower-case letters, digits, '-'). Not checked
+ * against this process's job list: rows written by a job no longer deployed must stay listable.
+ * @throws UserFacingError INVALID_INPUT (one line, exit 1, like the other bad inputs of these commands).
  */
 export function parseJobType(value: string): string {
   if (!isJobType(value)) {
-    throw new InvalidArgumentError(
-      "expected a job type: lower-case letters, digits and '-', e.g. fetch-records",
+    throw new UserFacingError(
+      `invalid --job '${value}': expected a job type: lower-case letters, digits and '-', e.g. fetch-records`,
+      'INVALID_INPUT',
     );
   }
   return value;

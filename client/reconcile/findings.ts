@@ -55,6 +55,7 @@ export interface Finding<C extends string = MismatchCode | NoteCode> {
 export interface RunReport {
   runId: string;
   workflowId: string;
+  jobType: string;
   sourceId: string;
   /** `YYYY-MM-DD`. */
   businessDate: string;
