@@ -102,7 +102,7 @@ describe('cli help', () => {
       return command.helpInformation();
     };
     const runsList = help('runs', 'list');
-    for (const option of ['--source <id>', '--status <status>', '--limit <n>', '--json']) {
+    for (const option of ['--job <type>', '--source <id>', '--status <status>', '--limit <n>', '--json']) {
       assert.ok(runsList.includes(option), `runs list --help mentions ${option}`);
     }
     assert.match(runsList, /queued\|running\|retry_wait\|succeeded\|dead_lettered\|cancelled\|compensated/);
@@ -112,6 +112,9 @@ describe('cli help', () => {
     assert.match(runsShow, /<source>\/<date>/);
     assert.match(help('worker'), /^Usage: durable-fetch worker \[options\]\n\n.*task queue/);
     assert.match(help('migrate'), /^Usage: durable-fetch migrate \[options\]\n\n.*migrations/);
+    for (const path of [['status'], ['dlq', 'list'], ['dlq', 'replay'], ['reconcile']]) {
+      assert.ok(help(...path).includes('--job <type>'), `${path.join(' ')} --help names --job <type>`);
+    }
   });
 });
 

@@ -143,6 +143,7 @@ describe('dlq cli: help', { concurrency: true }, () => {
     }
     const list = await runCli(['dlq', 'list', '--help'], noConfig);
     for (const option of [
+      '--job <type>',
       '--source <id>',
       '--error-type <type>',
       '--since <when>',
