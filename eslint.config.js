@@ -58,10 +58,11 @@ export default tseslint.config(
     ignores: [
       'client/cli-context.ts',
       'client/compensations.ts',
-      'client/dead-letters.ts',
+      'client/dead-letters/state-changes.ts',
       'client/owed-compensations.ts',
       'client/replay.ts',
       'client/status.ts',
+      'client/status-jobs.ts',
       'client/stuck-runs.ts',
     ],
     rules: {

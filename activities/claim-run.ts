@@ -99,7 +99,7 @@ export function createClaimRun(deps: ActivityDeps) {
     });
     const row = await claimRunRow(prisma, runKey, input, ttlSeconds);
     if (row?.lease_token) {
-      observeRunStarted(deps.metrics, input.sourceId);
+      observeRunStarted(deps.metrics, input.sourceId, key.jobType);
       deps.log.info(
         { fetchRunId: row.id, workflowId: input.workflowId, attempt: row.attempt },
         'run claimed',

@@ -53,10 +53,11 @@ export function createCompleteRun(deps: ActivityDeps) {
     // Counted once, by the attempt that made the run succeed (a repeat has no startedAt).
     const { startedAt, ...result } = completed as CompleteRunResult & { startedAt?: Date | null };
     if (startedAt !== undefined) {
-      deps.metrics.runsFinished.inc({ source: input.sourceId, status: 'succeeded', error_type: '' });
+      const run = { source: input.sourceId, job_type: jobTypeOf(input) };
+      deps.metrics.runsFinished.inc({ ...run, status: 'succeeded', error_type: '' });
       if (startedAt) {
         deps.metrics.runDuration.observe(
-          { source: input.sourceId, status: 'succeeded' },
+          { ...run, status: 'succeeded' },
           (now.getTime() - startedAt.getTime()) / 1000,
         );
       }

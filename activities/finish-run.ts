@@ -20,6 +20,7 @@ export interface FinishedRow {
   /** The error type written (`Internal` when a dead letter came without one). */
   errorType: string | null;
   sourceId: string | null;
+  jobType: string | null;
   startedAt: Date | null;
 }
 
@@ -51,6 +52,7 @@ export async function finishRunRow(
     deadLetterId: row.deadLetterId,
     errorType,
     sourceId: row.sourceId,
+    jobType: row.jobType,
     startedAt: row.startedAt,
   };
 }
@@ -67,12 +69,12 @@ export function observeRunFinished(
 ): void {
   if (!row.finished) return;
   const { errorType, deadLetterId } = row;
-  if (row.sourceId) {
-    const source = row.sourceId;
-    deps.metrics.runsFinished.inc({ source, status: input.status, error_type: errorType ?? '' });
+  if (row.sourceId && row.jobType) {
+    const run = { source: row.sourceId, job_type: row.jobType };
+    deps.metrics.runsFinished.inc({ ...run, status: input.status, error_type: errorType ?? '' });
     if (row.startedAt) {
       const seconds = (Date.now() - row.startedAt.getTime()) / 1000;
-      deps.metrics.runDuration.observe({ source, status: input.status }, seconds);
+      deps.metrics.runDuration.observe({ ...run, status: input.status }, seconds);
     }
   }
   deps.log.info(

@@ -24,6 +24,7 @@ import { OPEN_RUN_STATUSES } from './runs.ts';
 import { compensationIdOf, startCompensationWorkflow } from './start-compensation.ts';
 import type { DurableFetchContext } from './start-fetch.ts';
 import { recordAudit } from '../db/audit.ts';
+import { isUuid } from './ids.ts';
 
 export type { AuditEntry, DownstreamState };
 
@@ -44,11 +45,9 @@ const RETRYABLE_STATES: readonly DownstreamState[] = [
 
 /** Run statuses during which the run's own workflow may still act on its ledger rows. */
 
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** True when `id` has the shape of a ledger row id (a UUID). */
 export function isCompensationId(id: string): boolean {
-  return UUID_RE.test(id);
+  return isUuid(id);
 }
 
 /** A ledger row with the business key of its run (`businessDate` written `YYYY-MM-DD`). */

@@ -60,25 +60,19 @@ export type {
   UpdatedSource,
   UpdateOptions,
 } from './sources.ts';
-export {
-  discardDeadLetter,
-  getDeadLetter,
-  listDeadLetters,
-  parseOverrides,
-  parseSince,
-  retryDeadLetter,
-} from './dead-letters.ts';
-export type {
-  AttemptFailure,
-  DeadLetterDetail,
-  DeadLetterView,
-  DiscardDeadLetterOptions,
-  ListDeadLettersFilter,
-  RetriedDeadLetter,
-  RetryDeadLetterOptions,
-  RetryOverrides,
-  TimelineEntry,
-} from './dead-letters.ts';
+export { discardDeadLetter } from './dead-letters/discard.ts';
+export type { DiscardDeadLetterOptions } from './dead-letters/discard.ts';
+export { listDeadLetters } from './dead-letters/list.ts';
+export type { ListDeadLettersFilter } from './dead-letters/list.ts';
+export { parseOverrides } from './dead-letters/overrides.ts';
+export type { RetryOverrides } from './dead-letters/overrides.ts';
+export { retryDeadLetter } from './dead-letters/retry.ts';
+export type { RetriedDeadLetter, RetryDeadLetterOptions } from './dead-letters/retry.ts';
+export { getDeadLetter } from './dead-letters/show.ts';
+export type { DeadLetterDetail } from './dead-letters/show.ts';
+export { parseSince } from './dead-letters/since.ts';
+export type { AttemptFailure, TimelineEntry } from './dead-letters/timeline.ts';
+export type { DeadLetterView } from './dead-letters/view.ts';
 export {
   controlReplay,
   DEFAULT_REPLAY_MAX,

@@ -4,6 +4,7 @@
 import type { FetchRun, RunStatus } from '../prisma/generated/client.ts';
 import { parseWorkflowId } from '../workflows/business-key.ts';
 import type { DurableFetchContext } from './start-fetch.ts';
+import { isUuid } from './ids.ts';
 
 export type { FetchRun, RunStatus };
 
@@ -18,8 +19,6 @@ export const FINISHED_STATUSES: readonly RunStatus[] = [
 /** Statuses of a run that is not over: queued, running, or waiting to retry. */
 export const OPEN_RUN_STATUSES: readonly RunStatus[] = ['queued', 'running', 'retry_wait'];
 
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /**
  * One run by its FetchRun id, its workflow id (`fetch/fetch-records/<source>/<date>`) or its
  * business key written `<source>/<date>`. Undefined when there is none. Read-only.
@@ -28,7 +27,7 @@ export async function getRun(
   ctx: Pick<DurableFetchContext, 'prisma'>,
   id: string,
 ): Promise<FetchRun | undefined> {
-  if (UUID_RE.test(id)) return (await ctx.prisma.fetchRun.findUnique({ where: { id } })) ?? undefined;
+  if (isUuid(id)) return (await ctx.prisma.fetchRun.findUnique({ where: { id } })) ?? undefined;
   const key = parseWorkflowId(id) ?? parseWorkflowId(`fetch/fetch-records/${id}`);
   if (!key) return undefined;
   const run = await ctx.prisma.fetchRun.findUnique({
@@ -44,6 +43,8 @@ export async function getRun(
 }
 
 export interface ListRunsFilter {
+  /** Only runs of this job type, e.g. `exchange-rates`. */
+  jobType?: string;
   sourceId?: string;
   status?: RunStatus;
   /** Newest first; default 50, at most 1000. */
@@ -56,7 +57,7 @@ export async function listRuns(
   filter: ListRunsFilter = {},
 ): Promise<FetchRun[]> {
   return ctx.prisma.fetchRun.findMany({
-    where: { sourceId: filter.sourceId, status: filter.status },
+    where: { jobType: filter.jobType, sourceId: filter.sourceId, status: filter.status },
     orderBy: [{ businessDate: 'desc' }, { createdAt: 'desc' }],
     take: Math.min(Math.max(filter.limit ?? 50, 1), 1000),
   });

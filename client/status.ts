@@ -1,7 +1,8 @@
 /**
  * `durable-fetch status`: one screen that says whether things are healthy (issue #8, R10) —
  * backlog per task queue with its trend, completion against arrival, retries, open dead letters,
- * outbox lag, compensations needing a human, and each source's downstream status.
+ * outbox lag, compensations needing a human, each job type's runs and dead letters, and each
+ * source's downstream status.
  */
 import type { Client } from '@temporalio/client';
 import type { PrismaClient } from '../prisma/generated/client.ts';
@@ -13,7 +14,10 @@ import {
   type QueueStats,
   TASK_QUEUE_TYPES,
 } from '../worker/health.ts';
+import { type JobStatus, readJobStatus } from './status-jobs.ts';
 import { findStuckRuns, type StuckRun } from './stuck-runs.ts';
+
+export type { JobStatus };
 
 export interface QueueStatus extends QueueStats {
   /** The trend over the window, from the workers' samples (`queue_sample`). */
@@ -23,6 +27,7 @@ export interface QueueStatus extends QueueStats {
 
 export interface SourceStatus {
   sourceId: string;
+  jobType: string;
   paused: boolean;
   lastSuccessAt: string | null;
   /** Runs that ended in the window, and how many of them failed for good. */
@@ -35,6 +40,8 @@ export interface SourceStatus {
 export interface Status {
   at: string;
   windowSeconds: number;
+  /** The job type `--job` narrowed runs, jobs, sources and open dead letters to; null for all. */
+  jobType: string | null;
   healthy: boolean;
   /** What needs attention, one line each; empty when healthy. */
   problems: string[];
@@ -46,6 +53,8 @@ export interface Status {
    * and those whose workflow could not be looked up.
    */
   stuck: { runs: StuckRun[]; unchecked: number };
+  /** One row per job type (only the narrowed one with `jobType`). */
+  jobs: JobStatus[];
   sources: SourceStatus[];
 }
 
@@ -55,14 +64,18 @@ const MAX_STUCK_CHECKED = 100;
 /**
  * Reads Temporal (live task-queue stats) and PostgreSQL (samples, runs, outbox, dead letters,
  * compensations). Read-only. `windowMs` is the history the trend and the rates look at.
+ * `jobType` narrows the run counts, the job and source rows and the open dead letters (also as a
+ * problem) to that job; queues, outbox, compensations, strays and stuck runs stay
+ * deployment-wide: they are shared by every job.
  */
 export async function readStatus(
   ctx: { prisma: PrismaClient; temporal: Client; namespace: string; taskQueues: readonly string[] },
-  options: { windowMs?: number; now?: Date } = {},
+  options: { windowMs?: number; now?: Date; jobType?: string } = {},
 ): Promise<Status> {
   const windowMs = options.windowMs ?? 600_000;
   const now = options.now ?? new Date();
   const since = new Date(now.getTime() - windowMs);
+  const only = options.jobType ?? null;
   const queues = await Promise.all(
     ctx.taskQueues.flatMap((q) =>
       TASK_QUEUE_TYPES.map(async (type): Promise<QueueStatus> => {
@@ -80,22 +93,32 @@ export async function readStatus(
     SELECT count(*) FILTER (WHERE started_at >= ${since}) AS started,
            count(*) FILTER (WHERE finished_at >= ${since}) AS finished,
            count(*) FILTER (WHERE started_at >= ${since} AND attempt > 1) AS retried
-      FROM fetch_run WHERE started_at >= ${since} OR finished_at >= ${since}`;
+      FROM fetch_run
+     WHERE (started_at >= ${since} OR finished_at >= ${since}) AND (${only}::text IS NULL OR job_type = ${only})`;
   const database = await databaseHealth(ctx.prisma);
   const stuck = await findStuckRuns(ctx, { maxRuns: MAX_STUCK_CHECKED });
   const sourceRows = await ctx.prisma.$queryRaw<
-    { id: string; paused: boolean; last_success: Date | null; finished: bigint; failed: bigint }[]
+    {
+      id: string;
+      job_type: string;
+      paused: boolean;
+      last_success: Date | null;
+      finished: bigint;
+      failed: bigint;
+    }[]
   >`
-    SELECT s.id, s.paused_at IS NOT NULL AS paused,
+    SELECT s.id, s.job_type, s.paused_at IS NOT NULL AS paused,
            (SELECT max(finished_at) FROM fetch_run r WHERE r.source_id = s.id AND r.status = 'succeeded') AS last_success,
            (SELECT count(*) FROM fetch_run r WHERE r.source_id = s.id AND r.finished_at >= ${since}) AS finished,
            (SELECT count(*) FROM dead_letter d WHERE d.source_id = s.id AND d.created_at >= ${since}) AS failed
-      FROM source s WHERE s.enabled ORDER BY s.id`;
+      FROM source s WHERE s.enabled AND (${only}::text IS NULL OR s.job_type = ${only}) ORDER BY s.id`;
+  const jobs = await readJobStatus(ctx.prisma, since, options.jobType);
   const sources = sourceRows.map((s) => {
     const finished = Number(s.finished);
     const failed = Number(s.failed);
     return {
       sourceId: s.id,
+      jobType: s.job_type,
       paused: s.paused,
       lastSuccessAt: s.last_success?.toISOString() ?? null,
       finished,
@@ -108,7 +131,10 @@ export async function readStatus(
   for (const q of queues) {
     if (q.verdict.risk) problems.push(`backlog risk on ${q.taskQueue} (${q.type}): ${q.verdict.reason}`);
   }
-  if (database.deadLettersOpen > 0) problems.push(`${database.deadLettersOpen} open dead letters (dlq list)`);
+  const lettersOpen = only === null ? database.deadLettersOpen : (jobs[0]?.deadLettersOpen ?? 0);
+  if (lettersOpen > 0) {
+    problems.push(`${lettersOpen} open dead letters (dlq list${only === null ? '' : ` --job ${only}`})`);
+  }
   if (database.straysUnsettled > 0) {
     problems.push(
       `${database.straysUnsettled} stray submissions at partners not yet voided (compensations list --stray)`,
@@ -144,6 +170,7 @@ export async function readStatus(
   return {
     at: now.toISOString(),
     windowSeconds: windowMs / 1000,
+    jobType: only,
     healthy: problems.length === 0,
     problems,
     queues,
@@ -154,6 +181,7 @@ export async function readStatus(
     },
     database,
     stuck: { runs: stuck.stuck, unchecked: stuck.unchecked.length },
+    jobs,
     sources,
   };
 }

@@ -60,6 +60,7 @@ export interface EndedRow {
   ended: boolean;
   deadLetterId: string | null;
   sourceId: string | null;
+  jobType: string | null;
   startedAt: Date | null;
 }
 
@@ -82,7 +83,13 @@ export async function endRun(
 ): Promise<EndedRow> {
   const { errorType, message } = end;
   const [row] = await db.$queryRaw<
-    { updated: bigint; dead_letter_id: string | null; source_id: string | null; started_at: Date | null }[]
+    {
+      updated: bigint;
+      dead_letter_id: string | null;
+      source_id: string | null;
+      job_type: string | null;
+      started_at: Date | null;
+    }[]
   >`
     WITH run AS (
       UPDATE fetch_run
@@ -102,11 +109,13 @@ export async function endRun(
       RETURNING id::text
     )
     SELECT (SELECT count(*) FROM run) AS updated, (SELECT id FROM letter) AS dead_letter_id,
-           (SELECT source_id FROM run) AS source_id, (SELECT started_at FROM run) AS started_at`;
+           (SELECT source_id FROM run) AS source_id, (SELECT job_type FROM run) AS job_type,
+           (SELECT started_at FROM run) AS started_at`;
   return {
     ended: Number(row?.updated ?? 0) === 1,
     deadLetterId: row?.dead_letter_id ?? null,
     sourceId: row?.source_id ?? null,
+    jobType: row?.job_type ?? null,
     startedAt: row?.started_at ?? null,
   };
 }

@@ -14,6 +14,7 @@ import { addDays, dateInTimeZone } from '../workflows/business-date.ts';
 import { lines, runCli, type CliResult } from './helpers/cli.ts';
 import { useEmptyDatabase, useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';
+import { insertDeadLetter } from './helpers/job-rows.ts';
 import { temporalAddress, testClient, testWorker, type TestWorker } from './helpers/temporal.ts';
 
 const DATE = '2026-03-14'; // in the past: allowed by the default future-date policy
@@ -101,7 +102,7 @@ describe('cli help', () => {
       return command.helpInformation();
     };
     const runsList = help('runs', 'list');
-    for (const option of ['--source <id>', '--status <status>', '--limit <n>', '--json']) {
+    for (const option of ['--job <type>', '--source <id>', '--status <status>', '--limit <n>', '--json']) {
       assert.ok(runsList.includes(option), `runs list --help mentions ${option}`);
     }
     assert.match(runsList, /queued\|running\|retry_wait\|succeeded\|dead_lettered\|cancelled\|compensated/);
@@ -111,6 +112,9 @@ describe('cli help', () => {
     assert.match(runsShow, /<source>\/<date>/);
     assert.match(help('worker'), /^Usage: durable-fetch worker \[options\]\n\n.*task queue/);
     assert.match(help('migrate'), /^Usage: durable-fetch migrate \[options\]\n\n.*migrations/);
+    for (const path of [['status'], ['dlq', 'list'], ['dlq', 'replay'], ['reconcile']]) {
+      assert.ok(help(...path).includes('--job <type>'), `${path.join(' ')} --help names --job <type>`);
+    }
   });
 });
 
@@ -270,6 +274,8 @@ describe('cli runs list and show', () => {
   let db: TestDatabase;
   let env: Record<string, string>;
   let runId: string;
+  /** A dead-lettered run of the other job, with its open dead letter. */
+  let ratesRunId: string;
 
   before(async () => {
     db = await useTestDatabase();
@@ -295,6 +301,15 @@ describe('cli runs list and show', () => {
       },
     });
     runId = run.id;
+    await createSource(db.prisma, 'rates', 'http://127.0.0.1:9', { jobType: 'exchange-rates' });
+    ratesRunId = (
+      await insertDeadLetter(db.prisma, {
+        jobType: 'exchange-rates',
+        sourceId: 'rates',
+        date: DATE,
+        finishedAt: new Date(),
+      })
+    ).run.id;
   });
 
   after(async () => {
@@ -302,7 +317,7 @@ describe('cli runs list and show', () => {
   });
 
   it('cli: runs list --json prints valid JSON holding the run', async () => {
-    const result = await runCli(['runs', 'list', '--json'], env);
+    const result = await runCli(['runs', 'list', '--json', '--job', 'fetch-records'], env);
     assert.equal(result.code, 0, result.stderr);
     const list = JSON.parse(result.stdout) as Record<string, unknown>[];
     assert.equal(list.length, 1);
@@ -338,6 +353,7 @@ describe('cli runs list and show', () => {
       }),
     );
     assert.equal(fields.get('id'), runId);
+    assert.equal(fields.get('job'), 'fetch-records');
     assert.equal(fields.get('source'), 'gamma');
     assert.equal(fields.get('date'), DATE);
     assert.equal(fields.get('status'), 'dead_lettered');
@@ -349,6 +365,96 @@ describe('cli runs list and show', () => {
     assert.equal(fields.get('idempotency key'), `fetch-records:gamma:${DATE}`);
     assert.equal(fields.get('correlation id'), 'corr-cli-1');
     assert.equal(fields.get('error'), 'UpstreamUnavailable: partner: upstream unavailable (503)');
+  });
+
+  it('cli: runs list --job keeps one job type; the table has a JOB column, --json a jobType', async () => {
+    const all = JSON.parse((await runCli(['runs', 'list', '--json'], env)).stdout) as {
+      id: string;
+      jobType: string;
+    }[];
+    assert.deepEqual(
+      all.map((r) => [r.id, r.jobType]).sort(),
+      [
+        [runId, 'fetch-records'],
+        [ratesRunId, 'exchange-rates'],
+      ].sort(),
+    );
+    const rates = await runCli(['runs', 'list', '--job', 'exchange-rates'], env);
+    assert.equal(rates.code, 0, rates.stderr);
+    const [header, ...rows] = lines(rates.stdout);
+    assert.deepEqual(header?.split(/\s{2,}/).slice(0, 4), ['ID', 'JOB', 'SOURCE', 'DATE']);
+    assert.equal(rows.length, 1, rates.stdout);
+    assert.deepEqual(rows[0]?.split(/\s{2,}/).slice(0, 4), [ratesRunId, 'exchange-rates', 'rates', DATE]);
+    assert.equal((await runCli(['runs', 'list', '--job', 'nobody-runs-this'], env)).stdout, 'no runs\n');
+    const bad = await runCli(['runs', 'list', '--job', 'Not A Type'], env);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /expected a job type/);
+  });
+
+  it('cli: status counts per job type; --job narrows it, and --check judges only that job', async () => {
+    type Json = {
+      jobType: string | null;
+      healthy: boolean;
+      problems: string[];
+      jobs: { jobType: string; sources: number; finished: number; failed: number; deadLettersOpen: number }[];
+      sources: { sourceId: string; jobType: string }[];
+    };
+    const all = JSON.parse((await runCli(['status', '--json'], env)).stdout) as Json;
+    assert.equal(all.jobType, null);
+    assert.deepEqual(all.jobs, [
+      {
+        jobType: 'exchange-rates',
+        sources: 1,
+        running: 0,
+        waiting: 0,
+        started: 1,
+        finished: 1,
+        failed: 1,
+        deadLettersOpen: 1,
+      },
+      {
+        jobType: 'fetch-records',
+        sources: 1,
+        running: 0,
+        waiting: 0,
+        started: 0,
+        finished: 0,
+        failed: 0,
+        deadLettersOpen: 0,
+      },
+    ]);
+    assert.deepEqual(
+      all.sources.map((s) => [s.sourceId, s.jobType]),
+      [
+        ['gamma', 'fetch-records'],
+        ['rates', 'exchange-rates'],
+      ],
+    );
+    const records = JSON.parse(
+      (await runCli(['status', '--json', '--job', 'fetch-records'], env)).stdout,
+    ) as Json;
+    assert.equal(records.jobType, 'fetch-records');
+    assert.deepEqual(
+      records.jobs.map((j) => j.jobType),
+      ['fetch-records'],
+    );
+    assert.deepEqual(
+      records.sources.map((s) => s.sourceId),
+      ['gamma'],
+    );
+    // The open dead letter is the other job's: narrowed to fetch-records, nothing needs attention.
+    assert.equal(records.healthy, true, records.problems.join('; '));
+    const checkRecords = await runCli(['status', '--check', '--job', 'fetch-records'], env);
+    assert.equal(checkRecords.code, 0, checkRecords.stderr);
+    assert.match(checkRecords.stdout, /^JOB\s+SOURCES\s+RUNNING/m);
+    assert.match(checkRecords.stdout, /^fetch-records\s+1\s+0\s/m);
+    assert.doesNotMatch(checkRecords.stdout, /exchange-rates/);
+    const checkRates = await runCli(['status', '--check', '--job', 'exchange-rates'], env);
+    assert.equal(checkRates.code, 1);
+    assert.match(checkRates.stdout, /1 open dead letters \(dlq list --job exchange-rates\)/);
+    const checkAll = await runCli(['status', '--check'], env);
+    assert.equal(checkAll.code, 1, 'without --job the letter counts as before');
+    assert.match(checkAll.stdout, /1 open dead letters \(dlq list\)/);
   });
 
   it('cli: runs show of an id that matches no run exits 1 with one line', async () => {

@@ -16,6 +16,7 @@ import type { FetchRecordsResult } from '../workflows/types.ts';
 import { assertOneLineError, cells, detail, fieldsOf, json, lines, ok, runCli } from './helpers/cli.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';
+import { insertDeadLetter } from './helpers/job-rows.ts';
 import { temporalAddress, testClient, testWorker, type TestWorker } from './helpers/temporal.ts';
 
 const UI = 'http://ui.example.test:8080';
@@ -142,6 +143,7 @@ describe('dlq cli: help', { concurrency: true }, () => {
     }
     const list = await runCli(['dlq', 'list', '--help'], noConfig);
     for (const option of [
+      '--job <type>',
       '--source <id>',
       '--error-type <type>',
       '--since <when>',
@@ -286,6 +288,7 @@ describe('dlq cli: dead letters of failed runs', { timeout: 300_000 }, () => {
     assert.equal(out.length, 3, out.join('\n'));
     assert.deepEqual(cells(out[0]!), [
       'ID',
+      'JOB',
       'SOURCE',
       'DATE',
       'ERROR TYPE',
@@ -296,6 +299,7 @@ describe('dlq cli: dead letters of failed runs', { timeout: 300_000 }, () => {
     ]);
     assert.deepEqual(cells(out[2]!), [
       letterA.id,
+      'fetch-records',
       'dlq-cli-a',
       DATE_A,
       'InvalidInput',
@@ -781,6 +785,75 @@ describe('dlq cli: retry', { timeout: 300_000 }, () => {
         `^retried dead letter ${letter.id}: fetch-records:${sourceId}:${date} was already completed, nothing new was started; ` +
           `joined ${workflowIdOf(sourceId, date).replaceAll('/', '\\/')} \\(run ${run.workflowRunId}\\)\\n`,
       ),
+    );
+  });
+});
+
+describe('dlq cli: two job types side by side', () => {
+  const DATE = '2026-10-20';
+  let records: DeadLetter;
+  let rates: DeadLetter;
+
+  before(async () => {
+    await createSource(db.prisma, 'dlq-job-fr', partner.url);
+    await createSource(db.prisma, 'dlq-job-xr', partner.url, { jobType: 'exchange-rates' });
+    records = (
+      await insertDeadLetter(db.prisma, { jobType: 'fetch-records', sourceId: 'dlq-job-fr', date: DATE })
+    ).letter;
+    rates = (
+      await insertDeadLetter(db.prisma, { jobType: 'exchange-rates', sourceId: 'dlq-job-xr', date: DATE })
+    ).letter;
+  });
+
+  it('list --job keeps one job type (also with --source); the JOB column and jobType say which', async () => {
+    const ofRates = json<(LetterJson & { jobType: string })[]>(
+      await runCli(['dlq', 'list', '--job', 'exchange-rates', '--json'], env),
+    );
+    assert.deepEqual(
+      ofRates.map((l) => [l.id, l.jobType, l.businessKey]),
+      [[rates.id, 'exchange-rates', `exchange-rates:dlq-job-xr:${DATE}`]],
+    );
+    const ofRecords = json<(LetterJson & { jobType: string })[]>(
+      await runCli(['dlq', 'list', '--job', 'fetch-records', '--json'], env),
+    );
+    assert.ok(ofRecords.some((l) => l.id === records.id));
+    assert.ok(
+      ofRecords.every((l) => l.jobType === 'fetch-records'),
+      JSON.stringify(ofRecords),
+    );
+    const out = lines(ok(await runCli(['dlq', 'list', '--job', 'exchange-rates'], env)));
+    assert.equal(out.length, 2, out.join('\n'));
+    assert.deepEqual(cells(out[1]!).slice(0, 4), [rates.id, 'exchange-rates', 'dlq-job-xr', DATE]);
+    assert.equal(
+      ok(await runCli(['dlq', 'list', '--job', 'exchange-rates', '--source', 'dlq-job-fr'], env)),
+      'no dead letters\n',
+    );
+    assertOneLineError(await runCli(['dlq', 'list', '--job', 'Rates!'], env), /expected a job type/);
+  });
+
+  it("show names the job type; replay --job --dry-run takes only that job's letters", async () => {
+    assert.equal(
+      fieldsOf(ok(await runCli(['dlq', 'show', rates.id], env))).get('job type'),
+      'exchange-rates',
+    );
+    const dry = json<{ count: number; targets: { deadLetterId: string; jobType: string }[] }>(
+      await runCli(['dlq', 'replay', '--job', 'exchange-rates', '--rate', '5', '--dry-run', '--json'], env),
+    );
+    assert.deepEqual(
+      dry.targets.map((t) => [t.deadLetterId, t.jobType]),
+      [[rates.id, 'exchange-rates']],
+    );
+    const table = lines(
+      ok(await runCli(['dlq', 'replay', '--job', 'exchange-rates', '--rate', '5', '--dry-run'], env)),
+    );
+    assert.deepEqual(cells(table[1]!), ['DEAD LETTER', 'JOB', 'SOURCE', 'DATE']);
+    assert.deepEqual(cells(table[2]!), [rates.id, 'exchange-rates', 'dlq-job-xr', DATE]);
+    const ofSource = json<{ targets: { deadLetterId: string }[] }>(
+      await runCli(['dlq', 'replay', '--source', 'dlq-job-fr', '--rate', '5', '--dry-run', '--json'], env),
+    );
+    assert.deepEqual(
+      ofSource.targets.map((t) => t.deadLetterId),
+      [records.id],
     );
   });
 });

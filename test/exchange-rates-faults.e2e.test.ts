@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { WorkflowHandle } from '@temporalio/client';
 import { createHttpClient } from '../activities/http.ts';
-import { retryDeadLetter } from '../client/dead-letters.ts';
+import { retryDeadLetter } from '../client/index.ts';
 import { makeRate } from '../partner/rates.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
 import { compensationWorkflowIdFor } from '../workflows/business-key.ts';

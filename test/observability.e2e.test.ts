@@ -10,11 +10,13 @@ import { pino } from 'pino';
 import { startFetch, type DurableFetchContext } from '../client/start-fetch.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
 import { startSampler, type Sampler } from '../worker/health.ts';
+import { createFinishRun } from '../activities/finish-run.ts';
 import { createMetrics, type Metrics, startMetricsServer, type MetricsServer } from '../worker/metrics.ts';
 import { runCli } from './helpers/cli.ts';
 import { scrapeMetrics } from './helpers/metrics.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';
+import { insertRun } from './helpers/job-rows.ts';
 import { spawnTs } from './helpers/process.ts';
 import { temporalAddress, testClient, testWorker, type TestWorker } from './helpers/temporal.ts';
 
@@ -82,20 +84,29 @@ describe('observability', () => {
       delta('durable_fetch_activity_retries_total{activity="fetchPage",error_type="UpstreamUnavailable"}'),
       2,
     );
-    assert.equal(delta('durable_fetch_runs_started_total{source="obs-retry"}'), 1);
+    assert.equal(delta('durable_fetch_runs_started_total{source="obs-retry",job_type="fetch-records"}'), 1);
     assert.equal(
-      delta('durable_fetch_runs_finished_total{source="obs-retry",status="succeeded",error_type=""}'),
+      delta(
+        'durable_fetch_runs_finished_total{source="obs-retry",job_type="fetch-records",status="succeeded",error_type=""}',
+      ),
       1,
     );
     assert.equal(
       delta(
-        'durable_fetch_runs_finished_total{source="obs-dead",status="dead_lettered",error_type="InvalidInput"}',
+        'durable_fetch_runs_finished_total{source="obs-dead",job_type="fetch-records",status="dead_lettered",error_type="InvalidInput"}',
       ),
       1,
     );
-    assert.equal(delta('durable_fetch_run_duration_seconds_count{source="obs-retry",status="succeeded"}'), 1);
+    assert.equal(
+      delta(
+        'durable_fetch_run_duration_seconds_count{source="obs-retry",job_type="fetch-records",status="succeeded"}',
+      ),
+      1,
+    );
     assert.ok(
-      (m.get('durable_fetch_run_duration_seconds_sum{source="obs-retry",status="succeeded"}') ?? 0) > 0,
+      (m.get(
+        'durable_fetch_run_duration_seconds_sum{source="obs-retry",job_type="fetch-records",status="succeeded"}',
+      ) ?? 0) > 0,
     );
     assert.equal(delta('durable_fetch_downstream_requests_total{source="obs-retry",outcome="error"}'), 2);
     assert.equal(delta('durable_fetch_downstream_requests_total{source="obs-retry",outcome="ok"}'), 1);
@@ -106,6 +117,36 @@ describe('observability', () => {
     assert.equal(
       m.get('durable_fetch_outbox_pending'),
       await db.prisma.outboxEvent.count({ where: { status: 'pending' } }),
+    );
+  });
+
+  it('run metrics carry the job type of the run: a dead-lettered exchange-rates run is counted under it', async () => {
+    await createSource(db.prisma, 'obs-rates', partner.url, { jobType: 'exchange-rates' });
+    const run = await insertRun(db.prisma, {
+      jobType: 'exchange-rates',
+      sourceId: 'obs-rates',
+      date: '2026-09-02',
+      status: 'running',
+    });
+    const leaseToken = randomUUID();
+    await db.prisma.fetchRun.update({ where: { id: run.id }, data: { leaseToken, startedAt: new Date() } });
+    const before = await scrape();
+    const finishRun = createFinishRun(testDeps(db.prisma, { metrics }));
+    const done = await finishRun({
+      fetchRunId: run.id,
+      leaseToken,
+      status: 'dead_lettered',
+      errorType: 'InvalidInput',
+    });
+    assert.equal(done.finished, true);
+    const m = await scrape();
+    const delta = (key: string) => (m.get(key) ?? 0) - (before.get(key) ?? 0);
+    const labels = 'source="obs-rates",job_type="exchange-rates",status="dead_lettered"';
+    assert.equal(delta(`durable_fetch_runs_finished_total{${labels},error_type="InvalidInput"}`), 1);
+    assert.equal(delta(`durable_fetch_run_duration_seconds_count{${labels}}`), 1);
+    assert.ok(
+      ![...m.keys()].some((k) => k.includes('source="obs-rates",job_type="fetch-records"')),
+      'nothing of this source is counted under the other job',
     );
   });
 
@@ -163,7 +204,10 @@ describe('observability', () => {
         for (const h of handles) assert.equal((await h.result()).status, 'succeeded');
         // The worker process serves its own metrics and the Temporal SDK's on one endpoint.
         const served = await scrape(metricsUrl);
-        assert.equal(served.get('durable_fetch_runs_started_total{source="obs-backlog"}'), 4);
+        assert.equal(
+          served.get('durable_fetch_runs_started_total{source="obs-backlog",job_type="fetch-records"}'),
+          4,
+        );
         assert.ok(
           [...served.keys()].some((k) => k.startsWith('temporal_worker_task_slots_available')),
           'the SDK runtime metrics are appended',

@@ -9,7 +9,7 @@ import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { Client } from '@temporalio/client';
 import { createHttpClient, type HttpClient } from '../activities/http.ts';
-import { reconcileRuns, type ReconcileReport } from '../client/reconcile.ts';
+import { reconcileRuns, type ReconcileReport, type ReconcileSelector } from '../client/reconcile.ts';
 import { startFetch, type DurableFetchContext } from '../client/start-fetch.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
 import type { DownstreamState, RunStatus } from '../prisma/generated/client.ts';
@@ -25,6 +25,7 @@ const TAMPER = '2026-06-11';
 const DRIFT = '2026-06-12';
 const MANUAL = '2026-06-13';
 const MANY = '2026-06-14';
+const JOBS = '2026-06-15';
 const TOKEN_REF = 'DF_SECRET_REC_TOKEN';
 const TOKEN = 'tok-rec-7d2e91';
 
@@ -95,7 +96,7 @@ after(async () => {
 
 const detail = (r: CliResult) => `exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
 
-function reconcile(selector: { runId?: string; date?: string; sourceId?: string }): Promise<ReconcileReport> {
+function reconcile(selector: ReconcileSelector): Promise<ReconcileReport> {
   return reconcileRuns({ prisma: db.prisma, http, secret }, selector);
 }
 
@@ -133,8 +134,13 @@ async function runOf(sourceId: string, date: string) {
 }
 
 /** A run row written by hand (no workflow): for states a real run passes through briefly. */
-async function insertRun(sourceId: string, date: string, status: RunStatus): Promise<string> {
-  const key = { jobType: 'fetch-records' as const, sourceId, businessDate: date };
+async function insertRun(
+  sourceId: string,
+  date: string,
+  status: RunStatus,
+  jobType = 'fetch-records',
+): Promise<string> {
+  const key = { jobType, sourceId, businessDate: date };
   const run = await db.prisma.fetchRun.create({
     data: {
       jobType: key.jobType,
@@ -413,7 +419,44 @@ describe('reconcile', () => {
     assert.equal(partner.ledger.entries({ date: MANY }).length, 0, 'the partner was not asked');
   });
 
+  it("--date with --job reconciles only that job type's runs of the date", async () => {
+    await createSource(db.prisma, 'rec-rates', partner.url, { jobType: 'exchange-rates' });
+    const ratesRun = await insertRun('rec-rates', JOBS, 'running', 'exchange-rates');
+    const recordsRun = await insertRun('rec-plain', JOBS, 'running');
+    const runsOf = async (args: string[]) => {
+      const result = await runCli(['reconcile', '--date', JOBS, ...args, '--json'], env);
+      assert.equal(result.code, 0, detail(result));
+      return (JSON.parse(result.stdout) as ReconcileReport).runs.map((r) => [r.runId, r.jobType, r.sourceId]);
+    };
+    assert.deepEqual(await runsOf([]), [
+      [recordsRun, 'fetch-records', 'rec-plain'],
+      [ratesRun, 'exchange-rates', 'rec-rates'],
+    ]);
+    assert.deepEqual(await runsOf(['--job', 'exchange-rates']), [[ratesRun, 'exchange-rates', 'rec-rates']]);
+    assert.deepEqual(await runsOf(['--job', 'fetch-records']), [[recordsRun, 'fetch-records', 'rec-plain']]);
+    assert.deepEqual(await runsOf(['--job', 'exchange-rates', '--source', 'rec-plain']), []);
+    const text = await runCli(['reconcile', '--date', JOBS, '--job', 'exchange-rates'], env);
+    assert.equal(text.code, 0, detail(text));
+    assert.equal(
+      lines(text.stdout)[0],
+      `✓ rec-rates/${JOBS} running: 0 records, 0 pages, 0 events, 0 compensations`,
+    );
+    assert.equal(lines(text.stdout).at(-1), '1 run, 0 mismatches');
+    assert.deepEqual(
+      (await reconcile({ date: JOBS, jobType: 'exchange-rates' })).runs.map((r) => r.runId),
+      [ratesRun],
+    );
+  });
+
   it('invalid arguments: one line, exit 1', async () => {
+    assertOneLineError(
+      await runCli(['reconcile', `rec-plain/${CLEAN}`, '--job', 'fetch-records'], env),
+      /--job goes with --date/,
+    );
+    assertOneLineError(
+      await runCli(['reconcile', '--date', CLEAN, '--job', 'No Such'], env),
+      /expected a job type/,
+    );
     assertOneLineError(await runCli(['reconcile'], env), /exactly one of <runId>, --date or --stuck/);
     assertOneLineError(
       await runCli(['reconcile', `rec-plain/${CLEAN}`, '--date', CLEAN], env),

@@ -22,20 +22,20 @@ export function createMetrics() {
     registry,
     runsStarted: new Counter({
       name: 'durable_fetch_runs_started_total',
-      help: 'Runs claimed (started or taken up again), by source.',
-      labelNames: ['source'] as const,
+      help: 'Runs claimed (started or taken up again), by source and job type.',
+      labelNames: ['source', 'job_type'] as const,
       registers: r,
     }),
     runsFinished: new Counter({
       name: 'durable_fetch_runs_finished_total',
-      help: 'Runs that ended, by source, status (succeeded, dead_lettered, cancelled) and error type.',
-      labelNames: ['source', 'status', 'error_type'] as const,
+      help: 'Runs that ended, by source, job type, status (succeeded, dead_lettered, cancelled) and error type.',
+      labelNames: ['source', 'job_type', 'status', 'error_type'] as const,
       registers: r,
     }),
     runDuration: new Histogram({
       name: 'durable_fetch_run_duration_seconds',
-      help: 'Run duration from its first claim to its end, by source and status.',
-      labelNames: ['source', 'status'] as const,
+      help: 'Run duration from its first claim to its end, by source, job type and status.',
+      labelNames: ['source', 'job_type', 'status'] as const,
       buckets: RUN_DURATION_BUCKETS,
       registers: r,
     }),
@@ -164,12 +164,15 @@ const FINISHED_STATUSES = ['succeeded', 'dead_lettered', 'cancelled'] as const;
 /**
  * Records a run's claim, creating its source's finished and partner-call series at 0 first:
  * Prometheus' increase() cannot see a series' first increment, and the alert ratios need them.
+ * `jobType` labels the run series (a source belongs to one job, so it adds no series per source;
+ * it lets dashboards sum by job); partner calls stay per source.
  */
-export function observeRunStarted(metrics: Metrics, source: string): void {
-  metrics.runsStarted.inc({ source });
-  for (const status of FINISHED_STATUSES) metrics.runsFinished.inc({ source, status, error_type: '' }, 0);
+export function observeRunStarted(metrics: Metrics, source: string, jobType: string): void {
+  const run = { source, job_type: jobType };
+  metrics.runsStarted.inc(run);
+  for (const status of FINISHED_STATUSES) metrics.runsFinished.inc({ ...run, status, error_type: '' }, 0);
   for (const errorType of [...NON_RETRYABLE_ERROR_TYPES, ...RETRYABLE_ERROR_TYPES]) {
-    metrics.runsFinished.inc({ source, status: 'dead_lettered', error_type: errorType }, 0);
+    metrics.runsFinished.inc({ ...run, status: 'dead_lettered', error_type: errorType }, 0);
   }
   for (const outcome of ['ok', 'error']) metrics.downstreamRequests.inc({ source, outcome }, 0);
 }

@@ -2,7 +2,7 @@ import { type Command, InvalidArgumentError } from 'commander';
 import { UserFacingError } from '../../worker/errors.ts';
 import type { CliContext } from '../cli-context.ts';
 import { defaultActor } from '../audit.ts';
-import { parseSince } from '../dead-letters.ts';
+import { parseSince } from '../dead-letters/since.ts';
 import { table, workflowUrl } from '../format.ts';
 import {
   controlReplay,
@@ -16,7 +16,7 @@ import {
   replayState,
   startReplay,
 } from '../replay.ts';
-import { printJson } from './output.ts';
+import { parseJobType, printJson } from './output.ts';
 
 const REPLAY_HELP = `
 A replay restarts the runs of open dead letters, under their own business keys, at most --rate
@@ -40,6 +40,7 @@ function parseMax(value: string): number {
 }
 
 interface ReplayOptions {
+  job?: string;
   source?: string;
   errorType?: string;
   since?: string;
@@ -53,6 +54,7 @@ interface ReplayOptions {
 
 function requestOf(opts: ReplayOptions): ReplayRequest {
   const filter: ReplayFilter = {
+    ...(opts.job === undefined ? {} : { jobType: opts.job }),
     ...(opts.source === undefined ? {} : { sourceId: opts.source }),
     ...(opts.errorType === undefined ? {} : { errorType: opts.errorType }),
     ...(opts.since === undefined ? {} : { since: parseSince(opts.since).toISOString() }),
@@ -96,6 +98,7 @@ export function registerDlqReplay(dlq: Command, ctx: () => CliContext): void {
     .command('replay')
     .description('restart the runs of open dead letters at a limited rate (a durable workflow)')
     .requiredOption('--rate <n>', 'at most n starts per second (fractions allowed, e.g. 0.5)', parseRate)
+    .option('--job <type>', 'only dead letters of this job type, e.g. exchange-rates', parseJobType)
     .option('--source <id>', 'only dead letters of this source')
     .option('--error-type <type>', 'only this error type, e.g. InvalidInput')
     .option('--since <when>', 'only dead letters since YYYY-MM-DD, an ISO time, or an age like 6h, 3d')
@@ -121,10 +124,11 @@ export function registerDlqReplay(dlq: Command, ctx: () => CliContext): void {
             table(
               targets.map((t) => ({
                 'dead letter': t.deadLetterId,
+                job: t.jobType ?? '',
                 source: t.sourceId,
                 date: t.businessDate,
               })),
-              ['dead letter', 'source', 'date'],
+              ['dead letter', 'job', 'source', 'date'],
             ),
           );
         }

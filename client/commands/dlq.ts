@@ -4,22 +4,17 @@ import { DeadLetterStatus } from '../../prisma/generated/enums.ts';
 import { UserFacingError } from '../../worker/errors.ts';
 import type { CliContext } from '../cli-context.ts';
 import { defaultActor } from '../audit.ts';
-import {
-  type DeadLetterDetail,
-  type DeadLetterView,
-  discardDeadLetter,
-  getDeadLetter,
-  isDeadLetterId,
-  listDeadLetters,
-  OVERRIDE_KEYS,
-  parseOverrides,
-  parseSince,
-  retryDeadLetter,
-  type TimelineEntry,
-} from '../dead-letters.ts';
+import { discardDeadLetter } from '../dead-letters/discard.ts';
+import { listDeadLetters } from '../dead-letters/list.ts';
+import { OVERRIDE_KEYS, parseOverrides } from '../dead-letters/overrides.ts';
+import { retryDeadLetter } from '../dead-letters/retry.ts';
+import { type DeadLetterDetail, getDeadLetter } from '../dead-letters/show.ts';
+import { parseSince } from '../dead-letters/since.ts';
+import type { TimelineEntry } from '../dead-letters/timeline.ts';
+import { type DeadLetterView, isDeadLetterId } from '../dead-letters/view.ts';
 import { table, workflowUrl } from '../format.ts';
 import { registerDlqReplay } from './dlq-replay.ts';
-import { printAuditTrail, printJson } from './output.ts';
+import { parseJobType, printAuditTrail, printJson } from './output.ts';
 
 const STATUSES: string[] = [...Object.values(DeadLetterStatus), 'all'];
 
@@ -66,6 +61,7 @@ const iso = (d: Date | null | undefined) => d?.toISOString() ?? '';
 function row(d: DeadLetterView): Record<string, string> {
   return {
     id: d.id,
+    job: d.jobType,
     source: d.sourceId,
     date: d.businessDate,
     'error type': d.errorType,
@@ -76,7 +72,7 @@ function row(d: DeadLetterView): Record<string, string> {
   };
 }
 
-const COLUMNS = ['id', 'source', 'date', 'error type', 'code', 'attempts', 'status', 'last failed'];
+const COLUMNS = ['id', 'job', 'source', 'date', 'error type', 'code', 'attempts', 'status', 'last failed'];
 
 function failureText(f: { type: string; message: string } | undefined): string {
   return f ? `${f.type}: ${f.message}` : '';
@@ -121,6 +117,7 @@ export function registerDlq(program: Command, ctx: () => CliContext): void {
   dlq
     .command('list')
     .description('list dead letters, newest first (default: the open ones)')
+    .option('--job <type>', 'only this job type, e.g. fetch-records or exchange-rates', parseJobType)
     .option('--source <id>', 'only this source')
     .option('--error-type <type>', 'only this error type, e.g. InvalidInput or UpstreamUnavailable')
     .option(
@@ -132,6 +129,7 @@ export function registerDlq(program: Command, ctx: () => CliContext): void {
     .option('--json', 'print JSON')
     .action(
       async (opts: {
+        job?: string;
         source?: string;
         errorType?: string;
         since?: string;
@@ -146,7 +144,7 @@ export function registerDlq(program: Command, ctx: () => CliContext): void {
         const prisma = await ctx().prisma();
         const list = await listDeadLetters(
           { prisma },
-          { sourceId: opts.source, errorType: opts.errorType, since, status, limit },
+          { jobType: opts.job, sourceId: opts.source, errorType: opts.errorType, since, status, limit },
         );
         if (opts.json) return printJson(list);
         if (list.length === 0) return console.log('no dead letters');

@@ -1,5 +1,7 @@
 import { InvalidArgumentError } from 'commander';
 import type { AuditEntry } from '../../prisma/generated/client.ts';
+import { UserFacingError } from '../../worker/errors.ts';
+import { isJobType } from '../../workflows/business-key.ts';
 import { table } from '../format.ts';
 
 /** Prints a value as pretty JSON on stdout (dates as ISO strings, bigints as strings). */
@@ -13,6 +15,21 @@ export function parseLimit(value: string): number {
   if (!Number.isInteger(n) || n < 1 || n > 1000)
     throw new InvalidArgumentError('expected an integer 1..1000');
   return n;
+}
+
+/**
+ * Parses `--job <type>`: the shape of a job type (lower-case letters, digits, '-'). Not checked
+ * against this process's job list: rows written by a job no longer deployed must stay listable.
+ * @throws UserFacingError INVALID_INPUT (one line, exit 1, like the other bad inputs of these commands).
+ */
+export function parseJobType(value: string): string {
+  if (!isJobType(value)) {
+    throw new UserFacingError(
+      `invalid --job '${value}': expected a job type: lower-case letters, digits and '-', e.g. fetch-records`,
+      'INVALID_INPUT',
+    );
+  }
+  return value;
 }
 
 /** Prints `audit trail:` and a table of `entries` (at, actor, action, reason), or `audit trail: none`. */

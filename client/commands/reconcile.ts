@@ -4,7 +4,7 @@ import { isSecretRef } from '../../worker/activity-deps.ts';
 import { UserFacingError } from '../../worker/errors.ts';
 import type { CliContext } from '../cli-context.ts';
 import { type Finding, reconcileRuns, type ReconcileReport, type RunReport } from '../reconcile.ts';
-import { printJson } from './output.ts';
+import { parseJobType, printJson } from './output.ts';
 import { reconcileStuck, STUCK_HELP } from './reconcile-stuck.ts';
 
 const RECONCILE_HELP = `
@@ -63,7 +63,7 @@ function printReport(report: ReconcileReport): void {
   console.log(`${plural(report.runs.length, 'run')}, ${plural(report.mismatches, 'mismatch', 'mismatches')}`);
 }
 
-/** `durable-fetch reconcile <runId> | --date <d> [--source] | --stuck`. */
+/** `durable-fetch reconcile <runId> | --date <d> [--source] [--job] | --stuck`. */
 export function registerReconcile(program: Command, ctx: () => CliContext): void {
   program
     .command('reconcile')
@@ -73,13 +73,14 @@ export function registerReconcile(program: Command, ctx: () => CliContext): void
     .argument('[runId]', 'one run: FetchRun id, workflow id or <source>/<date>')
     .option('--date <YYYY-MM-DD>', 'every run of this business date')
     .option('--source <id>', 'with --date: only this source')
+    .option('--job <type>', 'with --date: only runs of this job type, e.g. exchange-rates', parseJobType)
     .option('--stuck', 'settle stuck runs: still running, lease run out, workflow closed or gone (see below)')
     .option('--json', 'print the report as JSON (still exits 1 on mismatches)')
     .addHelpText('after', RECONCILE_HELP + STUCK_HELP)
     .action(
       async (
         runId: string | undefined,
-        opts: { date?: string; source?: string; stuck?: boolean; json?: boolean },
+        opts: { date?: string; source?: string; job?: string; stuck?: boolean; json?: boolean },
       ) => {
         const selectors = [runId !== undefined, opts.date !== undefined, opts.stuck === true];
         if (selectors.filter(Boolean).length !== 1) {
@@ -90,6 +91,9 @@ export function registerReconcile(program: Command, ctx: () => CliContext): void
         }
         if (opts.date === undefined && opts.source !== undefined) {
           throw new UserFacingError('reconcile: --source goes with --date only', 'INVALID_INPUT');
+        }
+        if (opts.date === undefined && opts.job !== undefined) {
+          throw new UserFacingError('reconcile: --job goes with --date only', 'INVALID_INPUT');
         }
         const c = ctx();
         if (opts.stuck) return reconcileStuck(c, opts.json === true);
@@ -108,6 +112,7 @@ export function registerReconcile(program: Command, ctx: () => CliContext): void
               ...(runId === undefined ? {} : { runId }),
               ...(opts.date !== undefined ? { date: opts.date } : {}),
               ...(opts.source === undefined ? {} : { sourceId: opts.source }),
+              ...(opts.job === undefined ? {} : { jobType: opts.job }),
             },
             {
               onProgress: (done, total) => {

@@ -4,7 +4,7 @@ import type { CliContext } from '../cli-context.ts';
 import { table, workflowUrl } from '../format.ts';
 import { RunStatus } from '../../prisma/generated/enums.ts';
 import { cancelRun, type FetchRun, formatDate, getRun, listRuns } from '../runs.ts';
-import { parseLimit, printJson } from './output.ts';
+import { parseJobType, parseLimit, printJson } from './output.ts';
 
 const STATUSES: string[] = Object.values(RunStatus);
 
@@ -16,6 +16,7 @@ function parseStatus(value: string): RunStatus {
 function row(run: FetchRun): Record<string, string> {
   return {
     id: run.id,
+    job: run.jobType,
     source: run.sourceId,
     date: formatDate(run.businessDate),
     status: run.status,
@@ -32,22 +33,35 @@ export function registerRuns(program: Command, ctx: () => CliContext): void {
   runs
     .command('list')
     .description('list runs, newest business date first')
+    .option('--job <type>', 'only runs of this job type, e.g. fetch-records or exchange-rates', parseJobType)
     .option('--source <id>', 'only this source')
     .option('--status <status>', `only this status (${STATUSES.join('|')})`, parseStatus)
     .option('--limit <n>', 'at most n runs (default 50)', parseLimit)
     .option('--json', 'print JSON')
-    .action(async (opts: { source?: string; status?: RunStatus; limit?: number; json?: boolean }) => {
-      const prisma = await ctx().prisma();
-      const list = await listRuns(
-        { prisma },
-        { sourceId: opts.source, status: opts.status, limit: opts.limit },
-      );
-      if (opts.json) return printJson(list);
-      if (list.length === 0) return console.log('no runs');
-      console.log(
-        table(list.map(row), ['id', 'source', 'date', 'status', 'attempt', 'pages', 'records', 'updated']),
-      );
-    });
+    .action(
+      async (opts: { job?: string; source?: string; status?: RunStatus; limit?: number; json?: boolean }) => {
+        const prisma = await ctx().prisma();
+        const list = await listRuns(
+          { prisma },
+          { jobType: opts.job, sourceId: opts.source, status: opts.status, limit: opts.limit },
+        );
+        if (opts.json) return printJson(list);
+        if (list.length === 0) return console.log('no runs');
+        console.log(
+          table(list.map(row), [
+            'id',
+            'job',
+            'source',
+            'date',
+            'status',
+            'attempt',
+            'pages',
+            'records',
+            'updated',
+          ]),
+        );
+      },
+    );
   runs
     .command('show')
     .description('show one run: by FetchRun id, workflow id, or <source>/<date>')

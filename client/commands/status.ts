@@ -3,7 +3,7 @@ import { UserFacingError } from '../../worker/errors.ts';
 import type { CliContext } from '../cli-context.ts';
 import { table } from '../format.ts';
 import { readStatus, type Status } from '../status.ts';
-import { printJson } from './output.ts';
+import { parseJobType, printJson } from './output.ts';
 
 const STATUS_HELP = `
 A backlog risk is flagged only when, over the window, the oldest waiting task keeps getting older
@@ -12,7 +12,10 @@ not on a short spike. The trend comes from the samples every worker takes (DURAB
 plus one taken now; with less than half a window of history it says so.
 A stuck run is one still 'running' whose lease has run out while the latest execution of its
 workflow is closed or gone: listed, and a problem, until a worker's sweep or
-durable-fetch reconcile --stuck settles it.`;
+durable-fetch reconcile --stuck settles it.
+--job <type> narrows the run counts, the job and source tables and the open dead letters (also as
+a problem for --check) to one job type; queues, outbox, compensations, strays and stuck runs are
+shared by every job and always shown whole.`;
 
 function parseWindow(value: string): number {
   const m = /^(\d{1,5})(s|m|h)$/.exec(value);
@@ -24,7 +27,10 @@ const age = (seconds: number) =>
   seconds < 120 ? `${seconds.toFixed(0)} s` : `${(seconds / 60).toFixed(1)} min`;
 
 function print(s: Status): void {
-  console.log(`${s.healthy ? 'healthy' : 'NEEDS ATTENTION'} at ${s.at} (window ${age(s.windowSeconds)})`);
+  const of = s.jobType === null ? '' : `, job ${s.jobType}`;
+  console.log(
+    `${s.healthy ? 'healthy' : 'NEEDS ATTENTION'} at ${s.at} (window ${age(s.windowSeconds)}${of})`,
+  );
   for (const p of s.problems) console.log(`  ! ${p}`);
   console.log('');
   console.log(
@@ -43,15 +49,43 @@ function print(s: Status): void {
   );
   console.log('');
   const d = s.database;
+  const lettersOpen = s.jobType === null ? d.deadLettersOpen : (s.jobs[0]?.deadLettersOpen ?? 0);
   console.log(
-    `runs in window: ${s.runs.started} started, ${s.runs.finished} finished, ${s.runs.retried} taken up again (retries)`,
+    `runs in window${of}: ${s.runs.started} started, ${s.runs.finished} finished, ${s.runs.retried} taken up again (retries)`,
   );
   console.log(
     `outbox: ${d.outboxPending} pending (${d.outboxRetrying} retrying), oldest ${age(d.outboxOldestPendingAgeSeconds)}, ${d.outboxDead} dead`,
   );
   console.log(
-    `dead letters open: ${d.deadLettersOpen}; compensations needing a human: ${d.compensationsNeedsManual}; strays not yet voided: ${d.straysUnsettled}`,
+    `dead letters open${of}: ${lettersOpen}; compensations needing a human: ${d.compensationsNeedsManual}; strays not yet voided: ${d.straysUnsettled}`,
   );
+  if (s.jobs.length > 0) {
+    console.log('');
+    console.log(
+      table(
+        s.jobs.map((j) => ({
+          job: j.jobType,
+          sources: String(j.sources),
+          running: String(j.running),
+          waiting: String(j.waiting),
+          'started in window': String(j.started),
+          'finished in window': String(j.finished),
+          'failed for good': String(j.failed),
+          'dead letters open': String(j.deadLettersOpen),
+        })),
+        [
+          'job',
+          'sources',
+          'running',
+          'waiting',
+          'started in window',
+          'finished in window',
+          'failed for good',
+          'dead letters open',
+        ],
+      ),
+    );
+  }
   if (s.stuck.runs.length > 0) {
     console.log('');
     console.log(
@@ -72,19 +106,20 @@ function print(s: Status): void {
       table(
         s.sources.map((src) => ({
           source: src.sourceId,
+          job: src.jobType,
           paused: src.paused ? 'yes' : 'no',
           'last success': src.lastSuccessAt ?? 'never',
           'finished in window': String(src.finished),
           'failed for good': String(src.failed),
           'error rate': src.errorRate === null ? '-' : `${Math.round(src.errorRate * 100)}%`,
         })),
-        ['source', 'paused', 'last success', 'finished in window', 'failed for good', 'error rate'],
+        ['source', 'job', 'paused', 'last success', 'finished in window', 'failed for good', 'error rate'],
       ),
     );
   }
 }
 
-/** `durable-fetch status [--json] [--window 10m] [--task-queue q]… [--check]` */
+/** `durable-fetch status [--json] [--window 10m] [--task-queue q]… [--job type] [--check]` */
 export function registerStatus(program: Command, ctx: () => CliContext): void {
   program
     .command('status')
@@ -93,24 +128,36 @@ export function registerStatus(program: Command, ctx: () => CliContext): void {
     )
     .option('--window <duration>', 'history to judge trends and rates by (default 10m)', parseWindow)
     .option('--task-queue <name...>', 'task queues to look at (default: the configured one)')
+    .option('--job <type>', 'narrow runs, jobs, sources and dead letters to this job type', parseJobType)
     .option('--check', 'exit 1 when something needs attention (for scripts and cron)')
     .option('--json', 'print JSON')
     .addHelpText('after', STATUS_HELP)
-    .action(async (opts: { window?: number; taskQueue?: string[]; check?: boolean; json?: boolean }) => {
-      const c = ctx();
-      const status = await readStatus(
-        {
-          prisma: await c.prisma(),
-          temporal: await c.temporal(),
-          namespace: c.config.temporal.namespace,
-          taskQueues: opts.taskQueue ?? [c.config.temporal.taskQueue],
-        },
-        opts.window === undefined ? {} : { windowMs: opts.window },
-      );
-      if (opts.json) printJson(status);
-      else print(status);
-      if (opts.check && !status.healthy) {
-        throw new UserFacingError(`${status.problems.length} problems need attention`, 'UNHEALTHY');
-      }
-    });
+    .action(
+      async (opts: {
+        window?: number;
+        taskQueue?: string[];
+        job?: string;
+        check?: boolean;
+        json?: boolean;
+      }) => {
+        const c = ctx();
+        const status = await readStatus(
+          {
+            prisma: await c.prisma(),
+            temporal: await c.temporal(),
+            namespace: c.config.temporal.namespace,
+            taskQueues: opts.taskQueue ?? [c.config.temporal.taskQueue],
+          },
+          {
+            ...(opts.window === undefined ? {} : { windowMs: opts.window }),
+            ...(opts.job === undefined ? {} : { jobType: opts.job }),
+          },
+        );
+        if (opts.json) printJson(status);
+        else print(status);
+        if (opts.check && !status.healthy) {
+          throw new UserFacingError(`${status.problems.length} problems need attention`, 'UNHEALTHY');
+        }
+      },
+    );
 }
