@@ -93,4 +93,22 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // The shared runtime (user-facing errors, redaction, logging, metrics, periodic loops) is the
+    // bottom layer of every process: it imports nothing of the project above workflow types.
+    files: ['runtime/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^\\.\\./(activities|worker|client|jobs|db)(/|$)',
+              message: 'runtime/ is the bottom layer: it may not import activities/, worker/, client/, jobs/ or db/.',
+            },
+          ],
+        },
+      ],
+    },
+  },
 );

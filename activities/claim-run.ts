@@ -1,7 +1,7 @@
 /**
  * `claimRun`: insert-or-reuse the FetchRun of a business key and take its lease (R1, R2, R6).
  */
-import { observeRunStarted } from '../worker/metrics.ts';
+import { observeRunStarted } from '../runtime/metrics.ts';
 import { z } from 'zod';
 import { claimRun as claimRunRow, findRunByKey, insertRunIfMissing } from '../db/fetch-run.ts';
 import {

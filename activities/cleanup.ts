@@ -10,8 +10,8 @@
  */
 import { deleteExpiredPages, deleteExpiredRecords, deletePublishedEvents } from '../db/cleanup.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
-import type { Logger } from '../worker/logger.ts';
-import { type Periodic, startPeriodic } from '../worker/periodic.ts';
+import type { Logger } from '../runtime/logger.ts';
+import { type Periodic, startPeriodic } from '../runtime/periodic.ts';
 
 export interface DeleteExpiredOptions {
   /** Cut-off: rows with `expires_at < now` go. Default: the database's clock, per batch. */
@@ -94,7 +94,7 @@ export interface PeriodicCleanupOptions {
 
 /**
  * Runs {@link deleteExpired} after `initialDelayMs`, then `intervalMs` after each pass ends
- * (worker/periodic.ts: jittered, never overlapping, unref'd timers). A failed pass is logged
+ * (runtime/periodic.ts: jittered, never overlapping, unref'd timers). A failed pass is logged
  * (warn) and the schedule goes on, nothing is thrown. `stop()` cancels the next pass and resolves
  * once a pass in progress has finished; calling it again is harmless.
  */

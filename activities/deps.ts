@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { PrismaClient } from '../prisma/generated/client.ts';
-import type { Metrics } from '../worker/metrics.ts';
+import type { Metrics } from '../runtime/metrics.ts';
 import type { CrashPoint } from './crash-points.ts';
 import type { HttpClient } from './http.ts';
 import type { JobRegistry } from './job-api/registry.ts';

@@ -4,7 +4,7 @@
  * error `code` properties, never class names. Issue #3 extends this (Retry-After, jitter, deadlines).
  */
 import { ApplicationFailure, CancelledFailure } from '@temporalio/activity';
-import { redactUrlsIn } from '../worker/redact.ts';
+import { redactUrlsIn } from '../runtime/redact.ts';
 import { type ErrorType, isRetryableErrorType } from '../workflows/error-types.ts';
 import { codesOf, databaseOutageCode } from './database-errors.ts';
 import { parseRetryAfter } from './retry-delay.ts';

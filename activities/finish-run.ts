@@ -7,9 +7,9 @@
 import { endRun } from '../db/run-end.ts';
 import { MAX_KEPT_MESSAGE } from '../db/limits.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
-import type { Logger } from '../worker/logger.ts';
-import type { Metrics } from '../worker/metrics.ts';
-import { redactUrlsIn } from '../worker/redact.ts';
+import type { Logger } from '../runtime/logger.ts';
+import type { Metrics } from '../runtime/metrics.ts';
+import { redactUrlsIn } from '../runtime/redact.ts';
 import type { FinishRunInput } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
 

@@ -3,7 +3,7 @@
  * of the last success, per source.
  */
 import { CancelledFailure } from '@temporalio/activity';
-import { observeDownstream } from '../worker/metrics.ts';
+import { observeDownstream } from '../runtime/metrics.ts';
 import type { ActivityDeps } from './deps.ts';
 
 /** Resolves or rejects like `call`, counting it ok or error (a cancellation is neither). */

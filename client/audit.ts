@@ -3,7 +3,7 @@
  * the default actor and the checks of the actor and of the free text kept in `audit_entry`.
  */
 import os from 'node:os';
-import { UserFacingError } from '../worker/errors.ts';
+import { UserFacingError } from '../runtime/errors.ts';
 
 /** Longest actor name kept. */
 export const MAX_ACTOR_LENGTH = 200;

@@ -5,8 +5,8 @@
 import type { Client } from '@temporalio/client';
 import { type Config, databaseUrl, loadConfig } from '../worker/config.ts';
 import { CLI_POOL_SIZE, createPrisma, type PoolOptions, type PrismaClient } from '../worker/db.ts';
-import { UserFacingError } from '../worker/errors.ts';
-import { redactUrl } from '../worker/redact.ts';
+import { UserFacingError } from '../runtime/errors.ts';
+import { redactUrl } from '../runtime/redact.ts';
 import { codeOf } from '../activities/errors.ts';
 import { connectClient } from '../worker/temporal.ts';
 

@@ -3,7 +3,7 @@
  * exit 1; anything else is a bug and prints its stack.
  */
 import { Command, CommanderError } from 'commander';
-import { isUserFacingError } from '../worker/errors.ts';
+import { isUserFacingError } from '../runtime/errors.ts';
 import { type CliContext, createCliContext } from './cli-context.ts';
 import { registerCleanup } from './commands/cleanup.ts';
 import { registerCompensations } from './commands/compensations.ts';

@@ -17,7 +17,7 @@ import type {
   Prisma,
   RunStatus,
 } from '../prisma/generated/client.ts';
-import { errorMessage, UserFacingError } from '../worker/errors.ts';
+import { errorMessage, UserFacingError } from '../runtime/errors.ts';
 import type { CompensateRunInput } from '../workflows/types.ts';
 import { checkActor, checkText } from './audit.ts';
 import { OPEN_RUN_STATUSES } from './runs.ts';

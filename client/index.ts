@@ -95,4 +95,4 @@ export type { SourceSchedule, SyncChange } from './schedules.ts';
 export type { FetchRun, ListRunsFilter, RunStatus } from './runs.ts';
 export { workflowIdFor, idempotencyKeyFor, FETCH_RECORDS } from '../workflows/business-key.ts';
 export type { FetchRecordsResult } from '../workflows/types.ts';
-export { UserFacingError } from '../worker/errors.ts';
+export { UserFacingError } from '../runtime/errors.ts';

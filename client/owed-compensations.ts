@@ -9,9 +9,9 @@
 import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { COMPENSABLE_STATES } from '../db/ledger.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
-import { errorMessage } from '../worker/errors.ts';
-import type { Logger } from '../worker/logger.ts';
-import { redactUrlsIn } from '../worker/redact.ts';
+import { errorMessage } from '../runtime/errors.ts';
+import type { Logger } from '../runtime/logger.ts';
+import { redactUrlsIn } from '../runtime/redact.ts';
 import type { CompensateRunInput } from '../workflows/types.ts';
 import { compensationIdOf, startCompensationWorkflow } from './start-compensation.ts';
 

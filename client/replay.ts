@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import { openDeadLetters, type ReplayFilter, type ReplayTarget } from '../db/replay.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
-import { UserFacingError } from '../worker/errors.ts';
+import { UserFacingError } from '../runtime/errors.ts';
 import {
   MAX_REPLAY_LETTERS,
   MAX_REPLAY_RATE,

@@ -13,7 +13,7 @@ import {
   ServiceError,
 } from '@temporalio/client';
 import type { PrismaClient } from '../prisma/generated/client.ts';
-import { UserFacingError } from '../worker/errors.ts';
+import { UserFacingError } from '../runtime/errors.ts';
 import { dateInTimeZone } from '../workflows/business-date.ts';
 import { type DesiredSchedule, desiredSchedule, scheduleIdFor, schedulePrefix } from './schedule-spec.ts';
 

@@ -10,7 +10,7 @@ import {
 } from '@temporalio/client';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { PrismaClient } from '../prisma/generated/client.ts';
-import { UserFacingError } from '../worker/errors.ts';
+import { UserFacingError } from '../runtime/errors.ts';
 import { checkBusinessDate, dateInTimeZone } from '../workflows/business-date.ts';
 import { isBusinessDate, isCorrelationId, isSourceId, workflowIdFor } from '../workflows/business-key.ts';
 import type { fetchRecordsWorkflow } from '../workflows/fetch-records.ts';

@@ -6,7 +6,7 @@
  */
 import { MAX_KEPT_MESSAGE } from '../db/limits.ts';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
-import { redactUrlsIn } from '../worker/redact.ts';
+import { redactUrlsIn } from '../runtime/redact.ts';
 import { errorOf } from '../workflows/outcome.ts';
 
 /** temporal.api.enums.v1.HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT (the proto package is CommonJS-only). */

@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { isUserFacingError, UserFacingError } from '../worker/errors.ts';
+import { isUserFacingError, UserFacingError } from '../runtime/errors.ts';
 
 const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** Output that means "the engine could not be downloaded", as opposed to e.g. a schema error. */

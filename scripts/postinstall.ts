@@ -10,7 +10,7 @@
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { errorMessage, isUserFacingError } from '../worker/errors.ts';
+import { errorMessage, isUserFacingError } from '../runtime/errors.ts';
 import { resolveTemporalCli } from '../worker/temporal-cli.ts';
 import { generatePrismaClient } from './generate.ts';
 

@@ -14,7 +14,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { errorMessage, isUserFacingError, UserFacingError } from '../worker/errors.ts';
+import { errorMessage, isUserFacingError, UserFacingError } from '../runtime/errors.ts';
 import { findOnPath, isExecutableFile } from '../worker/executables.ts';
 
 const SYSTEM_PROMTOOL = '/usr/bin/promtool';

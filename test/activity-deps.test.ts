@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import { createActivityDeps, isSecretRef } from '../worker/activity-deps.ts';
 import { loadConfig } from '../worker/config.ts';
 import type { PrismaClient } from '../worker/db.ts';
-import { createLogger } from '../worker/logger.ts';
+import { createLogger } from '../runtime/logger.ts';
 
 void describe('activity deps', () => {
   void it('credentials references resolve only DF_SECRET_* variables, never other settings', async () => {

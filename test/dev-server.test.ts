@@ -9,7 +9,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
-import { isUserFacingError } from '../worker/errors.ts';
+import { isUserFacingError } from '../runtime/errors.ts';
 import { isPidAlive } from '../worker/process-utils.ts';
 import { resolveTemporalCli } from '../worker/temporal-cli.ts';
 import {

@@ -15,7 +15,7 @@ import {
 import type { StartFetchRequest } from '../client/start-fetch.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
 import type { Prisma } from '../prisma/generated/client.ts';
-import { isUserFacingError } from '../worker/errors.ts';
+import { isUserFacingError } from '../runtime/errors.ts';
 import type { Publisher } from '../worker/outbox/publisher.ts';
 import { createStartWorkflowSink } from '../worker/outbox/start-workflow-sink.ts';
 import type { fetchRecordsWorkflow } from '../workflows/fetch-records.ts';

@@ -9,7 +9,7 @@ import { createHttpClient } from '../activities/http.ts';
 import { startFetch, type DurableFetchContext } from '../client/start-fetch.ts';
 import { pageKeyFor } from '../workflows/business-key.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
-import { UserFacingError } from '../worker/errors.ts';
+import { UserFacingError } from '../runtime/errors.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';
 import { testClient, testWorker, type TestWorker } from './helpers/temporal.ts';

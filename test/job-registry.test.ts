@@ -12,7 +12,7 @@ import { detailsOf } from '../activities/errors.ts';
 import { exchangeRatesJob } from '../jobs/exchange-rates.ts';
 import { fetchRecordsJob } from '../jobs/fetch-records/index.ts';
 import { startPartner } from '../partner/server.ts';
-import { isUserFacingError } from '../worker/errors.ts';
+import { isUserFacingError } from '../runtime/errors.ts';
 import { jobTestKit } from './helpers/job-kit.ts';
 
 /** A minimal valid job of `type`. */

@@ -6,10 +6,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { isUserFacingError } from '../worker/errors.ts';
+import { isUserFacingError } from '../runtime/errors.ts';
 import { startEmbeddedPostgres, waitForPostgres } from '../worker/postgres.ts';
 import { freePort, isPortAccepting } from '../worker/process-utils.ts';
-import { redactUrl, redactUrlsIn } from '../worker/redact.ts';
+import { redactUrl, redactUrlsIn } from '../runtime/redact.ts';
 
 async function query<T extends pg.QueryResultRow>(url: string, sql: string): Promise<T[]> {
   const client = new pg.Client({ connectionString: url });

@@ -16,7 +16,7 @@ import type { Client } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { startFetch } from '../client/start-fetch.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
-import { createLogger, REDACTED } from '../worker/logger.ts';
+import { createLogger, REDACTED } from '../runtime/logger.ts';
 import { installRuntimeLogger } from '../worker/runtime-logger.ts';
 import { buildWorker } from '../worker/worker.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';

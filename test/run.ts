@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../worker/config.ts';
-import { isUserFacingError } from '../worker/errors.ts';
+import { isUserFacingError } from '../runtime/errors.ts';
 import { startTestServices, type TestServices } from './helpers/services.ts';
 
 const say = (line: string) => console.log(`[test/run] ${line}`);

@@ -11,7 +11,7 @@ import { createJobRegistry } from '../activities/job-api/registry.ts';
 import { scheduleIdFor, syncSchedules } from '../client/schedules.ts';
 import { addSource } from '../client/sources.ts';
 import { fetchRecordsJob } from '../jobs/fetch-records/index.ts';
-import { isUserFacingError } from '../worker/errors.ts';
+import { isUserFacingError } from '../runtime/errors.ts';
 import { detail, json, lines, ok, runCli } from './helpers/cli.ts';
 import { useSourceCliEnv } from './helpers/source-cli-env.ts';
 

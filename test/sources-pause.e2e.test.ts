@@ -17,7 +17,7 @@ import { pauseSource, resumeSource } from '../client/sources.ts';
 import { type DurableFetchContext, SEARCH_KEYS, startFetch } from '../client/start-fetch.ts';
 import { encodeCursor, makeRecord } from '../partner/records.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
-import { isUserFacingError } from '../worker/errors.ts';
+import { isUserFacingError } from '../runtime/errors.ts';
 import type { Publisher } from '../worker/outbox/publisher.ts';
 import { createStartWorkflowSink } from '../worker/outbox/start-workflow-sink.ts';
 import type { fetchRecordsWorkflow } from '../workflows/fetch-records.ts';

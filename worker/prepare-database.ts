@@ -1,6 +1,6 @@
 import { applyMigrations, ensureDatabase } from '../prisma/migrator.ts';
-import { UserFacingError, errorMessage } from './errors.ts';
-import { redactUrl, redactUrlsIn } from './redact.ts';
+import { UserFacingError, errorMessage } from '../runtime/errors.ts';
+import { redactUrl, redactUrlsIn } from '../runtime/redact.ts';
 
 /**
  * Creates the database when missing and applies pending migrations. Idempotent and safe from

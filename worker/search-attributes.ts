@@ -4,7 +4,7 @@
  */
 import { isGrpcServiceError, type ConnectionLike } from '@temporalio/client';
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes.js';
-import { UserFacingError } from './errors.ts';
+import { UserFacingError } from '../runtime/errors.ts';
 
 /**
  * The custom search attributes durable-fetch's workflows set, with their types as the Temporal CLI

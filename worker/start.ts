@@ -22,9 +22,9 @@ import {
   ensureDemoFxSource,
   ensureDemoSource,
 } from './demo-source.ts';
-import { isUserFacingError } from './errors.ts';
-import { redactUrl } from './redact.ts';
-import { createLogger } from './logger.ts';
+import { isUserFacingError } from '../runtime/errors.ts';
+import { redactUrl } from '../runtime/redact.ts';
+import { createLogger } from '../runtime/logger.ts';
 import { installRuntime, startObservability } from './observability.ts';
 import { startEmbeddedPostgres } from './postgres.ts';
 import { prepareDatabase } from './prepare-database.ts';

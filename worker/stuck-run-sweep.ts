@@ -8,9 +8,9 @@ import type { Client } from '@temporalio/client';
 import { startOwedCompensations } from '../client/owed-compensations.ts';
 import { sweepStuckRuns } from '../client/stuck-runs.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
-import type { Logger } from './logger.ts';
-import type { Metrics } from './metrics.ts';
-import { type Periodic, startPeriodic } from './periodic.ts';
+import type { Logger } from '../runtime/logger.ts';
+import type { Metrics } from '../runtime/metrics.ts';
+import { type Periodic, startPeriodic } from '../runtime/periodic.ts';
 
 /** The audit trail's actor for runs a worker's sweep settles. */
 export const SWEEP_ACTOR = 'system:sweep';
@@ -30,7 +30,7 @@ export interface StuckRunSweepOptions {
 }
 
 /**
- * Starts the periodic sweep (jittered, never overlapping; worker/periodic.ts). Each pass sets the
+ * Starts the periodic sweep (jittered, never overlapping; runtime/periodic.ts). Each pass sets the
  * gauge to the runs it left stuck; a pass that fails as a whole (database or Temporal unreachable)
  * is logged (warn), leaves the gauge as it was, and the next pass tries again. `stop()` waits for
  * a pass in progress.

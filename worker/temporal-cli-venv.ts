@@ -11,7 +11,7 @@ import { spawn } from 'node:child_process';
 import { mkdir, open, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { errorMessage } from './errors.ts';
+import { errorMessage } from '../runtime/errors.ts';
 import { findOnPath, temporalCliVersion } from './executables.ts';
 import { isPidAlive } from './process-utils.ts';
 

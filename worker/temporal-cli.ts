@@ -8,7 +8,7 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type * as Testing from '@temporalio/testing';
-import { errorMessage, UserFacingError } from './errors.ts';
+import { errorMessage, UserFacingError } from '../runtime/errors.ts';
 import { findOnPath, isExecutableFile, temporalCliVersion } from './executables.ts';
 import { ensureVenvTemporalCli } from './temporal-cli-venv.ts';
 

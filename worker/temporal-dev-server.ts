@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection } from '@temporalio/client';
-import { errorMessage, UserFacingError } from './errors.ts';
+import { errorMessage, UserFacingError } from '../runtime/errors.ts';
 import { freePort, isPortAccepting, readTail } from './process-utils.ts';
 import { SEARCH_ATTRIBUTES } from './search-attributes.ts';
 

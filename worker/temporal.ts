@@ -4,7 +4,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { type Config, temporalAddress } from './config.ts';
-import { UserFacingError, errorMessage } from './errors.ts';
+import { UserFacingError, errorMessage } from '../runtime/errors.ts';
 import { isPortAccepting } from './process-utils.ts';
 
 function options(config: Config) {

@@ -2,7 +2,7 @@
  * The jobs a process knows, by type. Built once at start from the job list (jobs/index.ts); a
  * mistake in the list (two jobs of one type, a bad name) stops the process with one clear line.
  */
-import { UserFacingError } from '../../worker/errors.ts';
+import { UserFacingError } from '../../runtime/errors.ts';
 import { isJobType } from '../../workflows/business-key.ts';
 import { failure } from '../errors.ts';
 import type { AnyJob } from './define.ts';

@@ -1,6 +1,6 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import { DownstreamState } from '../../prisma/generated/enums.ts';
-import { UserFacingError } from '../../worker/errors.ts';
+import { UserFacingError } from '../../runtime/errors.ts';
 import { defaultActor } from '../audit.ts';
 import type { CliContext } from '../cli-context.ts';
 import {

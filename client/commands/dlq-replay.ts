@@ -1,5 +1,5 @@
 import { type Command, InvalidArgumentError } from 'commander';
-import { UserFacingError } from '../../worker/errors.ts';
+import { UserFacingError } from '../../runtime/errors.ts';
 import type { CliContext } from '../cli-context.ts';
 import { defaultActor } from '../audit.ts';
 import { parseSince } from '../dead-letters/since.ts';

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import type { Client } from '@temporalio/client';
 import { DeadLetterStatus } from '../../prisma/generated/enums.ts';
-import { UserFacingError } from '../../worker/errors.ts';
+import { UserFacingError } from '../../runtime/errors.ts';
 import type { CliContext } from '../cli-context.ts';
 import { defaultActor } from '../audit.ts';
 import { discardDeadLetter } from '../dead-letters/discard.ts';

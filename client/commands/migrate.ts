@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { databaseUrl } from '../../worker/config.ts';
 import { prepareDatabase } from '../../worker/prepare-database.ts';
-import { redactUrl } from '../../worker/redact.ts';
+import { redactUrl } from '../../runtime/redact.ts';
 import type { CliContext } from '../cli-context.ts';
 
 /** `durable-fetch migrate`: create the database if missing and apply prisma/migrations. */

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { UserFacingError } from '../../worker/errors.ts';
+import { UserFacingError } from '../../runtime/errors.ts';
 import { sinkFor } from '../../worker/outbox/sinks.ts';
 import { type DeadEvent, listDead, requeueDead, topicStatus } from '../../db/outbox-admin.ts';
 import type { CliContext } from '../cli-context.ts';

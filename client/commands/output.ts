@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from 'commander';
 import type { AuditEntry } from '../../prisma/generated/client.ts';
-import { UserFacingError } from '../../worker/errors.ts';
+import { UserFacingError } from '../../runtime/errors.ts';
 import { isJobType } from '../../workflows/business-key.ts';
 import { table } from '../format.ts';
 

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { PUBLISHER_POOL } from '../../worker/db.ts';
-import { createLogger } from '../../worker/logger.ts';
-import { createMetrics } from '../../worker/metrics.ts';
+import { createLogger } from '../../runtime/logger.ts';
+import { createMetrics } from '../../runtime/metrics.ts';
 import { startObservability } from '../../worker/observability.ts';
 import { startPublisher } from '../../worker/outbox/create-publisher.ts';
 import type { CliContext } from '../cli-context.ts';

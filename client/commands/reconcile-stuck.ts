@@ -3,8 +3,8 @@
  * stuck run found and what was done. Exit 1 while anything is left stuck.
  */
 import { pino } from 'pino';
-import { UserFacingError } from '../../worker/errors.ts';
-import { createMetrics } from '../../worker/metrics.ts';
+import { UserFacingError } from '../../runtime/errors.ts';
+import { createMetrics } from '../../runtime/metrics.ts';
 import { defaultActor } from '../audit.ts';
 import type { CliContext } from '../cli-context.ts';
 import { type OwedCompensation, startOwedCompensations } from '../owed-compensations.ts';

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { createHttpClient } from '../../activities/http.ts';
 import { isSecretRef } from '../../worker/activity-deps.ts';
-import { UserFacingError } from '../../worker/errors.ts';
+import { UserFacingError } from '../../runtime/errors.ts';
 import type { CliContext } from '../cli-context.ts';
 import { type Finding, reconcileRuns, type ReconcileReport, type RunReport } from '../reconcile.ts';
 import { parseJobType, printJson } from './output.ts';

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { UserFacingError } from '../../worker/errors.ts';
+import { UserFacingError } from '../../runtime/errors.ts';
 import { duration, failureSummary, workflowUrl } from '../format.ts';
 import type { CliContext } from '../cli-context.ts';
 import { launchFetch, prepareFetch } from '../start-fetch.ts';

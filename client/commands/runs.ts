@@ -1,5 +1,5 @@
 import { type Command, InvalidArgumentError } from 'commander';
-import { UserFacingError } from '../../worker/errors.ts';
+import { UserFacingError } from '../../runtime/errors.ts';
 import type { CliContext } from '../cli-context.ts';
 import { table, workflowUrl } from '../format.ts';
 import { RunStatus } from '../../prisma/generated/enums.ts';

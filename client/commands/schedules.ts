@@ -1,6 +1,6 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import { ScheduleNotFoundError, type ScheduleOverlapPolicy } from '@temporalio/client';
-import { UserFacingError } from '../../worker/errors.ts';
+import { UserFacingError } from '../../runtime/errors.ts';
 import { addDays, checkBusinessDate } from '../../workflows/business-date.ts';
 import { isBusinessDate } from '../../workflows/business-key.ts';
 import type { CliContext } from '../cli-context.ts';

@@ -1,6 +1,6 @@
 /** `durable-fetch sources update`: fixing a source's configuration. */
 import { type Command, Option } from 'commander';
-import { UserFacingError } from '../../worker/errors.ts';
+import { UserFacingError } from '../../runtime/errors.ts';
 import { PARTNER_PRESETS } from '../../workflows/retry-presets.ts';
 import type { CliContext } from '../cli-context.ts';
 import { defaultActor } from '../audit.ts';

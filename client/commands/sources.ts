@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { AuditEntry } from '../../prisma/generated/client.ts';
-import { UserFacingError } from '../../worker/errors.ts';
+import { UserFacingError } from '../../runtime/errors.ts';
 import type { CliContext } from '../cli-context.ts';
 import { defaultActor } from '../audit.ts';
 import { table } from '../format.ts';

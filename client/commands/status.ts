@@ -1,5 +1,5 @@
 import { type Command, InvalidArgumentError } from 'commander';
-import { UserFacingError } from '../../worker/errors.ts';
+import { UserFacingError } from '../../runtime/errors.ts';
 import type { CliContext } from '../cli-context.ts';
 import { table } from '../format.ts';
 import { readStatus, type Status } from '../status.ts';

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { createLogger } from '../../worker/logger.ts';
+import { createLogger } from '../../runtime/logger.ts';
 import { installRuntime, startObservability } from '../../worker/observability.ts';
 import { workerPool } from '../../worker/db.ts';
 import { ensureSearchAttributes } from '../../worker/search-attributes.ts';

@@ -1,5 +1,5 @@
 /** `dlq retry --override key=value`: what a retry may change about the run started again. */
-import { UserFacingError } from '../../worker/errors.ts';
+import { UserFacingError } from '../../runtime/errors.ts';
 import { MAX_PAGE_SIZE } from '../start-fetch.ts';
 
 /** What `dlq retry --override key=value` may change about the run started again. */

@@ -1,6 +1,6 @@
 /** `dlq retry`: start an open dead letter's business key again, after its cause was fixed. */
 import type { Prisma } from '../../prisma/generated/client.ts';
-import { UserFacingError } from '../../worker/errors.ts';
+import { UserFacingError } from '../../runtime/errors.ts';
 import { checkActor } from '../audit.ts';
 import { launchFetch, prepareFetch, type DurableFetchContext } from '../start-fetch.ts';
 import { checkOverrides, type RetryOverrides } from './overrides.ts';

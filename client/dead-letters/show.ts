@@ -1,8 +1,8 @@
 /** `dlq show`: one dead letter with its run, its audit trail and the failed run's attempts. */
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import type { AuditEntry, RunStatus } from '../../prisma/generated/client.ts';
-import { errorMessage } from '../../worker/errors.ts';
-import { redactUrlsIn } from '../../worker/redact.ts';
+import { errorMessage } from '../../runtime/errors.ts';
+import { redactUrlsIn } from '../../runtime/redact.ts';
 import { failedExecutionTimeline, type TimelineEntry } from './timeline.ts';
 import { DEAD_LETTER_TARGET, type DeadLetterView, isDeadLetterId, type PrismaCtx, view } from './view.ts';
 

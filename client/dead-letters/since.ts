@@ -1,5 +1,5 @@
 /** `--since` of `dlq list` and `dlq replay`: a date, an ISO time or an age. */
-import { UserFacingError } from '../../worker/errors.ts';
+import { UserFacingError } from '../../runtime/errors.ts';
 import { isBusinessDate } from '../../workflows/business-key.ts';
 
 const DURATION_UNITS_MS: Record<string, number> = {

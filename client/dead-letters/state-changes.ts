@@ -9,7 +9,7 @@
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import type { DeadLetter, Prisma, RunStatus } from '../../prisma/generated/client.ts';
 import { recordAudit } from '../../db/audit.ts';
-import { UserFacingError } from '../../worker/errors.ts';
+import { UserFacingError } from '../../runtime/errors.ts';
 import { replayWorkflowId } from '../../workflows/replay-api.ts';
 import { checkText } from '../audit.ts';
 import { DEAD_LETTER_TARGET, isDeadLetterId, MAX_REASON_LENGTH, type PrismaCtx } from './view.ts';

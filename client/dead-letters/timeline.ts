@@ -4,7 +4,7 @@
  */
 import type { Client } from '@temporalio/client';
 import type { ProtoFailure } from '@temporalio/common';
-import { redactUrlsIn } from '../../worker/redact.ts';
+import { redactUrlsIn } from '../../runtime/redact.ts';
 
 /** Longest failure message shown in a timeline entry. */
 const MAX_FAILURE_MESSAGE = 500;

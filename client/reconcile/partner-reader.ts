@@ -9,9 +9,9 @@ import type { AnyJob, DownstreamContext, DownstreamEffect } from '../../activiti
 import { checkedPage, idOf, jobOf } from '../../activities/job-runtime.ts';
 import { bearerToken } from '../../activities/sources.ts';
 import type { Source } from '../../prisma/generated/client.ts';
-import { errorMessage } from '../../worker/errors.ts';
+import { errorMessage } from '../../runtime/errors.ts';
 import { defaultJobs } from '../../worker/jobs.ts';
-import { createLogger } from '../../worker/logger.ts';
+import { createLogger } from '../../runtime/logger.ts';
 import type { ReconcileContext } from './context.ts';
 import type { RunReport } from './findings.ts';
 

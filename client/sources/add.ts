@@ -8,7 +8,7 @@ import { recordAudit } from '../../db/audit.ts';
 import type { JobRegistry } from '../../activities/job-api/registry.ts';
 import { codeOf } from '../../activities/errors.ts';
 import type { Prisma, Source } from '../../prisma/generated/client.ts';
-import { UserFacingError } from '../../worker/errors.ts';
+import { UserFacingError } from '../../runtime/errors.ts';
 import { defaultJobs } from '../../worker/jobs.ts';
 import { isSourceId } from '../../workflows/business-key.ts';
 import { checkActor } from '../audit.ts';

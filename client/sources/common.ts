@@ -4,7 +4,7 @@
  */
 import type { Client } from '@temporalio/client';
 import type { PrismaClient, Source } from '../../prisma/generated/client.ts';
-import { UserFacingError } from '../../worker/errors.ts';
+import { UserFacingError } from '../../runtime/errors.ts';
 import { checkText } from '../audit.ts';
 import { MAX_NOTE_LENGTH } from '../compensations.ts';
 

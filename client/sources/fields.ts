@@ -7,7 +7,7 @@ import { z } from 'zod';
 import type { JobRegistry } from '../../activities/job-api/registry.ts';
 import { parseJobConfig } from '../../activities/job-api/registry.ts';
 import { isSecretRef } from '../../worker/activity-deps.ts';
-import { redactUrl } from '../../worker/redact.ts';
+import { redactUrl } from '../../runtime/redact.ts';
 import { isPartnerPreset, PARTNER_PRESETS } from '../../workflows/retry-presets.ts';
 import { MAX_PAGE_SIZE } from '../start-fetch.ts';
 

@@ -12,7 +12,7 @@
 import { ScheduleNotFoundError, WorkflowNotFoundError } from '@temporalio/client';
 import type { Source } from '../../prisma/generated/client.ts';
 import { recordAudit } from '../../db/audit.ts';
-import { errorMessage, UserFacingError } from '../../worker/errors.ts';
+import { errorMessage, UserFacingError } from '../../runtime/errors.ts';
 import { isSourceId } from '../../workflows/business-key.ts';
 import { SOURCE_RESUMED_SIGNAL } from '../../workflows/types.ts';
 import { checkActor } from '../audit.ts';

@@ -8,7 +8,7 @@
 import { recordAudit } from '../../db/audit.ts';
 import { NOT_FINAL_STATES } from '../../db/ledger.ts';
 import type { Prisma, Source } from '../../prisma/generated/client.ts';
-import { errorMessage, UserFacingError } from '../../worker/errors.ts';
+import { errorMessage, UserFacingError } from '../../runtime/errors.ts';
 import { isSourceId } from '../../workflows/business-key.ts';
 import { checkActor } from '../audit.ts';
 import { OPEN_RUN_STATUSES } from '../runs.ts';

@@ -3,7 +3,7 @@ import type { ActivityDeps } from '../../activities/index.ts';
 import { createHttpClient } from '../../activities/http.ts';
 import type { Prisma, PrismaClient } from '../../prisma/generated/client.ts';
 import { defaultJobs } from '../../worker/jobs.ts';
-import { createMetrics } from '../../worker/metrics.ts';
+import { createMetrics } from '../../runtime/metrics.ts';
 
 /** Activity dependencies for tests: real HTTP and database, a silent logger, test-sized limits. */
 export function testDeps(prisma: PrismaClient, overrides: Partial<ActivityDeps> = {}): ActivityDeps {

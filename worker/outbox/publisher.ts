@@ -17,9 +17,9 @@ import { crashPoint, type CrashPoint } from '../../activities/crash-points.ts';
 import { classify, detailsOf, failure } from '../../activities/errors.ts';
 import { type Backoff, fullJitterMs, nextRetry } from '../../activities/retry-delay.ts';
 import type { Prisma, PrismaClient } from '../../prisma/generated/client.ts';
-import type { Logger } from '../logger.ts';
-import type { Metrics } from '../metrics.ts';
-import { redactUrlsIn } from '../redact.ts';
+import type { Logger } from '../../runtime/logger.ts';
+import type { Metrics } from '../../runtime/metrics.ts';
+import { redactUrlsIn } from '../../runtime/redact.ts';
 import { type Route, type Sink, type SinkName, sinkFor } from './sinks.ts';
 import {
   claimBatch,
