@@ -104,7 +104,8 @@ export default tseslint.config(
           patterns: [
             {
               regex: '^\\.\\./(activities|worker|client|jobs|db)(/|$)',
-              message: 'runtime/ is the bottom layer: it may not import activities/, worker/, client/, jobs/ or db/.',
+              message:
+                'runtime/ is the bottom layer: it may not import activities/, worker/, client/, jobs/ or db/.',
             },
           ],
         },
