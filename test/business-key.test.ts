@@ -72,6 +72,9 @@ describe('business-key', () => {
     const id = workflowIdFor(KEY);
     assert.equal(id, 'fetch/fetch-records/acme-eu_2/2026-03-14');
     assert.deepEqual(parseWorkflowId(id), KEY);
+    // Any registered job's ids parse alike: the job type is a plug-in's name, not a fixed list.
+    const fx = { jobType: 'exchange-rates', sourceId: 'demo-fx', businessDate: '2026-11-20' };
+    assert.deepEqual(parseWorkflowId(workflowIdFor(fx)), fx);
   });
 
   it('business-key: parseWorkflowId rejects ids it did not make', () => {
@@ -79,7 +82,7 @@ describe('business-key', () => {
       'fetch/fetch-records/acme/2026-03-14/extra',
       'fetch/fetch-records/acme',
       'other/fetch-records/acme/2026-03-14',
-      'fetch/unknown-job/acme/2026-03-14',
+      'fetch/Not_A_Job/acme/2026-03-14', // job types are lower case, digits and -
       'fetch/fetch-records/Acme/2026-03-14',
       'fetch/fetch-records/acme/2026-02-30',
       // A Schedule's action id carries a timestamp suffix: not a business-key workflow id.

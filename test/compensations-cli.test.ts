@@ -400,6 +400,7 @@ describe('compensations cli: list and show', () => {
     assert.equal(shown.id, a1.id);
     assert.deepEqual(shown.run, {
       id: runA1,
+      jobType: 'fetch-records',
       sourceId: 'ccli-list-a',
       businessDate: '2026-05-01',
       status: 'dead_lettered',

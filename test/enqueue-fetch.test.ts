@@ -139,11 +139,13 @@ describe('enqueueFetch: transactional workflow start', () => {
     const command = (await commandRow(first.commandId)).payload as unknown as StartCommand;
     assert.deepEqual(command, {
       workflowType: 'fetchRecordsWorkflow',
+      jobType: 'fetch-records',
       workflowId,
       taskQueue: worker.taskQueue,
       sourceId,
       businessDate: DATE,
       input: {
+        jobType: 'fetch-records',
         sourceId,
         businessDate: DATE,
         correlationId: command.input.correlationId,
