@@ -1,5 +1,5 @@
 /**
- * Expiry statements (issue #3, R5 retention): one bounded batch of expired idempotency records,
+ * Expiry statements (R5 retention): one bounded batch of expired idempotency records,
  * staged pages or long-published outbox events per call. The passes around them (batching,
  * scheduling) are in activities/cleanup.ts.
  */

@@ -1,5 +1,5 @@
 /**
- * Health statements (issue #8, R10): the database's own health counts (outbox, dead letters,
+ * Health statements (R10): the database's own health counts (outbox, dead letters,
  * compensations) and the `queue_sample` history the sampler keeps for `status`.
  */
 import type { PrismaClient } from '../prisma/generated/client.ts';

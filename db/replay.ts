@@ -1,5 +1,5 @@
 /**
- * The replay's statements on `dead_letter` (issue #7, R8, R11): which open letters a replay
+ * The replay's statements on `dead_letter` (R8, R11): which open letters a replay
  * takes, their reservation, their closing as retried, their release, and what the replayed runs
  * wrote since.
  */

@@ -1,5 +1,5 @@
 /**
- * The application's Prometheus metrics (issue #8, R10) and the `/metrics` endpoint every worker
+ * The application's Prometheus metrics (R10) and the `/metrics` endpoint every worker
  * and publisher process serves. Metric names are a contract: ops/alerts.yml and
  * docs/operations.md use them. The Temporal SDK's own metrics (slots, polls, latencies, task
  * failures) come from its runtime's Prometheus exporter on an internal port and are appended to
