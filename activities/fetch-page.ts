@@ -4,9 +4,19 @@
  * the cursor; a retried attempt resumes from what is staged instead of asking the partner again.
  */
 import { Context } from '@temporalio/activity';
-import { appendToStagedPage, dropStaleStagedPage, loadStagedPage, type StagedPage } from '../db/staging.ts';
+import {
+  appendToStagedPage,
+  cursorSeen,
+  dropStaleStagedPage,
+  heldAtPageNow,
+  loadStagedPage,
+  pagesReached,
+  type StagedPage,
+  startPageCursors,
+} from '../db/staging.ts';
 import { jobTypeOf, pageKeyFor } from '../workflows/business-key.ts';
 import type { FetchPageInput, FetchPageResult } from '../workflows/types.ts';
+import type { PageFence } from '../db/fence.ts';
 import type { ActivityDeps } from './deps.ts';
 import { failure } from './errors.ts';
 import { crashPoint } from './crash-points.ts';
@@ -32,7 +42,8 @@ export interface FetchProgress {
  * @throws ApplicationFailure NotFound/PermissionDenied (source gone, disabled or missing
  *   credentials), LeaseLost (another owner holds the run, or the page is stored already),
  *   InvalidResponse (a page off the partner contract: its shape, more records than asked for, a
- *   cursor too long or not advancing, an empty page with a cursor, a body over the byte cap), and
+ *   cursor too long or not advancing, `CURSOR_LOOP` for a cursor the run reached before, an empty
+ *   page with a cursor, a body over the byte cap), and
  *   the HTTP client's typed failures.
  */
 export function createFetchPage(deps: ActivityDeps) {
@@ -58,6 +69,10 @@ export function createFetchPage(deps: ActivityDeps) {
       const beat = ctx.info.heartbeatDetails as FetchProgress | undefined;
       ctx.log.info('resuming staged page', { pageNo: input.pageNo, records: staged.recordCount, beat });
     }
+    // Partner pages the run staged before this call: what a job's page limit counts.
+    let pagesFetched = staged
+      ? await pagesReached(prisma, input.fetchRunId)
+      : await startPageCursors(prisma, key, fence);
     const state = (s: StagedPage | undefined) => ({
       cursor: s ? s.cursor : input.cursor,
       recordCount: s?.recordCount ?? 0,
@@ -85,6 +100,7 @@ export function createFetchPage(deps: ActivityDeps) {
               cursor: at.cursor,
               limit,
               idempotencyKey: key,
+              pagesFetched,
             }),
           ),
         );
@@ -107,11 +123,12 @@ export function createFetchPage(deps: ActivityDeps) {
           );
         }
         const now = deps.now();
+        const from = staged ? { cursor: at.cursor, recordCount: at.recordCount } : undefined;
         const appended = await appendToStagedPage(prisma, {
           key,
           fence,
           startCursor: input.cursor,
-          from: staged ? { cursor: at.cursor, recordCount: at.recordCount } : undefined,
+          from,
           records: page.records,
           cursor: page.nextCursor,
           complete: page.nextCursor === null,
@@ -122,11 +139,15 @@ export function createFetchPage(deps: ActivityDeps) {
         // attempt staged first, and we continue from what it staged.
         await renewLease(prisma, fence, deps.leaseTtlMs);
         staged = await loadStagedPage(prisma, key);
+        if (!appended && page.nextCursor !== null && unchanged(staged, from)) {
+          await refuseLoop(prisma, fence, page.nextCursor, what);
+        }
         if (!staged) {
           throw failure('LeaseLost', 'PAGE_ALREADY_STORED', `page ${key} was stored by another attempt`);
         }
         if (!appended) ctx.log.warn('another attempt staged this page first', { pageNo: input.pageNo });
         at = state(staged);
+        if (appended) pagesFetched += 1;
         ctx.heartbeat(progress());
       }
     } finally {
@@ -134,4 +155,33 @@ export function createFetchPage(deps: ActivityDeps) {
     }
     return { recordCount: at.recordCount, nextCursor: at.complete ? null : at.cursor };
   };
+}
+
+/** True when the staged page is still where an append that did not apply found it. */
+function unchanged(
+  staged: StagedPage | undefined,
+  from: { cursor: string | null; recordCount: number } | undefined,
+): boolean {
+  if (!staged || !from) return staged === undefined && from === undefined;
+  return !staged.complete && staged.cursor === from.cursor && staged.recordCount === from.recordCount;
+}
+
+/**
+ * An append that did not apply, with the lease held and the staged page untouched, failed its loop
+ * check when the run is still at the page and has reached `cursor` before.
+ * @throws ApplicationFailure InvalidResponse `CURSOR_LOOP` then.
+ */
+async function refuseLoop(
+  prisma: ActivityDeps['prisma'],
+  fence: PageFence,
+  cursor: string,
+  what: string,
+): Promise<void> {
+  if ((await heldAtPageNow(prisma, fence)) && (await cursorSeen(prisma, fence.fetchRunId, cursor))) {
+    throw failure(
+      'InvalidResponse',
+      'CURSOR_LOOP',
+      `${what}: the partner's next cursor is one this run reached before (a pagination loop)`,
+    );
+  }
 }

@@ -29,6 +29,26 @@ export interface RequestOptions {
   headers?: Record<string, string>;
   /** What the call is, for failure messages (never a URL: it may carry secrets). */
   what: string;
+  /** Most bytes read of this response's body: the client's `maxResponseBytes` or less. */
+  maxResponseBytes?: number;
+  /**
+   * A rate-limit reset header the partner names (e.g. `X-RateLimit-Reset`), read on a 429 or 503
+   * without `Retry-After`: `seconds` to wait, or the `epoch` second the limit resets at. Its wait is
+   * clamped by the retry preset like Retry-After's.
+   */
+  rateLimitReset?: RateLimitReset;
+}
+
+/** How a partner says when its rate limit resets. */
+export interface RateLimitReset {
+  header: string;
+  unit: 'seconds' | 'epoch';
+}
+
+/** A JSON response with its headers (header names in lower case). */
+export interface JsonResponse {
+  body: unknown;
+  headers: Record<string, string | string[] | undefined>;
 }
 
 /** Options of a POST. */
@@ -58,6 +78,16 @@ export interface HttpClient {
    *   `SEND_DEADLINE_PASSED` when `sendBy` passed before the request was written: nothing was sent.
    */
   postJson(url: URL, body: unknown, opts: PostOptions): Promise<unknown>;
+  /**
+   * GETs `url`, or POSTs `body` as JSON to it, and returns the parsed JSON body of a 2xx with the
+   * response's headers (for partners that page through a `Link` header). A read: callers use it
+   * for requests that change nothing at the partner.
+   * @throws as {@link HttpClient.getJson}.
+   */
+  readJson(
+    url: URL,
+    opts: RequestOptions & { method?: 'GET' | 'POST'; body?: unknown },
+  ): Promise<JsonResponse>;
   /** The options this client was created with (callers that bound a call's effects need its timeouts). */
   readonly options: HttpClientOptions;
   close(): Promise<void>;
@@ -109,6 +139,25 @@ class SendDeadlineHandler implements Dispatcher.DispatchHandler {
   onResponseError(...args: Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseError']>>): void {
     this.#inner.onResponseError?.(...args);
   }
+}
+
+/**
+ * The wait a refusal asks for, as a Retry-After value: the header itself, else the partner's named
+ * reset header turned into delta-seconds (an epoch second in the past means now).
+ */
+function retryAfterOf(
+  headers: JsonResponse['headers'],
+  reset: RateLimitReset | undefined,
+  nowMs: number = Date.now(),
+): string | undefined {
+  const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
+  const retryAfter = first(headers['retry-after']);
+  if (retryAfter !== undefined || reset === undefined) return retryAfter;
+  const value = first(headers[reset.header.toLowerCase()])?.trim();
+  if (value === undefined || !/^\d{1,12}$/.test(value)) return undefined;
+  const seconds =
+    reset.unit === 'seconds' ? Number(value) : Math.max(0, Number(value) - Math.floor(nowMs / 1000));
+  return String(seconds);
 }
 
 function tooLarge(what: string, max: number, declared?: number): Error {
@@ -164,32 +213,46 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
   const send = async (
     url: URL,
     init: { method: 'GET' | 'POST'; body?: string; headers?: Record<string, string> },
-    { signal, what, sendBy }: { signal: AbortSignal; what: string; sendBy?: number },
-  ): Promise<string> => {
+    opts: { signal: AbortSignal; what: string; sendBy?: number } & Omit<RequestOptions, 'headers'>,
+  ): Promise<{ text: string; headers: JsonResponse['headers'] }> => {
+    const { signal, what, sendBy } = opts;
     try {
       const res = await request(url, { ...init, signal, dispatcher: dispatcherFor(sendBy, what) });
       if (res.statusCode < 200 || res.statusCode >= 300) {
         await res.body.dump();
-        const retryAfter = res.headers['retry-after'];
-        throw httpStatusFailure(res.statusCode, what, Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
+        throw httpStatusFailure(res.statusCode, what, retryAfterOf(res.headers, opts.rateLimitReset));
       }
-      return await readCapped(res, maxBytes, what);
+      const cap = Math.min(maxBytes, opts.maxResponseBytes ?? maxBytes);
+      return { text: await readCapped(res, cap, what), headers: res.headers };
     } catch (err) {
       if (signal.aborted) throw signal.reason;
       throw classify(err, what);
     }
   };
+  const readJson: HttpClient['readJson'] = async (url, opts) => {
+    const { headers, method = 'GET', body, ...rest } = opts;
+    const init =
+      method === 'POST'
+        ? {
+            method,
+            body: JSON.stringify(body ?? null),
+            headers: { 'content-type': 'application/json', ...headers },
+          }
+        : { method, ...(headers ? { headers } : {}) };
+    const res = await send(url, init, rest);
+    try {
+      return { body: JSON.parse(res.text) as unknown, headers: res.headers };
+    } catch {
+      throw failure('InvalidResponse', 'INVALID_JSON', `${opts.what}: response body is not JSON`);
+    }
+  };
   return {
-    async getJson(url, { signal, headers, what }) {
-      const text = await send(url, { method: 'GET', ...(headers ? { headers } : {}) }, { signal, what });
-      try {
-        return JSON.parse(text) as unknown;
-      } catch {
-        throw failure('InvalidResponse', 'INVALID_JSON', `${what}: response body is not JSON`);
-      }
+    async getJson(url, opts) {
+      return (await readJson(url, { ...opts, method: 'GET' })).body;
     },
+    readJson,
     async postJson(url, body, { signal, headers, what, sendBy }) {
-      const text = await send(
+      const { text } = await send(
         url,
         {
           method: 'POST',

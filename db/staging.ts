@@ -2,6 +2,7 @@
  * Staged pages (`fetched_page`): where fetched records wait between `fetchPage` and `storePage`,
  * so Temporal's history carries counts and cursors, never the records themselves (R2).
  */
+import { createHash } from 'node:crypto';
 import { Prisma, type PrismaClient } from '../prisma/generated/client.ts';
 import { heldAtPage, type PageFence } from './fence.ts';
 
@@ -46,34 +47,105 @@ function runAtPage(fence: PageFence): Prisma.Sql {
   return Prisma.sql`EXISTS (SELECT 1 FROM fetch_run WHERE ${heldAtPage(fence)} FOR SHARE)`;
 }
 
+/** The digest a cursor is remembered by in `run_cursor`. */
+export function cursorDigest(cursor: string): string {
+  return createHash('sha256').update(cursor).digest('base64url');
+}
+
+/** `NOT EXISTS` a `run_cursor` row of the run with the digest: the cursor was never reached before. */
+function unseen(fence: PageFence, digest: string | null): Prisma.Sql {
+  if (digest === null) return Prisma.sql`TRUE`;
+  return Prisma.sql`NOT EXISTS (SELECT 1 FROM run_cursor WHERE fetch_run_id = ${fence.fetchRunId}::uuid AND digest = ${digest})`;
+}
+
 /**
- * Appends records fetched from `from.cursor` to a staged page. Conditional twice over (R1):
+ * Appends records fetched from `from.cursor` to a staged page, and remembers the new cursor for the
+ * run. Conditional three times over (R1):
  * - fenced: the run must still be held by `fence.leaseToken` and be at page `fence.pageNo` (a page
  *   already stored is never staged again by a late attempt). The run row is read FOR SHARE, so an
  *   append racing a storePage of the same page waits for it and then sees the page stored;
  * - optimistic: the staged page must still be exactly at `from` (absent, when `from` is undefined),
- *   so two attempts of the same fetch — a zombie and its retry — never interleave records.
+ *   so two attempts of the same fetch — a zombie and its retry — never interleave records;
+ * - loop-free: the run must never have reached `cursor` before (`run_cursor`), so a partner whose
+ *   cursors come back round (A → B → A) cannot make the run fetch the same pages again.
+ * One statement: the staged page and the remembered cursor change together or not at all.
  * Returns false when the append did not apply; the caller finds out which condition failed.
  */
-export async function appendToStagedPage(db: Pick<PrismaClient, '$executeRaw'>, a: Append): Promise<boolean> {
+export async function appendToStagedPage(db: Pick<PrismaClient, '$queryRaw'>, a: Append): Promise<boolean> {
   const records = JSON.stringify(a.records);
-  if (a.from === undefined) {
-    const inserted = await db.$executeRaw`
-      INSERT INTO fetched_page (key, start_cursor, cursor, complete, record_count, records, updated_at, expires_at)
-      SELECT ${a.key}, ${a.startCursor}, ${a.cursor}, ${a.complete}, ${a.records.length}, ${records}::jsonb,
-             ${a.now}, ${a.expiresAt}
-       WHERE ${runAtPage(a.fence)}
-      ON CONFLICT (key) DO NOTHING`;
-    return inserted === 1;
-  }
-  const updated = await db.$executeRaw`
-    UPDATE fetched_page
-       SET records = records || ${records}::jsonb, record_count = record_count + ${a.records.length},
-           cursor = ${a.cursor}, complete = ${a.complete}, updated_at = ${a.now}, expires_at = ${a.expiresAt}
-     WHERE key = ${a.key} AND cursor IS NOT DISTINCT FROM ${a.from.cursor}
-       AND record_count = ${a.from.recordCount} AND NOT complete
-       AND ${runAtPage(a.fence)}`;
-  return updated === 1;
+  const digest = a.cursor === null ? null : cursorDigest(a.cursor);
+  const staged =
+    a.from === undefined
+      ? Prisma.sql`
+          INSERT INTO fetched_page (key, start_cursor, cursor, complete, record_count, records, updated_at, expires_at)
+          SELECT ${a.key}, ${a.startCursor}, ${a.cursor}, ${a.complete}, ${a.records.length}, ${records}::jsonb,
+                 ${a.now}, ${a.expiresAt}
+           WHERE ${runAtPage(a.fence)} AND ${unseen(a.fence, digest)}
+          ON CONFLICT (key) DO NOTHING
+          RETURNING 1`
+      : Prisma.sql`
+          UPDATE fetched_page
+             SET records = records || ${records}::jsonb, record_count = record_count + ${a.records.length},
+                 cursor = ${a.cursor}, complete = ${a.complete}, updated_at = ${a.now}, expires_at = ${a.expiresAt}
+           WHERE key = ${a.key} AND cursor IS NOT DISTINCT FROM ${a.from.cursor}
+             AND record_count = ${a.from.recordCount} AND NOT complete
+             AND ${runAtPage(a.fence)} AND ${unseen(a.fence, digest)}
+          RETURNING 1`;
+  // Data-modifying CTEs always run to completion, read or not: the cursor row goes in exactly when
+  // the staging write applied.
+  const rows = await db.$queryRaw<{ applied: number }[]>`
+    WITH staged AS (${staged}),
+         remembered AS (
+           INSERT INTO run_cursor (fetch_run_id, digest, page_no)
+           SELECT ${a.fence.fetchRunId}::uuid, ${digest}, ${a.fence.pageNo} FROM staged WHERE ${digest}::text IS NOT NULL
+           ON CONFLICT DO NOTHING)
+    SELECT count(*)::int AS applied FROM staged`;
+  return (rows[0]?.applied ?? 0) === 1;
+}
+
+/** True when the run reached `cursor` before (a staged or stored page of it ended there). */
+export async function cursorSeen(
+  db: Pick<PrismaClient, '$queryRaw'>,
+  fetchRunId: string,
+  cursor: string,
+): Promise<boolean> {
+  const rows = await db.$queryRaw<{ seen: boolean }[]>`
+    SELECT EXISTS (SELECT 1 FROM run_cursor WHERE fetch_run_id = ${fetchRunId}::uuid AND digest = ${cursorDigest(cursor)}) AS seen`;
+  return rows[0]?.seen ?? false;
+}
+
+/**
+ * Readies the run's cursor memory for staging page `fence.pageNo` from scratch, and returns how many
+ * partner pages the run has staged before it (what a job's `maxPages` counts). Cursors remembered
+ * for this page or later belong to a staged page that is gone (dropped as stale, or expired): they
+ * are forgotten, unless a staged page of `key` exists again by now (a concurrent attempt's: its
+ * cursors are live). Fenced: a stale attempt forgets nothing.
+ */
+export async function startPageCursors(
+  db: Pick<PrismaClient, '$executeRaw' | '$queryRaw'>,
+  key: string,
+  fence: PageFence,
+): Promise<number> {
+  await db.$executeRaw`
+    DELETE FROM run_cursor
+     WHERE fetch_run_id = ${fence.fetchRunId}::uuid AND page_no >= ${fence.pageNo}
+       AND NOT EXISTS (SELECT 1 FROM fetched_page WHERE key = ${key})
+       AND ${runAtPage(fence)}`;
+  return pagesReached(db, fence.fetchRunId);
+}
+
+/** True when `fence` holds the run at its page now. */
+export async function heldAtPageNow(db: Pick<PrismaClient, '$queryRaw'>, fence: PageFence): Promise<boolean> {
+  const rows = await db.$queryRaw<{ held: boolean }[]>`
+    SELECT EXISTS (SELECT 1 FROM fetch_run WHERE ${heldAtPage(fence)}) AS held`;
+  return rows[0]?.held ?? false;
+}
+
+/** How many cursors the run has reached: the partner pages it staged, but for a last one. */
+export async function pagesReached(db: Pick<PrismaClient, '$queryRaw'>, fetchRunId: string): Promise<number> {
+  const rows = await db.$queryRaw<{ n: number }[]>`
+    SELECT count(*)::int AS n FROM run_cursor WHERE fetch_run_id = ${fetchRunId}::uuid`;
+  return rows[0]?.n ?? 0;
 }
 
 /**

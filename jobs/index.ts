@@ -5,5 +5,6 @@
 import type { AnyJob } from '../activities/job-api/index.ts';
 import { exchangeRatesJob } from './exchange-rates.ts';
 import { fetchRecordsJob } from './fetch-records/index.ts';
+import { httpJob } from './http/index.ts';
 
-export const jobs: readonly AnyJob[] = [fetchRecordsJob, exchangeRatesJob];
+export const jobs: readonly AnyJob[] = [fetchRecordsJob, exchangeRatesJob, httpJob];

@@ -52,6 +52,12 @@ export interface FetchContext<Config> extends PartnerAccess {
   limit: number;
   /** The page's stable idempotency key: send it as `Idempotency-Key` where the partner takes one. */
   idempotencyKey: string;
+  /**
+   * Partner pages the run has staged before this call (over every stored page and this one), for a
+   * job that bounds the pages of a run. The engine refuses, run-wide, a `nextCursor` the run
+   * reached before (`CURSOR_LOOP`), so a job need not track its cursors itself.
+   */
+  pagesFetched: number;
 }
 
 /** One partner response: its records, and where to continue (null: the partner has no more). */

@@ -98,6 +98,7 @@ export class PartnerReader {
         cursor,
         limit,
         idempotencyKey: `reconcile:${this.source.id}:${businessDate}:page:${page}`,
+        pagesFetched: page,
       });
       const what = `partner ${this.source.id} records`;
       const body = checkedPage(job, fetched, limit, what);

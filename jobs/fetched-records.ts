@@ -1,0 +1,60 @@
+/**
+ * The generic business table `fetched_record` (one row per source and partner id, upserted), as
+ * jobs whose records have no table of their own store them: the demo job and the declarative
+ * `http` job. One `fetch.page_stored` event per page lists the page's ids.
+ */
+import type { Prisma } from '../prisma/generated/client.ts';
+import type { RecordsReconcile, StoreContext, StoreResult } from '../activities/job-api/index.ts';
+
+/** Topic of the event each stored page emits. */
+export const PAGE_STORED_TOPIC = 'fetch.page_stored';
+
+/** Upserts a page's records (`data` as the partner sent it) and returns the page's event. */
+export async function storeFetchedRecords(
+  tx: Prisma.TransactionClient,
+  rows: readonly { external_id: string; data: unknown }[],
+  ctx: StoreContext<unknown>,
+): Promise<StoreResult> {
+  const date = new Date(`${ctx.businessDate}T00:00:00Z`);
+  if (rows.length > 0) {
+    await tx.$executeRaw`
+      INSERT INTO fetched_record (source_id, external_id, business_date, fetch_run_id, data, created_at, updated_at)
+      SELECT ${ctx.source.id}, r.external_id, ${date}::date, ${ctx.fetchRunId}::uuid, r.data, ${ctx.now}, ${ctx.now}
+        FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(external_id text, data jsonb)
+      ON CONFLICT (source_id, external_id) DO UPDATE
+         SET data = EXCLUDED.data, business_date = EXCLUDED.business_date,
+             fetch_run_id = EXCLUDED.fetch_run_id, updated_at = EXCLUDED.updated_at`;
+  }
+  const payload = {
+    fetchRunId: ctx.fetchRunId,
+    sourceId: ctx.source.id,
+    businessDate: ctx.businessDate,
+    pageNo: ctx.pageNo,
+    recordCount: rows.length,
+    externalIds: rows.map((r) => r.external_id),
+  };
+  return { events: [{ topic: PAGE_STORED_TOPIC, payload }] };
+}
+
+/** How `durable-fetch reconcile` reads back a run stored with {@link storeFetchedRecords}. */
+export const fetchedRecordsReconcile: RecordsReconcile = {
+  listedIds(event) {
+    if (event.topic !== PAGE_STORED_TOPIC) return undefined;
+    const ids = (event.payload as { externalIds?: unknown } | null)?.externalIds;
+    return Array.isArray(ids) ? ids.filter((id): id is string => typeof id === 'string') : [];
+  },
+  async existingIds(db, run, ids) {
+    const rows = await db.fetchedRecord.findMany({
+      where: { sourceId: run.sourceId, externalId: { in: [...ids] } },
+      select: { externalId: true },
+    });
+    return rows.map((r) => r.externalId);
+  },
+  async runIds(db, run) {
+    const rows = await db.fetchedRecord.findMany({
+      where: { sourceId: run.sourceId, fetchRunId: run.fetchRunId },
+      select: { externalId: true },
+    });
+    return rows.map((r) => r.externalId);
+  },
+};

@@ -1,0 +1,111 @@
+/**
+ * Builds one request of a declarative source: the URL from the base URL, the path and query
+ * templates and the paging position; the headers; the JSON body of a POST; and the credential,
+ * resolved from its `DF_SECRET_*` reference at call time (R2) and put only where `auth` says.
+ */
+import { failure, type FetchContext } from '../../activities/job-api/index.ts';
+import type { Auth, HttpJobConfig } from './config.ts';
+import type { Position } from './paging.ts';
+import { render, renderJson, type TemplateValues } from './template.ts';
+
+export interface BuiltRequest {
+  url: URL;
+  method: 'GET' | 'POST';
+  headers: Record<string, string>;
+  body?: unknown;
+  /** Records asked for. */
+  asked: number;
+}
+
+function withSlash(base: string): string {
+  return base.endsWith('/') ? base : `${base}/`;
+}
+
+/** The secret of `auth`: its own reference, else the source's (already resolved as `ctx.token`). */
+function credential(
+  auth: Exclude<Auth, { type: 'none' }>,
+  ctx: FetchContext<HttpJobConfig>,
+): string | undefined {
+  if (auth.secret === undefined) return ctx.token;
+  const value = ctx.secret(auth.secret);
+  if (value === undefined) {
+    throw failure(
+      'PermissionDenied',
+      'CREDENTIALS_MISSING',
+      `credentials reference ${auth.secret} of source '${ctx.source.id}' is not set (or not a DF_SECRET_* variable)`,
+    );
+  }
+  return value;
+}
+
+function applyAuth(
+  auth: Auth,
+  ctx: FetchContext<HttpJobConfig>,
+  url: URL,
+  headers: Record<string, string>,
+): void {
+  if (auth.type === 'none') return;
+  const secret = credential(auth, ctx);
+  if (secret === undefined) return;
+  if (auth.type === 'bearer') headers.authorization = `Bearer ${secret}`;
+  else if (auth.type === 'basic') {
+    headers.authorization = `Basic ${Buffer.from(`${auth.username}:${secret}`).toString('base64')}`;
+  } else if (auth.in === 'header') headers[auth.name.toLowerCase()] = secret;
+  else url.searchParams.set(auth.name, secret);
+}
+
+/** How many records to ask the partner for: the engine's limit, within the partner's own. */
+export function askFor(config: HttpJobConfig, limit: number): number {
+  const p = config.pagination;
+  if (p.type === 'page_number') return p.limit;
+  if (p.type === 'none') return limit;
+  return Math.min(limit, p.limit ?? limit);
+}
+
+/** The request for `position` (see paging.ts). */
+export function buildRequest(ctx: FetchContext<HttpJobConfig>, position: Position): BuiltRequest {
+  const { config } = ctx.source;
+  const p = config.pagination;
+  const asked = askFor(config, ctx.limit);
+  const values: TemplateValues = {
+    date: ctx.businessDate,
+    timeZone: ctx.source.timezone,
+    sourceId: ctx.source.id,
+    cursor: p.type === 'cursor' && typeof position.at === 'string' ? position.at : null,
+    page: p.type === 'page_number' ? (typeof position.at === 'number' ? position.at : p.start) : null,
+    offset: p.type === 'offset' ? (typeof position.at === 'number' ? position.at : 0) : null,
+    limit: asked,
+  };
+  const followsLink = (p.type === 'next_url' || p.type === 'link_header') && typeof position.at === 'string';
+  let url: URL;
+  if (followsLink) {
+    // The partner's link carries its own query; only the credential is added (same origin, checked).
+    url = new URL(position.at as string);
+  } else {
+    const path = render(config.request.path, values, encodeURIComponent).replace(/^\/+/, '');
+    url = new URL(path, withSlash(ctx.source.baseUrl));
+    for (const [name, template] of Object.entries(config.request.query)) {
+      const value = render(template, values);
+      if (value !== '') url.searchParams.set(name, value);
+    }
+    if (p.type !== 'none' && p.limitParam != null) url.searchParams.set(p.limitParam, String(asked));
+    if (p.type === 'cursor' && p.param !== null && values.cursor !== null)
+      url.searchParams.set(p.param, values.cursor);
+    if (p.type === 'page_number') url.searchParams.set(p.param, String(values.page));
+    if (p.type === 'offset') url.searchParams.set(p.param, String(values.offset));
+  }
+  const headers: Record<string, string> = { accept: 'application/json' };
+  for (const [name, template] of Object.entries(config.request.headers)) {
+    headers[name.toLowerCase()] = render(template, values);
+  }
+  headers['idempotency-key'] = ctx.idempotencyKey;
+  applyAuth(config.auth, ctx, url, headers);
+  const method = config.request.method;
+  return {
+    url,
+    method,
+    headers,
+    ...(method === 'POST' ? { body: renderJson(config.request.body ?? {}, values) } : {}),
+    asked,
+  };
+}
