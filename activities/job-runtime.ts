@@ -47,7 +47,11 @@ export function jobOf(
 }
 
 /** Partner access for one call: the source's token resolved now (R2), the activity's signal. */
-export function partnerAccess(deps: ActivityDeps, source: Source, signal: AbortSignal): PartnerAccess {
+export function partnerAccess(
+  deps: Pick<ActivityDeps, 'http' | 'secret' | 'log'>,
+  source: Source,
+  signal: AbortSignal,
+): PartnerAccess {
   return {
     http: deps.http,
     signal,

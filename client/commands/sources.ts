@@ -17,6 +17,7 @@ import {
 } from '../sources.ts';
 import { printJson } from './output.ts';
 import { registerSourcesAdd } from './sources-add.ts';
+import { registerSourcesTry } from './sources-try.ts';
 import { registerSourcesUpdate } from './sources-update.ts';
 
 const SOURCES_HELP = `
@@ -189,4 +190,5 @@ export function registerSources(program: Command, ctx: () => CliContext): void {
 
   registerSourcesAdd(sources, ctx);
   registerSourcesUpdate(sources, ctx);
+  registerSourcesTry(sources, ctx);
 }
