@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { FetchContext } from '../activities/job-api/index.ts';
 import { type HttpJobConfig, httpJobConfigSchema } from '../jobs/http/config.ts';
-import { recordIdOf } from '../jobs/http/index.ts';
+import { recordIdOf, withoutQueryCredential } from '../jobs/http/index.ts';
 import {
   decodePosition,
   encodePosition,
@@ -330,5 +330,14 @@ describe('http job paging', () => {
     const records = { id: ['account.id', 'seq'], idSeparator: ':' };
     assert.equal(recordIdOf({ account: { id: 'a1' }, seq: 7 }, records), 'a1:7');
     assert.equal(recordIdOf({ account: {}, seq: 7 }, records), '');
+  });
+
+  test('a link echoing the query credential back is kept without it (a cursor is stored and in history)', () => {
+    const auth = { type: 'api_key' as const, in: 'query' as const, name: 'api_key' };
+    assert.equal(withoutQueryCredential(`${BASE}/items?page=2&api_key=s3cret`, auth), `${BASE}/items?page=2`);
+    assert.equal(
+      withoutQueryCredential(`${BASE}/items?api_key=s3cret`, { type: 'bearer' }),
+      `${BASE}/items?api_key=s3cret`,
+    );
   });
 });

@@ -31,6 +31,18 @@ export function recordIdOf(record: unknown, records: HttpJobConfig['records']): 
   return parts.join(records.idSeparator);
 }
 
+/**
+ * A next-page link without the source's query credential: partners often echo every parameter of
+ * the request into their links, and a link is kept as the run's cursor (in PostgreSQL and the
+ * workflow's history), where a secret must never be. The credential is added again per request.
+ */
+export function withoutQueryCredential(link: string, auth: HttpJobConfig['auth']): string {
+  if (auth.type !== 'api_key' || auth.in !== 'query') return link;
+  const url = new URL(link);
+  url.searchParams.delete(auth.name);
+  return url.href;
+}
+
 /** True when a next-page link of a link-paged source is the run's first request again. */
 function isFirstPage(ctx: FetchContext<HttpJobConfig>, link: string): boolean {
   const { pagination, auth } = ctx.source.config;
@@ -93,6 +105,12 @@ async function fetchHttpPage(ctx: FetchContext<HttpJobConfig>): Promise<FetchedP
       { body: res.body, headers: res.headers, records, url: request.url, asked: request.asked },
       { baseUrl: ctx.source.baseUrl, what },
     );
+    if (
+      typeof next?.at === 'string' &&
+      (config.pagination.type === 'next_url' || config.pagination.type === 'link_header')
+    ) {
+      next = { ...next, at: withoutQueryCredential(next.at, config.auth) };
+    }
     if (typeof next?.at === 'string' && isFirstPage(ctx, next.at)) {
       // Back to the first request, which the run's cursors never hold (it has none).
       throw failure('InvalidResponse', 'CURSOR_LOOP', `${what}: the next page's link is the first page's`);

@@ -40,6 +40,8 @@ export interface KitSource {
   pageSize?: number;
   /** Make the job's downstream action at the end of each run. */
   downstream?: boolean;
+  /** The partner retry preset (default the table's). */
+  retryPolicy?: string;
 }
 
 /** What a run left: its row, its outbox events and its compensation ledger. */
@@ -104,6 +106,7 @@ export async function jobTestKit(options: JobKitOptions = {}): Promise<JobKit> {
         ...(s.config === undefined ? {} : { config: s.config }),
         ...(s.credentialsRef === undefined ? {} : { credentialsRef: s.credentialsRef }),
         ...(s.pageSize === undefined ? {} : { pageSize: s.pageSize }),
+        ...(s.retryPolicy === undefined ? {} : { retryPolicy: s.retryPolicy }),
         submitSummary: s.downstream ?? false,
       });
     },
