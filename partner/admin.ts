@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { catalogIds, catalogTotal, dateParam } from './catalog.ts';
 import type { EventFilter, EventStore } from './events.ts';
 import { InvalidFaultSpecError } from './fault-spec.ts';
 import type { FaultInjector } from './faults.ts';
@@ -21,6 +22,8 @@ export interface AdminContext {
   events: EventStore;
   submissions: SubmissionStore;
   journal: JournalStore;
+  /** The catalog's record count for a date. */
+  catalogRecordCount: (date: string) => number;
 }
 
 function ledgerFilter(query: URLSearchParams): LedgerFilter {
@@ -74,7 +77,9 @@ async function addFault(req: IncomingMessage, res: ServerResponse, faults: Fault
  *   summaries), `DELETE /_admin/submissions`;
  * - `GET /_admin/journal-entries[?reference=]` → `{ entries, effects }` (entries any status, oldest
  *   first; effects: every post and every void that changed an entry, `{ seq, at, action, entryId,
- *   reference }`, oldest first), `DELETE /_admin/journal-entries` (clears both).
+ *   reference }`, oldest first), `DELETE /_admin/journal-entries` (clears both);
+ * - `GET /_admin/catalog?date=` → `{ ids }`, every catalog record id of the date in list order
+ *   (what a client walking any catalog style should end up with; 400 `invalid_date`).
  * DELETEs answer `{ cleared: n }`. Throws `HttpError` (400 bad JSON or spec, 404, 405) for the
  * caller to answer.
  */
@@ -82,7 +87,7 @@ export async function handleAdmin(
   req: IncomingMessage,
   res: ServerResponse,
   url: URL,
-  { ledger, faults, events, submissions, journal }: AdminContext,
+  { ledger, faults, events, submissions, journal, catalogRecordCount }: AdminContext,
 ): Promise<void> {
   switch (url.pathname) {
     case '/_admin/ledger':
@@ -134,6 +139,11 @@ export async function handleAdmin(
       }
       if (req.method === 'DELETE') return sendJson(res, 200, { cleared: journal.clear() });
       throw methodNotAllowed(['GET', 'DELETE']);
+    }
+    case '/_admin/catalog': {
+      if (req.method !== 'GET') throw methodNotAllowed(['GET']);
+      const date = dateParam(url.searchParams.get('date'));
+      return sendJson(res, 200, { ids: catalogIds(date, catalogTotal(catalogRecordCount, date)) });
     }
     default:
       throw new HttpError(404, 'not_found', `no admin route ${url.pathname}`);

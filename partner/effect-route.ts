@@ -144,6 +144,7 @@ async function applyFault(
     case 'loop':
     case 'empty_page':
     case 'overfull':
+    case 'off_origin':
       // parseFaultSpec refuses these kinds for the effect routes.
       throw new Error(`fault kind ${kind} is not supported on ${path}`);
     default: {

@@ -135,6 +135,7 @@ export async function handleEvents(
     case 'loop':
     case 'empty_page':
     case 'overfull':
+    case 'off_origin':
       // parseFaultSpec refuses these kinds for route "events".
       throw new Error(`fault kind ${kind} is not supported on /events`);
     default: {

@@ -3,8 +3,11 @@
 /**
  * What an injected fault does to a matching request:
  * - `status`: respond with `status` (and `Retry-After: retryAfter` when given), body untouched by the app;
- *   on the read routes (records, rates) the JSON body's `message` is `body` when given (e.g. to
- *   test that an error body carrying a token never reaches a log or a record);
+ *   on the read routes (records, rates, catalog) the JSON body's `message` is `body` when given (e.g. to
+ *   test that an error body carrying a token never reaches a log or a record), and with
+ *   `rateLimitReset` n the answer carries `X-RateLimit-Remaining: 0` and `X-RateLimit-Reset`: the
+ *   epoch second n seconds from now (rounded up), or with `rateLimitResetStyle: 'seconds'` n itself,
+ *   as GitHub-style and Twitter-style limits write it (usually status 429 without `retryAfter`);
  * - `reset`: destroy the socket with a TCP RST, no response;
  * - `delay`: wait `delayMs`, then respond normally (lets clients hit their response timeout);
  * - `truncate`: send headers and half the body, then destroy the socket.
@@ -37,6 +40,19 @@
  * - `empty_page`: `data: []` with `has_more: true` (there is no last item to continue from);
  * - `overfull`: `extraItems` (default 1) more items than `limit` asked for, as far as the list has
  *   them, `has_more` true exactly when items remain after the last one sent.
+ * The hostile pagination of the catalog route, each a well-formed 200 of the page asked for:
+ * - `loop` (every style but `none`): a run-wide loop, not an immediate repeat. In the styles whose
+ *   server names the next position (`cursor`, `next-url`, `link-header`, `search`) the page's next
+ *   position is the first page's next one (the second page's), also on the last page; aim it
+ *   (`position`, `afterRequests`) past the second page for A→B→A (on the second page itself it
+ *   repeats that page; on a first page, or a list of one page, it changes nothing). In
+ *   `page-number` and `offset` the client picks the next position, so the page carries the first
+ *   page's data again and claims more (`total_pages` at least `page + 1`, `total` beyond the page);
+ * - `off_origin` (`next-url` and `link-header` only; needs `url`, an origin such as
+ *   `http://127.0.0.1:4011`): the next link is `url` followed by the link's own path and query, an
+ *   absolute URL on another host, which a careful client refuses to follow with its credentials.
+ * A catalog fault without a `style` matcher never hits a style it cannot change (`loop` skips
+ * `none`, `off_origin` all but `next-url` and `link-header`), so it waits for one it can.
  */
 export type FaultKind =
   | 'status'
@@ -48,15 +64,30 @@ export type FaultKind =
   | 'oversize'
   | 'loop'
   | 'empty_page'
-  | 'overfull';
+  | 'overfull'
+  | 'off_origin';
 
 /**
  * The route a fault hits: `GET /sources/:sourceId/records`, `POST /events`, the submissions
  * routes (`POST /submissions`, `POST /submissions/:id/confirm|void`, `GET /submissions?reference=`),
- * `GET /rates`, or the journal routes (`POST /journal-entries`, `POST /journal-entries/:id/void`,
- * `GET /journal-entries?reference=`).
+ * `GET /rates`, the journal routes (`POST /journal-entries`, `POST /journal-entries/:id/void`,
+ * `GET /journal-entries?reference=`), or the catalog routes (`GET /catalog/:auth/:style/items`,
+ * `POST /catalog/:auth/search`).
  */
-export type FaultRoute = 'records' | 'events' | 'submissions' | 'rates' | 'journal';
+export type FaultRoute = 'records' | 'events' | 'submissions' | 'rates' | 'journal' | 'catalog';
+
+/** Every `FaultRoute`. */
+export const FAULT_ROUTES = [
+  'records',
+  'events',
+  'submissions',
+  'rates',
+  'journal',
+  'catalog',
+] as const satisfies readonly FaultRoute[];
+
+/** The read routes: paged answers that `serveRead` faults (records is the default route). */
+export const READ_ROUTES: readonly FaultRoute[] = ['records', 'rates', 'catalog'];
 
 /** Whether a fault on an effect route (submissions, journal) hits before the effect or after it. */
 export type FaultPhase = 'before' | 'after';
@@ -73,6 +104,7 @@ export const FAULT_KINDS = [
   'loop',
   'empty_page',
   'overfull',
+  'off_origin',
 ] as const satisfies readonly FaultKind[];
 
 /** Fault kinds valid on the events route. */
@@ -84,8 +116,8 @@ export const SUBMISSIONS_FAULT_KINDS: readonly FaultKind[] = ['status', 'reset',
 /** Fault kinds valid on the journal route: those of the submissions route, whose machinery it shares. */
 export const JOURNAL_FAULT_KINDS: readonly FaultKind[] = SUBMISSIONS_FAULT_KINDS;
 
-/** Fault kinds only the rates route takes (its hostile pagination). */
-export const LIST_FAULT_KINDS: readonly FaultKind[] = ['loop', 'empty_page', 'overfull'];
+/** Fault kinds only the rates route takes (the hostile pagination of its lists). */
+export const LIST_FAULT_KINDS: readonly FaultKind[] = ['empty_page', 'overfull'];
 
 /** Longest `body` of a `status` fault. */
 export const MAX_FAULT_BODY_LENGTH = 2000;

@@ -1,4 +1,5 @@
 // Fault injection at run time: which registered fault hits a request, and its counters.
+import { type CatalogStyle, LINKED_STYLES, PAGED_STYLES } from './catalog.ts';
 import type { FaultSpec } from './fault-spec.ts';
 import { parseFaultSpec } from './fault-spec.ts';
 import type { JournalAction } from './journal.ts';
@@ -47,6 +48,15 @@ export interface RatesFaultTarget {
   startingAfter: string | null;
 }
 
+/** The facts of a catalog request (past its credential check) that faults match on. */
+export interface CatalogFaultTarget {
+  route: 'catalog';
+  style: CatalogStyle;
+  date: string | null;
+  /** The raw paging value sent (see `FaultSpec.position`); null on a first page and always on `none`. */
+  position: string | null;
+}
+
 /** The facts of a (well-formed, known-target) journal request that faults match on. */
 export interface JournalFaultTarget {
   route: 'journal';
@@ -59,7 +69,15 @@ export interface JournalFaultTarget {
 export type EffectFaultTarget = SubmissionsFaultTarget | JournalFaultTarget;
 
 /** The request a fault may hit; only faults of the same route ever match it. */
-export type FaultTarget = RecordsFaultTarget | EventsFaultTarget | RatesFaultTarget | EffectFaultTarget;
+export type FaultTarget =
+  RecordsFaultTarget | EventsFaultTarget | RatesFaultTarget | CatalogFaultTarget | EffectFaultTarget;
+
+/** Whether a catalog style is one `kind` can change (so a fault without a style waits for one). */
+function changes(kind: FaultSpec['kind'], style: CatalogStyle): boolean {
+  if (kind === 'loop') return PAGED_STYLES.includes(style);
+  if (kind === 'off_origin') return LINKED_STYLES.includes(style);
+  return true;
+}
 
 function targets(fault: ActiveFault, target: FaultTarget): boolean {
   if ((fault.route ?? 'records') !== target.route) return false;
@@ -73,6 +91,14 @@ function targets(fault: ActiveFault, target: FaultTarget): boolean {
     return (
       (fault.action === undefined || fault.action === target.action) &&
       (fault.reference === undefined || fault.reference === target.reference)
+    );
+  }
+  if (target.route === 'catalog') {
+    return (
+      (fault.style === undefined || fault.style === target.style) &&
+      changes(fault.kind, target.style) &&
+      (fault.date === undefined || fault.date === target.date) &&
+      (fault.position === undefined || fault.position === target.position)
     );
   }
   if (target.route === 'rates') {

@@ -1,5 +1,7 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import type { CredentialForm } from './auth.ts';
+import type { CatalogStyle } from './catalog.ts';
 import type { JournalAction } from './journal.ts';
 import type { SubmissionAction } from './submissions.ts';
 
@@ -21,12 +23,26 @@ export interface LedgerEntry {
   cursor?: string | null;
   /** `starting_after` as sent by the client; null for a first-page request. Only on rates requests. */
   startingAfter?: string | null;
+  /** Catalog requests only: the pagination style of the route asked. */
+  style?: CatalogStyle;
+  /**
+   * Catalog requests only: the raw paging value sent (`cursor`, `page_token`, `after`, `page`,
+   * `offset`, the search body's `cursor`); null for a first page and on style `none`.
+   */
+  position?: string | null;
   /** HTTP status sent; 0 when no response was sent (reset, truncate). */
   status: number;
   /** Value of the `Idempotency-Key` header, when present. */
   idempotencyKey?: string;
   /** Whether an `Authorization` header was present. Its value is never recorded. */
   auth: boolean;
+  /**
+   * Catalog requests only: the form the credential came in (the route's own when it came, else
+   * any other sent; absent when none came). Never its value.
+   */
+  credential?: CredentialForm;
+  /** Catalog requests only: whether the credential opened the route (false answers 401). */
+  authorized?: boolean;
   /** Name (kind) of the injected fault that shaped this response, if any. */
   fault?: string;
   /** Event deliveries (`POST /events`) only: the event's topic. The payload is never recorded. */
@@ -73,7 +89,7 @@ export interface LedgerEntry {
   bytesSent?: number;
 }
 
-/** Filter of `entries`/`count`; every given field must match. `cursor: null` = first pages. */
+/** Filter of `entries`/`count`; every given field must match. `cursor: null` (or `position: null`) = first pages. */
 export interface LedgerFilter {
   /** Exact path, e.g. `/events`. */
   path?: string;
@@ -81,6 +97,10 @@ export interface LedgerFilter {
   date?: string;
   cursor?: string | null;
   startingAfter?: string | null;
+  style?: CatalogStyle;
+  position?: string | null;
+  credential?: CredentialForm;
+  authorized?: boolean;
   status?: number;
   fault?: string;
   topic?: string;
@@ -99,6 +119,10 @@ function matches(entry: LedgerEntry, filter: LedgerFilter): boolean {
     (filter.date === undefined || entry.date === filter.date) &&
     (filter.cursor === undefined || entry.cursor === filter.cursor) &&
     (filter.startingAfter === undefined || entry.startingAfter === filter.startingAfter) &&
+    (filter.style === undefined || entry.style === filter.style) &&
+    (filter.position === undefined || entry.position === filter.position) &&
+    (filter.credential === undefined || entry.credential === filter.credential) &&
+    (filter.authorized === undefined || entry.authorized === filter.authorized) &&
     (filter.status === undefined || entry.status === filter.status) &&
     (filter.fault === undefined || entry.fault === filter.fault) &&
     (filter.topic === undefined || entry.topic === filter.topic) &&

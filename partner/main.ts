@@ -4,7 +4,8 @@ import { startPartner } from './server.ts';
 /**
  * Standalone demo partner:
  * `tsx partner/main.ts [--port 4010] [--host 127.0.0.1] [--ledger-file path] [--late-effect-ms n]
- * [--rates-token t]` (see `PartnerOptions.lateEffectMs` and `PartnerOptions.ratesToken`).
+ * [--rates-token t] [--catalog-token t]` (see `PartnerOptions.lateEffectMs`, `.ratesToken` and
+ * `.catalogToken`).
  * Runs until SIGINT/SIGTERM, then closes cleanly. Exits 1 on bad arguments or a bind error.
  */
 async function main(): Promise<void> {
@@ -15,6 +16,7 @@ async function main(): Promise<void> {
       'ledger-file': { type: 'string' },
       'late-effect-ms': { type: 'string', default: '0' },
       'rates-token': { type: 'string' },
+      'catalog-token': { type: 'string' },
     },
   });
   const partner = await startPartner({
@@ -23,6 +25,7 @@ async function main(): Promise<void> {
     ledgerFile: values['ledger-file'],
     lateEffectMs: Number(values['late-effect-ms']),
     ratesToken: values['rates-token'],
+    catalogToken: values['catalog-token'],
   });
   process.stdout.write(`demo partner API listening on ${partner.url}\n`);
   const stop = (): void => {

@@ -16,17 +16,25 @@ interface Layout {
   bodyBytes: number;
 }
 
-/**
- * Lays `page` out at `bytes` bytes: every item of its `itemsKey` array (objects) gets a `padding`
- * string (the page itself, when it has no items), their lengths sharing what the page lacks. Pure.
- * A page already longer than `bytes` keeps empty paddings.
- */
-export function layoutOversizePage(page: object, itemsKey: string, bytes: number): Layout {
+/** `page` with a `padding` mark in every item, or in the page itself when it has no items. */
+function markPage(page: object, itemsKey: string | null): object {
+  const pad = (items: object[]) => items.map((item) => ({ ...item, padding: MARK }));
+  // A bare array page stays an array: with no items to pad, one item of padding alone carries it.
+  if (itemsKey === null)
+    return Array.isArray(page) && page.length > 0 ? pad(page as object[]) : [{ padding: MARK }];
   const items: unknown = (page as Record<string, unknown>)[itemsKey];
-  const marked =
-    Array.isArray(items) && items.length > 0
-      ? { ...page, [itemsKey]: items.map((item: object) => ({ ...item, padding: MARK })) }
-      : { ...page, padding: MARK };
+  return Array.isArray(items) && items.length > 0
+    ? { ...page, [itemsKey]: pad(items as object[]) }
+    : { ...page, padding: MARK };
+}
+
+/**
+ * Lays `page` out at `bytes` bytes: every item of its `itemsKey` array (objects; the page itself
+ * when `itemsKey` is null) gets a `padding` string (the page, when it has no items), their lengths
+ * sharing what the page lacks. Pure. A page already longer than `bytes` keeps empty paddings.
+ */
+export function layoutOversizePage(page: object, itemsKey: string | null, bytes: number): Layout {
+  const marked = markPage(page, itemsKey);
   const parts = JSON.stringify(marked)
     .split(MARK_IN_JSON)
     .map((text) => Buffer.from(text, 'utf8'));
@@ -63,8 +71,8 @@ function drained(res: ServerResponse): Promise<void> {
 }
 
 /**
- * Sends `page` as a 200 of about `bytes` bytes, its `itemsKey` items padded (see
- * {@link layoutOversizePage}), honouring
+ * Sends `page` as a 200 of about `size.bytes` bytes with `headers`, its `itemsKey` items padded
+ * (see {@link layoutOversizePage}), its length announced only with `size.contentLength`, honouring
  * backpressure, and stops as soon as the client is gone. Resolves with the body's size and the
  * body bytes handed to the connection (at most one chunk more than the socket took). Side effect:
  * writes and ends `res`; never rejects.
@@ -72,14 +80,15 @@ function drained(res: ServerResponse): Promise<void> {
 export async function sendOversizePage(
   res: ServerResponse,
   page: object,
-  itemsKey: string,
-  bytes: number,
-  contentLength: boolean,
+  itemsKey: string | null,
+  size: { bytes: number; contentLength: boolean },
+  headers: Record<string, string> = {},
 ): Promise<{ bodyBytes: number; bytesSent: number }> {
-  const layout = layoutOversizePage(page, itemsKey, bytes);
+  const layout = layoutOversizePage(page, itemsKey, size.bytes);
   res.writeHead(200, {
     'content-type': 'application/json; charset=utf-8',
-    ...(contentLength ? { 'content-length': String(layout.bodyBytes) } : {}),
+    ...(size.contentLength ? { 'content-length': String(layout.bodyBytes) } : {}),
+    ...headers,
   });
   let bytesSent = 0;
   for (const chunk of chunks(layout)) {

@@ -1,5 +1,5 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { bearerAuthorized } from './auth.ts';
 import type { DelayContext } from './delay-fault.ts';
 import type { ActiveFault, FaultInjector } from './faults.ts';
 import { HttpError, sendJson } from './http-io.ts';
@@ -94,15 +94,6 @@ function ratesAnswer(query: URLSearchParams, ctx: RatesContext, fault: ActiveFau
   return { status: 200, body: page, page };
 }
 
-/** True when `header` is `Bearer <token>` (any non-empty token when `expected` is undefined). */
-function authorized(header: string | undefined, expected: string | undefined): boolean {
-  const match = /^Bearer (\S+)$/.exec(header ?? '');
-  if (!match?.[1]) return false;
-  if (expected === undefined) return true;
-  const [given, wanted] = [Buffer.from(match[1]), Buffer.from(expected)];
-  return given.length === wanted.length && timingSafeEqual(given, wanted);
-}
-
 /**
  * Serves `GET /rates?date=YYYY-MM-DD[&limit=1..100 (default 10)][&starting_after=<id>]`, a
  * Stripe-style list `{ object: "list", data: Rate[], has_more }` of the date's pairs in a fixed
@@ -138,7 +129,7 @@ export async function handleRates(
     sendJson(res, 405, { error: 'method_not_allowed', message: 'use GET' }, { allow: 'GET' });
     return;
   }
-  if (!authorized(req.headers.authorization, ctx.ratesToken)) {
+  if (!bearerAuthorized(req.headers.authorization, ctx.ratesToken)) {
     ctx.ledger.record({ ...entry, status: 401 });
     const message = 'send "Authorization: Bearer <token>" with the partner\'s token';
     sendJson(res, 401, { error: 'unauthorized', message }, { 'www-authenticate': 'Bearer' });

@@ -1,4 +1,4 @@
-// What the read routes (records, rates) share: applying one injected fault to a paged answer.
+// What the read routes (records, rates, catalog) share: applying one injected fault to a paged answer.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type DelayContext, delayFault } from './delay-fault.ts';
 import type { ActiveFault } from './faults.ts';
@@ -12,16 +12,33 @@ export interface ReadAnswer {
   body: unknown;
   /** The page itself on a 200 (what `oversize` pads); absent on an error answer. */
   page?: object;
+  /** Headers the answer carries besides its content type and length (e.g. a `Link` header). */
+  headers?: Record<string, string>;
 }
 
 /** What tells one read route's faulted bodies from another's. */
 export interface ReadShape {
-  /** Key of the page's item array (`records`, `data`): the items `oversize` pads. */
-  itemsKey: string;
+  /** Key of the page's item array (`records`, `data`), null when the page is the array: the items `oversize` pads. */
+  itemsKey: string | null;
   /** Body of a `malformed` fault: the start of a page, cut off so it is not JSON. */
   malformedBody: string;
   /** Body of a `schema` fault: JSON of a shape the route never serves. */
   schemaBody: unknown;
+}
+
+/**
+ * The headers of a `status` fault: `Retry-After`, and the rate-limit pair when it has a
+ * `rateLimitReset` (see `FaultKind`). Reads the clock.
+ */
+function statusHeaders(fault: ActiveFault): Record<string, string> {
+  const headers: Record<string, string> = fault.retryAfter ? { 'retry-after': fault.retryAfter } : {};
+  if (fault.rateLimitReset === undefined) return headers;
+  // Rounded up, so a client waiting until that second has waited at least the seconds promised.
+  const reset =
+    fault.rateLimitResetStyle === 'seconds'
+      ? fault.rateLimitReset
+      : Math.ceil(Date.now() / 1000 + fault.rateLimitReset);
+  return { ...headers, 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(reset) };
 }
 
 /**
@@ -50,22 +67,17 @@ async function respond(
   shape: ReadShape,
   compute: () => ReadAnswer,
 ): Promise<void> {
-  const { status, body, page } = answerOf(compute);
+  const { status, body, page, headers = {} } = answerOf(compute);
   if (fault?.kind === 'oversize' && page) {
-    const sent = await sendOversizePage(
-      res,
-      page,
-      shape.itemsKey,
-      fault.bytes ?? 0,
-      fault.contentLength ?? false,
-    );
+    const size = { bytes: fault.bytes ?? 0, contentLength: fault.contentLength ?? false };
+    const sent = await sendOversizePage(res, page, shape.itemsKey, size, headers);
     ctx.ledger.record({ ...entry, status, fault: fault.kind, ...sent });
     return;
   }
   if (fault?.kind !== 'truncate') {
     ctx.ledger.record({ ...entry, status, ...(fault ? { fault: fault.kind } : {}) });
     // A delayed response may find its client gone; the partner still did the work (it is recorded).
-    if (!res.destroyed) sendJson(res, status, body);
+    if (!res.destroyed) sendJson(res, status, body, headers);
     return;
   }
   ctx.ledger.record({ ...entry, status: 0, fault: fault.kind });
@@ -73,6 +85,7 @@ async function respond(
   res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': String(bytes.length),
+    ...headers,
   });
   res.write(bytes.subarray(0, Math.floor(bytes.length / 2)), () => res.socket?.destroy());
 }
@@ -80,8 +93,8 @@ async function respond(
 /**
  * Answers a read request under at most one fault (see `FaultKind`). `compute` builds the answer
  * when it is due (after a delay: from the state then) and may throw `HttpError` for a client
- * error; the list kinds (`loop`, `empty_page`, `overfull`) are the caller's to build there, this
- * sends what it built. Side effects: appends exactly one ledger entry (`entry` with its status and
+ * error; the list kinds (`loop`, `empty_page`, `overfull`, `off_origin`) are the caller's to build
+ * there, this sends what it built (with its headers). Side effects: appends exactly one ledger entry (`entry` with its status and
  * fault) per request answered or deliberately failed; a delay cancelled by `close()` leaves none.
  */
 export async function serveRead(
@@ -101,6 +114,7 @@ export async function serveRead(
     case 'loop':
     case 'empty_page':
     case 'overfull':
+    case 'off_origin':
       return respond(res, entry, ctx, fault, shape, compute);
     case 'delay':
       // Cancelled by close(): the request was never served, so it leaves no ledger entry.
@@ -114,7 +128,7 @@ export async function serveRead(
     case 'status': {
       const status = fault?.status ?? 503;
       ctx.ledger.record({ ...entry, status, fault: kind });
-      const headers: Record<string, string> = fault?.retryAfter ? { 'retry-after': fault.retryAfter } : {};
+      const headers = fault ? statusHeaders(fault) : {};
       const message = fault?.body ?? `injected status ${status}`;
       sendJson(res, status, { error: 'injected_fault', message }, headers);
       return;

@@ -1,5 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { handleAdmin } from './admin.ts';
+import { CATALOG_SOURCE } from './catalog.ts';
+import { CATALOG_PREFIX, type CatalogContext, handleCatalog } from './catalog-route.ts';
 import { handleEvents, type EventsContext } from './events-route.ts';
 import { EventStore } from './events.ts';
 import { MAX_DELAY_MS } from './fault-kinds.ts';
@@ -35,6 +37,13 @@ export interface PartnerOptions {
    * non-empty bearer token. The other routes only record whether an `Authorization` header came.
    */
   ratesToken?: string;
+  /**
+   * The token the catalog routes (`/catalog/:auth/…`) require, sent as each `:auth` kind says
+   * (bearer, api key, or the password of basic user `demo`); default `demo-catalog-token`.
+   */
+  catalogToken?: string;
+  /** Number of catalog records for a date; default: deterministic from a hash, 150..400. */
+  catalogRecordCount?: (date: string) => number;
   /** Append every ledger entry as a JSON line to this file (operators can count effects after a restart). */
   ledgerFile?: string;
   /**
@@ -71,7 +80,15 @@ export interface PartnerServer {
 }
 
 /** Everything the routes share. */
-type PartnerContext = RecordsContext & EventsContext & SubmissionsContext & RatesContext & JournalContext;
+type PartnerContext = RecordsContext &
+  EventsContext &
+  SubmissionsContext &
+  RatesContext &
+  JournalContext &
+  CatalogContext;
+
+/** The catalog's token when the options name none. */
+const DEFAULT_CATALOG_TOKEN = 'demo-catalog-token';
 
 const RECORDS_ROUTE = /^\/sources\/([^/]+)\/records$/;
 const SOURCE_ID = /^[A-Za-z0-9._~:-]{1,128}$/;
@@ -105,6 +122,7 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: PartnerCont
     if (isSubmissionsPath(url.pathname)) return await handleSubmissions(req, res, url, ctx);
     if (url.pathname === RATES_PATH) return await handleRates(req, res, url, ctx);
     if (isJournalPath(url.pathname)) return await handleJournal(req, res, url, ctx);
+    if (url.pathname.startsWith(CATALOG_PREFIX)) return await handleCatalog(req, res, url, ctx);
     const match = RECORDS_ROUTE.exec(url.pathname);
     if (!match?.[1]) throw new HttpError(404, 'not_found', `no route ${req.method} ${url.pathname}`);
     await handleRecords(req, res, url, decodeSourceId(match[1]), ctx);
@@ -116,9 +134,12 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: PartnerCont
 }
 
 function validateOptions(options: PartnerOptions): void {
-  const { port, maxPageSize, lateEffectMs, ratesToken } = options;
-  if (ratesToken !== undefined && !/^\S+$/.test(ratesToken)) {
-    throw new RangeError('ratesToken must be a non-empty string without whitespace');
+  const { port, maxPageSize, lateEffectMs } = options;
+  for (const name of ['ratesToken', 'catalogToken'] as const) {
+    const token = options[name];
+    if (token !== undefined && !/^\S+$/.test(token)) {
+      throw new RangeError(`${name} must be a non-empty string without whitespace`);
+    }
   }
   if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
     throw new RangeError(`port must be an integer in 0..65535, got ${port}`);
@@ -149,8 +170,9 @@ function listen(server: Server, port: number, host: string): Promise<number> {
  * Starts the demo partner API: deterministic records, a webhook endpoint applying each event once
  * (`POST /events`), a non-idempotent submissions API (`/submissions`, see `handleSubmissions`),
  * deterministic exchange rates as a Stripe-style list (`GET /rates`, see `handleRates`), a
- * non-idempotent journal API (`/journal-entries`, see `handleJournal`), a ledger counting every
- * request served and fault injection. Resolves once listening; rejects on
+ * non-idempotent journal API (`/journal-entries`, see `handleJournal`), a catalog served in
+ * every common pagination style and auth kind (`/catalog/:auth/…`, see `handleCatalog`), a ledger
+ * counting every request served and fault injection. Resolves once listening; rejects on
  * invalid options or a bind error (e.g. EADDRINUSE). Side effects: binds a port; with `ledgerFile`, appends to that file.
  */
 export async function startPartner(options: PartnerOptions = {}): Promise<PartnerServer> {
@@ -168,6 +190,8 @@ export async function startPartner(options: PartnerOptions = {}): Promise<Partne
     journal: new JournalStore(),
     ratePairCount: options.ratePairCount ?? (() => DEFAULT_RATE_PAIRS),
     ratesToken: options.ratesToken,
+    catalogToken: options.catalogToken ?? DEFAULT_CATALOG_TOKEN,
+    catalogRecordCount: options.catalogRecordCount ?? ((date) => defaultRecordCount(CATALOG_SOURCE, date)),
     recordCount: options.recordCount ?? defaultRecordCount,
     maxPageSize: options.maxPageSize ?? 50,
     lateEffectMs: options.lateEffectMs ?? 0,

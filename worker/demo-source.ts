@@ -6,6 +6,11 @@ export const DEMO_SOURCE_ID = 'demo';
 export const DEMO_FX_SOURCE_ID = 'demo-fx';
 /** The demo-fx source's credentials reference; `npm start` gives it a local token when unset. */
 export const DEMO_FX_SECRET_REF = 'DF_SECRET_DEMO_FX';
+/**
+ * The credentials reference of the demo partner's catalog API (`/catalog/:auth/…`); `npm start`
+ * gives it a local token when unset.
+ */
+export const DEMO_CATALOG_SECRET_REF = 'DF_SECRET_DEMO_CATALOG';
 /** The demo-fx schedule: every day at 02:30 UTC, for the previous day. */
 export const DEMO_FX_SCHEDULE = { cron: '30 2 * * *', dateOffsetDays: -1 };
 

@@ -16,6 +16,7 @@ import { duration, failureSummary, workflowUrl } from '../client/format.ts';
 import { type Config, EMBEDDED_PG, databaseUrl, loadConfig, partnerUrl } from './config.ts';
 import { createPrisma, type PrismaClient, PUBLISHER_POOL, workerPool } from './db.ts';
 import {
+  DEMO_CATALOG_SECRET_REF,
   DEMO_FX_SECRET_REF,
   DEMO_FX_SOURCE_ID,
   DEMO_SOURCE_ID,
@@ -116,10 +117,12 @@ async function main(): Promise<void> {
   say(`PostgreSQL ready (${config.database.url ? 'DATABASE_URL' : 'embedded, .data/postgres'}) — ${since()}`);
   say(`Temporal ready at ${config.temporal.address ?? `127.0.0.1:${config.temporal.port}`} — ${since()}`);
 
-  // The demo rates API wants a bearer token: a local one, unless the environment names its own.
+  // The demo rates and catalog APIs want tokens: local ones, unless the environment names its own.
   process.env[DEMO_FX_SECRET_REF] ??= 'demo-fx-local-token';
+  process.env[DEMO_CATALOG_SECRET_REF] ??= 'demo-catalog-local-token';
   const partner = await startPartner({
     ratesToken: process.env[DEMO_FX_SECRET_REF],
+    catalogToken: process.env[DEMO_CATALOG_SECRET_REF],
     host: config.partner.host,
     port: config.partner.port,
     lateEffectMs: config.partner.lateEffectMs,
