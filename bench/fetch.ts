@@ -17,6 +17,18 @@ const RECORDS = Number(process.env.BENCH_RECORDS ?? 20_000);
 const CONCURRENT = Number(process.env.BENCH_CONCURRENT ?? 8);
 const PER_CONCURRENT = Number(process.env.BENCH_CONCURRENT_RECORDS ?? 2_000);
 const PAGE_SIZE = 200;
+const AB_RECORDS = Number(process.env.BENCH_AB_RECORDS ?? 5_000);
+const AB_REPEATS = 3;
+
+/**
+ * The declarative (`http` job) twin of the demo job: the same records API, page size and partner
+ * page limit, described by configuration only.
+ */
+const DECLARATIVE_TWIN = {
+  request: { path: '/sources/bench-ab/records', query: { date: '{date}' } },
+  records: { path: 'records' },
+  pagination: { type: 'cursor', path: 'nextCursor', param: 'cursor', limitParam: 'limit' },
+};
 
 const say = (line: string) => console.log(`[bench] ${line}`);
 
@@ -41,7 +53,8 @@ Object.assign(process.env, services.env);
 const db = await useTestDatabase();
 const partner = await startPartner({
   port: 0,
-  recordCount: (sourceId) => (sourceId === 'bench-big' ? RECORDS : PER_CONCURRENT),
+  recordCount: (sourceId) =>
+    sourceId === 'bench-big' ? RECORDS : sourceId === 'bench-ab' ? AB_RECORDS : PER_CONCURRENT,
 });
 const client = await testClient();
 const worker = await testWorker(testDeps(db.prisma));
@@ -50,6 +63,12 @@ const results: Record<string, unknown>[] = [];
 
 try {
   await createSource(db.prisma, 'bench-big', partner.url, { pageSize: PAGE_SIZE });
+  await createSource(db.prisma, 'bench-ab', partner.url, { pageSize: PAGE_SIZE });
+  await createSource(db.prisma, 'bench-ab-http', partner.url, {
+    pageSize: PAGE_SIZE,
+    jobType: 'http',
+    config: DECLARATIVE_TWIN,
+  });
   for (let i = 0; i < CONCURRENT; i++)
     await createSource(db.prisma, `bench-c${i}`, partner.url, { pageSize: PAGE_SIZE });
 
@@ -96,6 +115,30 @@ try {
       ...mem.stop(),
     });
 
+    say(`declarative vs code job: ${AB_REPEATS} interleaved pairs of one run of ${AB_RECORDS} records…`);
+    const rate = { code: [] as number[], http: [] as number[] };
+    for (let i = 0; i < AB_REPEATS; i++) {
+      // Alternating which goes first, so a warming or cooling machine favours neither.
+      const order = i % 2 === 0 ? (['code', 'http'] as const) : (['http', 'code'] as const);
+      for (const kind of order) {
+        const sourceId = kind === 'code' ? 'bench-ab' : 'bench-ab-http';
+        const date = `2026-02-${String(i + 1).padStart(2, '0')}`;
+        const t = performance.now();
+        const r = await (await startFetch(ctx, { sourceId, date, requestedBy: 'test' })).handle.result();
+        if (r.status !== 'succeeded' || r.records !== AB_RECORDS)
+          throw new Error(`${sourceId} run: ${JSON.stringify(r)}`);
+        rate[kind].push(AB_RECORDS / ((performance.now() - t) / 1000));
+      }
+    }
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+    results.push({
+      scenario: 'declarative (http job) vs code job',
+      records: AB_RECORDS * AB_REPEATS * 2,
+      codeRecordsPerSecond: Math.round(median(rate.code)),
+      httpRecordsPerSecond: Math.round(median(rate.http)),
+      ratio: +(median(rate.http) / median(rate.code)).toFixed(2),
+    });
+
     say('repeating the large run (joins, must write nothing)…');
     const before = await db.prisma.outboxEvent.count();
     t0 = performance.now();
@@ -113,7 +156,7 @@ try {
   const stored = await db.prisma.fetchedRecord.count();
   console.table(results);
   say(
-    `rows stored: ${stored} (expected ${RECORDS + CONCURRENT * PER_CONCURRENT + (await partnerWarmCount())})`,
+    `rows stored: ${stored} (expected ${RECORDS + CONCURRENT * PER_CONCURRENT + 2 * AB_REPEATS * AB_RECORDS + (await partnerWarmCount())})`,
   );
   console.log(
     JSON.stringify({ bench: 'fetch', cpus: (await import('node:os')).availableParallelism(), results }),
