@@ -158,4 +158,47 @@ void describe('http client', () => {
       [['submit', 201]],
     );
   });
+
+  void it("a 429 without Retry-After waits what the partner's named reset header says, as seconds or as an epoch second", async () => {
+    const waitOf = async (fault: Record<string, unknown>, unit: 'seconds' | 'epoch') => {
+      partner.faults.clear();
+      partner.faults.add({ kind: 'status', status: 429, ...fault });
+      const err = await http
+        .readJson(records, {
+          signal,
+          what: 'partner records',
+          rateLimitReset: { header: 'X-RateLimit-Reset', unit },
+        })
+        .catch((e: unknown) => e);
+      assert.equal(failureOf(err).type, 'RateLimited');
+      return ((err as ApplicationFailure).details?.[0] as { retryAfterMs?: number }).retryAfterMs;
+    };
+    assert.equal(await waitOf({ rateLimitReset: 7, rateLimitResetStyle: 'seconds' }, 'seconds'), 7_000);
+    const epochWait = await waitOf({ rateLimitReset: 7 }, 'epoch');
+    assert.ok(epochWait !== undefined && epochWait >= 6_000 && epochWait <= 8_000, String(epochWait));
+    // Retry-After, when sent, is the partner's word and wins.
+    assert.equal(
+      await waitOf({ retryAfter: '2', rateLimitReset: 7, rateLimitResetStyle: 'seconds' }, 'seconds'),
+      2_000,
+    );
+    // Without a reset header named, the reset header means nothing.
+    partner.faults.clear();
+    partner.faults.add({ kind: 'status', status: 429, rateLimitReset: 7, rateLimitResetStyle: 'seconds' });
+    const plain = await http.getJson(records, { signal, what: 'partner records' }).catch((e: unknown) => e);
+    assert.equal(
+      ((plain as ApplicationFailure).details?.[0] as { retryAfterMs?: number }).retryAfterMs,
+      undefined,
+    );
+  });
+
+  void it("a per-call body cap below the client's refuses a larger body, and readJson hands over the headers", async () => {
+    partner.faults.add({ kind: 'oversize', bytes: 200_000 });
+    const err = await http
+      .readJson(records, { signal, what: 'partner records', maxResponseBytes: 50_000 })
+      .catch((e: unknown) => e);
+    assert.equal(failureOf(err).code, 'RESPONSE_TOO_LARGE');
+    const ok = await http.readJson(records, { signal, what: 'partner records' });
+    assert.match(String(ok.headers['content-type']), /application\/json/);
+    assert.ok(Array.isArray((ok.body as { records: unknown[] }).records));
+  });
 });

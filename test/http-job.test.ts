@@ -1,18 +1,11 @@
 // The declarative `http` job's pure parts: its config (validation with one problem per path),
-// templates, request building (auth placement, paging parameters) and paging positions. Its runs
-// against real processes are in http-sources*.e2e.test.ts.
+// templates and request building (auth placement, paging parameters). Its paging is in
+// http-job-paging.test.ts; its runs against real processes in http-sources.e2e.test.ts and
+// http-guardrails.e2e.test.ts.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { FetchContext } from '../activities/job-api/index.ts';
 import { type HttpJobConfig, httpJobConfigSchema } from '../jobs/http/config.ts';
-import { recordIdOf, withoutQueryCredential } from '../jobs/http/index.ts';
-import {
-  decodePosition,
-  encodePosition,
-  linkTarget,
-  nextPosition,
-  sameOriginUrl,
-} from '../jobs/http/paging.ts';
 import { buildRequest } from '../jobs/http/request.ts';
 import { render, startOfDay } from '../jobs/http/template.ts';
 
@@ -212,132 +205,5 @@ describe('http job requests', () => {
       { at: 'k', skip: 0 },
     );
     assert.deepEqual(r.body, { date: '2026-03-29', size: 50, after: 'k' });
-  });
-});
-
-describe('http job paging', () => {
-  const what = 'partner acme (http)';
-  const res = (
-    body: unknown,
-    headers: Record<string, string> = {},
-    records: unknown[] = [{}],
-    asked = 10,
-  ) => ({
-    body,
-    headers,
-    records,
-    url: new URL(`${BASE}/items?x=1`),
-    asked,
-  });
-
-  test('positions round-trip; a cursor this job did not write is refused', () => {
-    for (const p of [
-      { at: 'c', skip: 0 },
-      { at: 4, skip: 10 },
-      { at: null, skip: 20 },
-    ]) {
-      assert.deepEqual(decodePosition(encodePosition(p), what), p);
-    }
-    assert.equal(encodePosition({ at: null, skip: 0 }), null);
-    assert.throws(
-      () => decodePosition('not-json', what),
-      (e: Error & { type?: string }) => e.type === 'InvalidInput',
-    );
-  });
-
-  test('each style finds its next position, or the end', () => {
-    const start = { at: null, skip: 0 };
-    const ctx = { baseUrl: BASE, what };
-    assert.deepEqual(
-      nextPosition(
-        { type: 'cursor', path: 'meta.next', param: 'c' },
-        start,
-        res({ meta: { next: 'n1' } }),
-        ctx,
-      ),
-      {
-        at: 'n1',
-        skip: 0,
-      },
-    );
-    assert.equal(
-      nextPosition(
-        { type: 'cursor', path: 'meta.next', param: 'c' },
-        start,
-        res({ meta: { next: null } }),
-        ctx,
-      ),
-      null,
-    );
-    assert.deepEqual(
-      nextPosition(
-        { type: 'next_url', path: 'links.next' },
-        start,
-        res({ links: { next: '/api/items?p=2' } }),
-        ctx,
-      ),
-      {
-        at: 'https://partner.example:8443/api/items?p=2',
-        skip: 0,
-      },
-    );
-    const link =
-      '<https://partner.example:8443/api/items?p=1>; rel="first", <https://partner.example:8443/api/items?p=3>; rel="next"';
-    assert.equal(linkTarget(link, 'next'), 'https://partner.example:8443/api/items?p=3');
-    const pageNo = {
-      type: 'page_number' as const,
-      param: 'page',
-      start: 1,
-      step: 1,
-      limitParam: null,
-      limit: 10,
-      totalPagesPath: 'pages',
-    };
-    assert.deepEqual(nextPosition(pageNo, { at: 1, skip: 0 }, res({ pages: 3 }), ctx), { at: 2, skip: 0 });
-    assert.equal(nextPosition(pageNo, { at: 3, skip: 0 }, res({ pages: 3 }), ctx), null);
-    assert.equal(
-      nextPosition({ ...pageNo, totalPagesPath: undefined }, { at: 9, skip: 0 }, res({}, {}, []), ctx),
-      null,
-    );
-    const offset = { type: 'offset' as const, param: 'offset', limitParam: 'limit' };
-    assert.deepEqual(nextPosition(offset, { at: 20, skip: 0 }, res({}, {}, Array(10).fill({}), 10), ctx), {
-      at: 30,
-      skip: 0,
-    });
-    assert.equal(
-      nextPosition(offset, { at: 20, skip: 0 }, res({}, {}, Array(7).fill({}), 10), ctx),
-      null,
-      'a short page ends',
-    );
-  });
-
-  test('a next link on another origin is refused: scheme, host and port all count', () => {
-    const here = new URL(`${BASE}/items`);
-    for (const other of [
-      'http://partner.example:8443/api/x',
-      'https://evil.example:8443/api/x',
-      'https://partner.example/api/x',
-    ]) {
-      assert.throws(
-        () => sameOriginUrl(other, here, BASE, what),
-        (e: Error & { details?: { code: string }[] }) => e.details?.[0]?.code === 'OFF_ORIGIN_NEXT_URL',
-      );
-    }
-    assert.equal(sameOriginUrl('?p=2#frag', here, BASE, what), 'https://partner.example:8443/api/items?p=2');
-  });
-
-  test('record ids: a path, or several joined; none when a part is missing', () => {
-    const records = { id: ['account.id', 'seq'], idSeparator: ':' };
-    assert.equal(recordIdOf({ account: { id: 'a1' }, seq: 7 }, records), 'a1:7');
-    assert.equal(recordIdOf({ account: {}, seq: 7 }, records), '');
-  });
-
-  test('a link echoing the query credential back is kept without it (a cursor is stored and in history)', () => {
-    const auth = { type: 'api_key' as const, in: 'query' as const, name: 'api_key' };
-    assert.equal(withoutQueryCredential(`${BASE}/items?page=2&api_key=s3cret`, auth), `${BASE}/items?page=2`);
-    assert.equal(
-      withoutQueryCredential(`${BASE}/items?api_key=s3cret`, { type: 'bearer' }),
-      `${BASE}/items?api_key=s3cret`,
-    );
   });
 });
