@@ -1,47 +1,29 @@
 // `durable-fetch sources apply -f` as operators run it, in process (test/helpers/cli-in-process.ts)
 // against a cloned database and the shared Temporal dev server, on this file's own task queue.
 // Assertions are on exit codes, output and the state left behind: source rows, audit entries,
-// Temporal's schedules. Source ids start with `sapply-`: the namespace is shared.
+// Temporal's schedules. Source ids start with `sapply-`: the namespace is shared. Pruning, the
+// defaults and the example file: test/sources-apply-prune.test.ts.
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { describe, it } from 'node:test';
 import { ScheduleNotFoundError } from '@temporalio/client';
+import { desiredSchedule } from '../client/schedule-spec.ts';
 import { scheduleIdFor } from '../client/schedules.ts';
 import { SOURCE_DEFAULTS } from '../client/sources/file-schema.ts';
-import type { PrismaClient } from '../prisma/generated/client.ts';
-import { loadConfig, partnerUrl } from '../worker/config.ts';
-import { ensureDemoFxSource, ensureDemoSource } from '../worker/demo-source.ts';
 import { cells, detail, json, lines, ok } from './helpers/cli.ts';
 import { runCliInProcess } from './helpers/cli-in-process.ts';
-import { useTestDatabase } from './helpers/database.ts';
 import { useSourceCliEnv } from './helpers/source-cli-env.ts';
+import { type ApplyJson as Report, tempFile as file } from './helpers/source-files.ts';
 
 const t = useSourceCliEnv('sapply');
 
-type Report = {
-  changes: { id: string; action: string; fields: string[] }[];
-  schedules: { scheduleId: string; sourceId: string; change: string }[];
-};
-
-let dir: string | undefined;
-async function file(name: string, text: string): Promise<string> {
-  dir ??= await mkdtemp(path.join(tmpdir(), 'sapply-'));
-  const at = path.join(dir, name);
-  await writeFile(at, text);
-  return at;
-}
-
 const apply = (f: string, ...args: string[]) =>
   runCliInProcess(['sources', 'apply', '-f', f, '--by', 'dana', ...args], t.env);
-const counts = async (db: PrismaClient = t.db.prisma) => ({
-  sources: await db.source.count(),
-  audit: await db.auditEntry.count(),
+const counts = async () => ({
+  sources: await t.db.prisma.source.count(),
+  audit: await t.db.prisma.auditEntry.count(),
 });
-const auditOf = (id: string, db: PrismaClient = t.db.prisma) =>
-  db.auditEntry.findMany({ where: { targetType: 'source', targetId: id }, orderBy: { id: 'asc' } });
+const auditOf = (id: string) =>
+  t.db.prisma.auditEntry.findMany({ where: { targetType: 'source', targetId: id }, orderBy: { id: 'asc' } });
 
 // Once a year: nothing here starts on its own.
 const SOURCES = `# yaml-language-server: $schema=../sources.schema.json
@@ -216,112 +198,38 @@ describe('sources apply', { timeout: 300_000 }, () => {
     assert.deepEqual(await counts(), before, 'nothing written');
   });
 
-  it('--prune removes a source the file leaves out and is refused for one with an open run', async () => {
-    const db = await useTestDatabase();
-    try {
-      const env = { ...t.env, DATABASE_URL: db.url };
-      const source = (id: string, extra = '') =>
-        `  - id: ${id}\n    baseUrl: https://${id}.example.test\n${extra}`;
-      const all = await file(
-        'all.yaml',
-        `sources:\n${source('sapply-keep')}${source('sapply-gone', "    schedule: { cron: '0 3 1 1 *' }\n")}${source('sapply-busy')}`,
-      );
-      ok(await runCliInProcess(['sources', 'apply', '-f', all], env));
-      const scheduleId = scheduleIdFor(t.taskQueue, 'sapply-gone');
-      t.schedules.add(scheduleId);
-      await seedOpenRun(db.prisma, 'sapply-busy');
-      const keep = await file('keep.yaml', `sources:\n${source('sapply-keep')}`);
-      const prune = (...args: string[]) =>
-        runCliInProcess(['sources', 'apply', '-f', keep, '--prune', '--by', 'erin', ...args], env);
-
-      const dry = await prune('--dry-run');
-      assert.equal(dry.code, 1, detail(dry));
-      assert.match(dry.stdout, /^sapply-busy\s+refused$/m);
-      assert.match(dry.stdout, /^sapply-gone\s+remove$/m);
-      assert.match(
-        dry.stderr,
-        /^durable-fetch: 1 source would not be removed:\ncannot remove source 'sapply-busy': it has 1 open run/,
-      );
-      assert.equal(
-        await db.prisma.source.count({ where: { removedAt: { not: null } } }),
-        0,
-        'a dry run removes nothing',
-      );
-
-      const pruned = await prune();
-      assert.equal(pruned.code, 1, detail(pruned));
-      assert.deepEqual(lines(pruned.stdout).map(cells), [
-        ['SOURCE', 'ACTION', 'FIELDS'],
-        ['sapply-keep', 'unchanged'],
-        ['sapply-busy', 'refused'],
-        ['sapply-gone', 'remove'],
-        [
-          `applied ${keep}: 0 created, 0 updated, 1 unchanged, 1 removed, 1 refused; schedules: deleted ${scheduleId}`,
-        ],
-      ]);
-      assert.deepEqual(lines(pruned.stderr), [
-        'durable-fetch: 1 source not removed:',
-        "cannot remove source 'sapply-busy': it has 1 open run (queued, running or waiting to retry): let them finish or cancel them (`durable-fetch runs list --source sapply-busy`)",
-      ]);
-      const gone = await db.prisma.source.findUniqueOrThrow({ where: { id: 'sapply-gone' } });
-      assert.deepEqual([gone.enabled, gone.removedBy, gone.removedAt instanceof Date], [false, 'erin', true]);
-      assert.deepEqual(
-        (await auditOf('sapply-gone', db.prisma)).map((a) => a.action),
-        ['source.add', 'source.remove'],
-      );
-      await assert.rejects(t.client.schedule.getHandle(scheduleId).describe(), ScheduleNotFoundError);
-      const busy = await db.prisma.source.findUniqueOrThrow({ where: { id: 'sapply-busy' } });
-      assert.deepEqual([busy.removedAt, busy.enabled], [null, true]);
-
-      // A removed source's id is never reused.
-      const back = await runCliInProcess(['sources', 'apply', '-f', all], env);
-      assert.equal(back.code, 1, detail(back));
-      assert.match(
-        back.stderr,
-        /all\.yaml: sources\[1\]\.id: source 'sapply-gone' was removed \S+ by erin: .* never reused$/m,
-      );
-    } finally {
-      await db.drop();
-    }
-  });
-
-  it("the defaults a file leaves out are the columns' defaults, and the example is the demo as npm start sets it up", async () => {
-    const row = await t.db.prisma.source.create({
-      data: { id: 'sapply-bare', name: 'bare', baseUrl: 'https://bare.example.test' },
-    });
-    const d = SOURCE_DEFAULTS;
-    assert.deepEqual(Object.fromEntries(Object.keys(d).map((k) => [k, row[k as keyof typeof d]])), { ...d });
-
-    const partner = partnerUrl(loadConfig({}));
-    await ensureDemoSource(t.db.prisma, partner);
-    await ensureDemoFxSource(t.db.prisma, partner);
-    const plan = json<Report>(await apply('examples/sources.yaml', '--dry-run', '--json'));
-    // npm start leaves demo-fx's config to the job's defaults ({}); the example spells them out.
-    assert.deepEqual(
-      plan.changes.map((c) => [c.id, c.action, c.fields]),
+  it('a schedule Temporal refuses changes nothing, and puts back the schedules already synced', async () => {
+    const before = await counts();
+    const scheduleId = scheduleIdFor(t.taskQueue, 'sapply-a');
+    const fingerprint = async () => {
+      const d = await t.client.schedule.getHandle(scheduleId).describe();
+      return (d.action as { memo?: Record<string, unknown> }).memo?.durableFetchSchedule;
+    };
+    const row = await t.db.prisma.source.findUniqueOrThrow({ where: { id: 'sapply-a' } });
+    const committed = desiredSchedule(row, t.taskQueue, 0);
+    assert.ok(!('problem' in committed));
+    assert.equal(await fingerprint(), committed.fingerprint);
+    t.schedules.add(scheduleIdFor(t.taskQueue, 'sapply-badcron'));
+    const f = await file(
+      'badcron.yaml',
       [
-        ['demo', 'unchanged', []],
-        ['demo-fx', 'update', ['config']],
-      ],
+        'sources:',
+        '  - id: sapply-a',
+        '    baseUrl: https://a.example.test/api',
+        "    schedule: { cron: '0 5 1 1 *' }",
+        '  - id: sapply-badcron',
+        '    baseUrl: https://b.example.test',
+        "    schedule: { cron: 'not a cron' }",
+        '',
+      ].join('\n'),
     );
+    const result = await apply(f);
+    assert.equal(result.code, 1, detail(result));
+    assert.match(result.stderr, /^durable-fetch: source 'sapply-badcron': Temporal refused its schedule/);
+    assert.deepEqual(await counts(), before, 'no row and no audit entry written');
+    const now = await t.db.prisma.source.findUniqueOrThrow({ where: { id: 'sapply-a' } });
+    assert.deepEqual(now.schedule, row.schedule);
+    // sapply-a's schedule had been updated inside the transaction: it is the committed one again.
+    assert.equal(await fingerprint(), committed.fingerprint);
   });
 });
-
-/** An open run of `sourceId` (its workflow need not exist: the database is the system of record). */
-async function seedOpenRun(db: PrismaClient, sourceId: string): Promise<void> {
-  const date = '2026-01-01';
-  await db.fetchRun.create({
-    data: {
-      jobType: 'fetch-records',
-      sourceId,
-      businessDate: new Date(`${date}T00:00:00Z`),
-      payload: { sourceId, businessDate: date, requestedBy: 'test' },
-      idempotencyKey: `fetch-records:${sourceId}:${date}`,
-      status: 'running',
-      attempt: 1,
-      scheduledAt: new Date(),
-      correlationId: randomUUID(),
-      workflowId: `fetch/fetch-records/${sourceId}/${date}`,
-    },
-  });
-}
