@@ -36,17 +36,25 @@ export type {
 } from './reconcile.ts';
 export {
   addSource,
+  applySources,
+  applySourcesFile,
   getSource,
   listSources,
+  parseSourcesFile,
   pauseSource,
+  readSourcesFile,
   removeSource,
   resumeSource,
   SOURCE_TARGET,
+  sourcesJsonSchema,
   updateSource,
 } from './sources.ts';
 export type {
   AddedSource,
   AddOptions,
+  ApplyContext,
+  ApplyOptions,
+  ApplyReport,
   NewSource,
   PausedSource,
   PauseOptions,
@@ -57,6 +65,7 @@ export type {
   Source,
   SourceChanges,
   SourceDetail,
+  SourcesFile,
   UpdatedSource,
   UpdateOptions,
 } from './sources.ts';

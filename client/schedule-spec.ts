@@ -43,20 +43,24 @@ const duration = z.string().regex(/^\d+\s*(ms|s|m|h|d)$/, 'a duration such as 30
 /** A source's `schedule` column. Exactly one of `cron` / `every`. */
 export const sourceScheduleSchema = z
   .strictObject({
-    /** Cron expression(s), read in the source's timezone, e.g. `0 2 * * *`. */
-    cron: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]).optional(),
-    /** Fixed interval instead of cron, e.g. `1h`, `30s`. */
-    every: duration.optional(),
-    /** Random delay added to each start, to spread load. */
-    jitter: duration.optional(),
-    /** What a start does while the previous scheduled run is still going. Default `skip`. */
-    overlap: z.enum(OVERLAP_POLICIES).default('skip'),
-    /** How late a missed start (server down) may still run. Default `1d`. */
-    catchupWindow: duration.default('1d'),
-    /** Pause the schedule when a scheduled run fails. Default false. */
-    pauseOnFailure: z.boolean().default(false),
-    /** Days added to the nominal date: -1 makes a daily 02:00 run fetch the previous day. Default 0. */
-    dateOffsetDays: z.int().min(-366).max(366).default(0),
+    cron: z
+      .union([z.string().min(1), z.array(z.string().min(1)).min(1)])
+      .optional()
+      .describe("Cron expression(s), read in the source's timezone, e.g. `0 2 * * *`."),
+    every: duration.optional().describe('Fixed interval instead of cron, e.g. `1h`, `30s`.'),
+    jitter: duration.optional().describe('Random delay added to each start, to spread load.'),
+    overlap: z
+      .enum(OVERLAP_POLICIES)
+      .default('skip')
+      .describe('What a start does while the previous scheduled run is still going.'),
+    catchupWindow: duration.default('1d').describe('How late a missed start (server down) may still run.'),
+    pauseOnFailure: z.boolean().default(false).describe('Pause the schedule when a scheduled run fails.'),
+    dateOffsetDays: z
+      .int()
+      .min(-366)
+      .max(366)
+      .default(0)
+      .describe('Days added to the nominal date: -1 makes a daily 02:00 run fetch the previous day.'),
   })
   .refine((s) => (s.cron === undefined) !== (s.every === undefined), {
     message: 'give exactly one of "cron" or "every"',

@@ -1,6 +1,6 @@
 /**
  * Sources for operators (R11 "pause consumption", "fix the input"): reading `source` rows, adding,
- * pausing, resuming, correcting and removing one. Every change is recorded in `audit_entry` (who,
+ * pausing, resuming, correcting and removing one, and applying a sources file. Every change is recorded in `audit_entry` (who,
  * when, why) in the same transaction as the change it made. One module per concept under
  * client/sources/; this one is what the rest of the project imports.
  */
@@ -25,3 +25,19 @@ export {
 export { updateSource, type UpdatedSource, type UpdateOptions } from './sources/update.ts';
 export { addSource, type AddedSource, type AddOptions, type NewSource } from './sources/add.ts';
 export { removeSource, type RemovedSource, type RemoveOptions } from './sources/remove.ts';
+export {
+  applySources,
+  applySourcesFile,
+  type ApplyContext,
+  type ApplyOptions,
+  type ApplyReport,
+} from './sources/apply.ts';
+export {
+  fileProblemsError,
+  parseSourcesFile,
+  readSourcesFile,
+  type DesiredSource,
+  type SourcesFile,
+} from './sources/file.ts';
+export { sourcesJsonSchema } from './sources/file-schema.ts';
+export type { PlanAction, PlannedChange } from './sources/plan.ts';

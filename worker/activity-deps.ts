@@ -13,8 +13,11 @@ import { createMetrics, type Metrics } from '../runtime/metrics.ts';
  */
 export const SECRET_REF_PREFIX = 'DF_SECRET_';
 
+/** The shape of a credentials reference: the name of a `DF_SECRET_*` variable, never a secret. */
+export const SECRET_REF_RE = /^DF_SECRET_[A-Z0-9_]+$/;
+
 export function isSecretRef(ref: string): boolean {
-  return /^DF_SECRET_[A-Z0-9_]+$/.test(ref);
+  return SECRET_REF_RE.test(ref);
 }
 
 /**

@@ -34,7 +34,8 @@ export interface BusinessKey {
 }
 
 const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/;
-const SOURCE_ID_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+/** The shape of a source id (see {@link isSourceId}). */
+export const SOURCE_ID_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
 /** True when `value` is a real calendar date written `YYYY-MM-DD` (rejects 2026-02-30). */
 export function isBusinessDate(value: string): boolean {

@@ -17,6 +17,7 @@ import {
 } from '../sources.ts';
 import { printJson } from './output.ts';
 import { registerSourcesAdd } from './sources-add.ts';
+import { registerSourcesApply } from './sources-apply.ts';
 import { registerSourcesTry } from './sources-try.ts';
 import { registerSourcesUpdate } from './sources-update.ts';
 
@@ -27,7 +28,9 @@ boundary (after a stored page, before fetching the next) and wait, durably, unti
 they are cancelled (\`durable-fetch runs cancel\`). Each source runs one job (--job, fixed when it is
 added) with that job's settings (--config, checked by the job). Every add, pause, resume, update and
 remove is audited: who (--by, default the OS user), when and why (--reason); \`sources show\` lists
-the trail. Removing keeps the source's runs and audit trail; its id is never reused.`;
+the trail. Removing keeps the source's runs and audit trail; its id is never reused. Sources can
+also live in a file of your repository: \`sources validate -f\` checks it, \`sources apply -f\` makes
+the table match it.`;
 
 const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
 
@@ -74,11 +77,13 @@ function auditTable(audit: readonly AuditEntry[]): string {
   );
 }
 
-/** `durable-fetch sources list|show|pause|resume|update` (issue #7). */
+/** `durable-fetch sources list|show|pause|resume|add|remove|update|apply|validate`. */
 export function registerSources(program: Command, ctx: () => CliContext): void {
   const sources = program
     .command('sources')
-    .description('the partners fetched from: list, show, pause, resume and fix their configuration')
+    .description(
+      'the partners fetched from: list, show, pause, resume, fix their configuration, apply a file',
+    )
     .addHelpText('after', SOURCES_HELP);
 
   sources
@@ -191,4 +196,5 @@ export function registerSources(program: Command, ctx: () => CliContext): void {
   registerSourcesAdd(sources, ctx);
   registerSourcesUpdate(sources, ctx);
   registerSourcesTry(sources, ctx);
+  registerSourcesApply(sources, ctx);
 }

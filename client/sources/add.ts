@@ -12,23 +12,13 @@ import { UserFacingError } from '../../runtime/errors.ts';
 import { defaultJobs } from '../../worker/jobs.ts';
 import { isSourceId } from '../../workflows/business-key.ts';
 import { checkActor } from '../audit.ts';
-import { desiredSchedule, scheduleIdFor } from '../schedule-spec.ts';
+import { scheduleIdFor } from '../schedule-spec.ts';
 import { type SyncChange, syncSourceSchedule } from '../schedules.ts';
 import { checkReason, removedError, SOURCE_TARGET, type TemporalCtx } from './common.ts';
-import { checkFields, checkJobConfig, isTimeZone, type SourceChanges } from './fields.ts';
+import { type CheckedSource, checkNewSource, type NewSource } from './check.ts';
+import type { SourceChanges } from './fields.ts';
 
-/** A new source. Unset settings take the column defaults (engine.prisma). */
-export interface NewSource extends Omit<SourceChanges, 'enabled'> {
-  id: string;
-  /** The partner's http(s) base URL, without credentials. */
-  baseUrl: string;
-  /** A job type of the registry. */
-  jobType: string;
-  /** The source's schedule (client/schedule-spec.ts); none: it runs only when started. */
-  schedule?: unknown;
-  /** The name of the downstream the source's actions go to (default `default`). */
-  downstream?: string;
-}
+export type { NewSource } from './check.ts';
 
 export interface AddOptions {
   /** Who. */
@@ -47,38 +37,42 @@ export interface AddedSource {
   schedule: SyncChange['change'] | null;
 }
 
-const DOWNSTREAM_RE = /^[a-z][a-z0-9_-]{0,62}$/;
-
 type AddCtx = TemporalCtx & { jobs?: JobRegistry; maxFutureDays?: number };
 
-/** Every problem of `input` that needs no database, one line each. */
-function problemsOf(
-  ctx: AddCtx,
-  input: NewSource,
-): { problems: string[]; fields: SourceChanges; config: unknown } {
-  const problems: string[] = [];
-  if (!isSourceId(input.id)) {
-    problems.push(`<id>: invalid source id '${input.id}': use 1..63 of a-z, 0-9, '-' and '_'`);
-  }
-  const { id, schedule, downstream, jobType, config: rawConfig, ...fields } = input;
-  const checked = checkFields(fields, ['baseUrl']);
-  if (!checked.ok) problems.push(...checked.problems);
-  const job = checkJobConfig(ctx.jobs ?? defaultJobs(), jobType, rawConfig);
-  if (!job.ok) problems.push(...job.problems);
-  else if (input.submitSummary && !job.hasDownstream) {
-    problems.push(`--submit-summary: job '${jobType}' has no downstream action to submit to`);
-  }
-  if (downstream !== undefined && !DOWNSTREAM_RE.test(downstream)) {
-    problems.push("--downstream: expected a name of 1..63 a-z, 0-9, '-' and '_'");
-  }
-  if (schedule !== undefined && schedule !== null) {
-    // The timezone's own problem is reported above; the schedule is checked in UTC then.
-    const timezone = input.timezone !== undefined && isTimeZone(input.timezone) ? input.timezone : 'UTC';
-    const d = desiredSchedule({ id, jobType, timezone, schedule }, ctx.taskQueue, ctx.maxFutureDays ?? 0);
-    if ('problem' in d)
-      problems.push(`--schedule: ${d.problem.replace(/^source '[^']*': (schedule )?/, '')}`);
-  }
-  return { problems, fields: checked.ok ? checked.fields : {}, config: job.ok ? job.config : undefined };
+/** The row of a checked new source: its checked fields and parsed config; the name defaults to the id. */
+export function newSourceData(input: NewSource, checked: CheckedSource): Prisma.SourceCreateInput {
+  const { schedule } = input;
+  return {
+    ...(checked.fields as Omit<SourceChanges, 'config'>),
+    id: input.id,
+    baseUrl: checked.fields.baseUrl ?? input.baseUrl,
+    jobType: input.jobType,
+    ...(input.downstream === undefined ? {} : { downstream: input.downstream }),
+    name: checked.fields.name ?? input.id,
+    config: checked.config as Prisma.InputJsonValue,
+    ...(schedule === undefined || schedule === null ? {} : { schedule: schedule }),
+  };
+}
+
+/**
+ * Inserts the source row `data` and its audit entry `source.add` (the fields set; a credentials
+ * reference by name only) through `tx`. Not idempotent. @throws Prisma P2002 when the id is taken.
+ */
+export async function insertSource(
+  tx: Prisma.TransactionClient,
+  data: Prisma.SourceCreateInput,
+  audit: { actor: string; reason: string; scheduleId: string | null },
+): Promise<Source> {
+  const source = await tx.source.create({ data });
+  await recordAudit(tx, {
+    actor: audit.actor,
+    action: 'source.add',
+    targetType: SOURCE_TARGET,
+    targetId: data.id,
+    reason: audit.reason,
+    details: { set: { ...data }, scheduleId: audit.scheduleId } as Prisma.InputJsonObject,
+  });
+  return source;
 }
 
 /**
@@ -94,8 +88,11 @@ function problemsOf(
 export async function addSource(ctx: AddCtx, input: NewSource, options: AddOptions): Promise<AddedSource> {
   const reason = checkReason(options.reason);
   const actor = checkActor(options.actor);
-  const { problems, fields, config } = problemsOf(ctx, input);
-  problems.push(...(options.inputProblems ?? []));
+  const checked = checkNewSource(
+    { jobs: ctx.jobs ?? defaultJobs(), maxFutureDays: ctx.maxFutureDays ?? 0 },
+    input,
+  );
+  const problems = [...checked.problems, ...(options.inputProblems ?? [])];
   if (isSourceId(input.id)) {
     const taken = await ctx.prisma.source.findUnique({ where: { id: input.id } });
     if (taken?.removedAt) problems.unshift(`<id>: ${removedError(taken).message}`);
@@ -107,30 +104,12 @@ export async function addSource(ctx: AddCtx, input: NewSource, options: AddOptio
       'INVALID_INPUT',
     );
   }
-  const { schedule } = input;
-  const data: Prisma.SourceCreateInput = {
-    ...(fields as Omit<SourceChanges, 'config'>),
-    id: input.id,
-    baseUrl: fields.baseUrl ?? input.baseUrl,
-    jobType: input.jobType,
-    ...(input.downstream === undefined ? {} : { downstream: input.downstream }),
-    name: fields.name ?? input.id,
-    config: config as Prisma.InputJsonValue,
-    ...(schedule === undefined || schedule === null ? {} : { schedule: schedule }),
-  };
+  const data = newSourceData(input, checked);
   const scheduleId = data.schedule === undefined ? null : scheduleIdFor(ctx.taskQueue, input.id);
   try {
     return await ctx.prisma.$transaction(
       async (tx) => {
-        const source = await tx.source.create({ data });
-        await recordAudit(tx, {
-          actor,
-          action: 'source.add',
-          targetType: SOURCE_TARGET,
-          targetId: input.id,
-          reason,
-          details: { set: { ...data }, scheduleId } as Prisma.InputJsonObject,
-        });
+        const source = await insertSource(tx, data, { actor, reason, scheduleId });
         // Inside the transaction: the schedule sees the new row, and a refusal rolls it back.
         const change = scheduleId ? await syncSourceSchedule({ ...ctx, prisma: tx }, input.id) : undefined;
         return { source, scheduleId, schedule: change?.change ?? null };

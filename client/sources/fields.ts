@@ -1,14 +1,15 @@
 /**
- * The settings of a source an operator may set (`sources add`, `sources update`), each validated
- * once, here: the same rule and the same message whichever command sets it. Also the job config,
- * checked by the job's own schema.
+ * The settings of a source an operator may set (`sources add`, `sources update`, a sources file),
+ * each validated once, here: the same rule and the same message whichever input sets it, each
+ * problem line naming the value in that input's words (a CLI option, or a path in the file). Also
+ * the job config, checked by the job's own schema.
  */
 import { z } from 'zod';
 import type { JobRegistry } from '../../activities/job-api/registry.ts';
 import { parseJobConfig } from '../../activities/job-api/registry.ts';
-import { isSecretRef } from '../../worker/activity-deps.ts';
+import { SECRET_REF_RE } from '../../worker/activity-deps.ts';
 import { redactUrl } from '../../runtime/redact.ts';
-import { isPartnerPreset, PARTNER_PRESETS } from '../../workflows/retry-presets.ts';
+import { PARTNER_PRESETS } from '../../workflows/retry-presets.ts';
 import { MAX_PAGE_SIZE } from '../start-fetch.ts';
 
 /** Longest source name kept. */
@@ -48,6 +49,46 @@ export const FIELD_OPTIONS: Record<SourceField, string> = {
   config: '--config',
 };
 
+/** A setting of a new source outside {@link SourceChanges}, as a problem line names it. */
+export type SettingName = SourceField | 'id' | 'job' | 'downstream' | 'schedule';
+
+/**
+ * How a problem line names the value it is about: the CLI names its options (`--page-size`), a
+ * sources file the value's path (`sources[2].pageSize`).
+ */
+export interface Naming {
+  /** The name of a setting. */
+  field(name: SettingName): string;
+  /** The line of a job config problem, given as `config[.<path>]: <message>` (parseJobConfig). */
+  config(problem: string): string;
+  /** The line of a schedule problem at `path` inside the schedule ('' for the whole schedule). */
+  schedule(path: string, message: string): string;
+}
+
+const CLI_NAMES: Record<SettingName, string> = {
+  ...FIELD_OPTIONS,
+  id: '<id>',
+  job: '--job',
+  downstream: '--downstream',
+  schedule: '--schedule',
+};
+
+/** The CLI's naming: options. */
+export const CLI_NAMING: Naming = {
+  field: (name) => CLI_NAMES[name],
+  config: (problem) => `--config: ${problem}`,
+  schedule: (path, message) => `--schedule: ${path ? `${path}: ` : ''}${message}`,
+};
+
+/** The naming of a file: paths below `at` (e.g. `sources[2]`). */
+export function pathNaming(at: string): Naming {
+  return {
+    field: (name) => `${at}.${name}`,
+    config: (problem) => `${at}.${problem}`,
+    schedule: (path, message) => `${at}.schedule${path ? `.${path}` : ''}: ${message}`,
+  };
+}
+
 /** True for an IANA timezone this runtime knows (the one check of a timezone's validity). */
 export function isTimeZone(zone: string): boolean {
   try {
@@ -81,8 +122,8 @@ const pageSizeError = `expected an integer 1..${MAX_PAGE_SIZE}`;
 const processingError = `expected milliseconds 0..${MAX_SUBMIT_PROCESSING_MS}`;
 const nameError = `must be 1..${MAX_NAME_LENGTH} characters`;
 
-/** Each field's rule. */
-const FIELD_SCHEMAS = {
+/** Each field's rule (also the JSON Schema of sources files: client/sources/file-schema.ts). */
+export const FIELD_SCHEMAS = {
   name: z.string().trim().min(1, nameError).max(MAX_NAME_LENGTH, nameError),
   baseUrl: z
     .string()
@@ -99,10 +140,10 @@ const FIELD_SCHEMAS = {
     .int(pageSizeError)
     .min(1, pageSizeError)
     .max(MAX_PAGE_SIZE, pageSizeError),
-  retryPolicy: z.string().refine(isPartnerPreset, `expected one of ${PARTNER_PRESETS.join(', ')}`),
+  retryPolicy: z.enum(PARTNER_PRESETS, { error: `expected one of ${PARTNER_PRESETS.join(', ')}` }),
   credentialsRef: z
     .string()
-    .refine(isSecretRef, 'expected the NAME of a DF_SECRET_* variable (A-Z, 0-9, _), not a secret')
+    .regex(SECRET_REF_RE, 'expected the NAME of a DF_SECRET_* variable (A-Z, 0-9, _), not a secret')
     .nullable(),
   timezone: z.string().refine(isTimeZone, 'expected an IANA timezone such as Europe/Paris or UTC'),
   enabled: z.boolean(),
@@ -115,6 +156,11 @@ const FIELD_SCHEMAS = {
   // Its shape is the job's: checkJobConfig checks it once the job is known.
   config: z.unknown(),
 } satisfies Record<SourceField, z.ZodType>;
+
+/** The name of the downstream a source's actions go to. */
+export const downstreamSchema = z
+  .string()
+  .regex(/^[a-z][a-z0-9_-]{0,62}$/, "expected a name of 1..63 a-z, 0-9, '-' and '_'");
 
 const changesSchema = z.strictObject({
   name: FIELD_SCHEMAS.name.optional(),
@@ -131,48 +177,52 @@ const changesSchema = z.strictObject({
 
 /**
  * Validates the given fields (`undefined` ones are left out): the valid values, or one
- * `<option>: <message>` line per invalid one. `required` fields must be given. Pure.
+ * `<name>: <message>` line per invalid one, named by `naming` (default: the CLI's options).
+ * `required` fields must be given. Pure.
  */
 export function checkFields(
   changes: SourceChanges,
   required: readonly SourceField[] = [],
+  naming: Naming = CLI_NAMING,
 ): { ok: true; fields: SourceChanges } | { ok: false; problems: string[] } {
   const given = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined));
-  const missing = required.filter((f) => given[f] === undefined).map((f) => `${FIELD_OPTIONS[f]}: required`);
+  const missing = required.filter((f) => given[f] === undefined).map((f) => `${naming.field(f)}: required`);
   const parsed = changesSchema.safeParse(given);
   if (parsed.success && missing.length === 0) return { ok: true, fields: parsed.data };
   const invalid = parsed.success
     ? []
     : parsed.error.issues.map((i) => {
         const field = i.path[0];
-        const option =
+        const name =
           typeof field === 'string' && field in FIELD_OPTIONS
-            ? FIELD_OPTIONS[field as SourceField]
+            ? naming.field(field as SourceField)
             : String(field ?? '');
-        return option ? `${option}: ${i.message}` : i.message;
+        return name ? `${name}: ${i.message}` : i.message;
       });
   return { ok: false, problems: [...missing, ...invalid] };
 }
 
 /**
  * The job of `jobType` and `raw` parsed with its config schema (defaults applied), or the
- * problems: an unknown job type (naming the known ones), or one `--config` line per invalid
- * value. Pure.
+ * problems: an unknown job type (naming the known ones), or one config line per invalid value,
+ * named by `naming`. Pure.
  */
 export function checkJobConfig(
   jobs: JobRegistry,
   jobType: string,
   raw: unknown,
+  naming: Naming = CLI_NAMING,
 ): { ok: true; config: unknown; hasDownstream: boolean } | { ok: false; problems: string[] } {
   const job = jobs.find(jobType);
   if (!job) {
+    const known = jobs.types.join(', ') || 'none';
     return {
       ok: false,
-      problems: [`--job: unknown job type '${jobType}' (known: ${jobs.types.join(', ') || 'none'})`],
+      problems: [`${naming.field('job')}: unknown job type '${jobType}' (known: ${known})`],
     };
   }
   const parsed = parseJobConfig(job, raw);
-  if (!parsed.ok) return { ok: false, problems: parsed.problems.map((p) => `--config: ${p}`) };
+  if (!parsed.ok) return { ok: false, problems: parsed.problems.map((p) => naming.config(p)) };
   return { ok: true, config: parsed.config, hasDownstream: job.downstream !== undefined };
 }
 

@@ -53,6 +53,63 @@ function unsettledOf(sourceId: string): Prisma.DownstreamActionWhereInput {
 
 const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
 
+/** What keeps a source from being removed: its open runs and its unsettled actions. */
+export interface SourceBusy {
+  openRuns: number;
+  unsettled: number;
+}
+
+/** The open runs and unsettled actions of source `id`; none of either: it may be removed. Read-only. */
+export async function busyOf(tx: Prisma.TransactionClient, id: string): Promise<SourceBusy> {
+  const [openRuns, unsettled] = await Promise.all([
+    tx.fetchRun.count({ where: { sourceId: id, status: { in: [...OPEN_RUN_STATUSES] } } }),
+    tx.downstreamAction.count({ where: unsettledOf(id) }),
+  ]);
+  return { openRuns, unsettled };
+}
+
+/** Why source `id` cannot be removed, with what to do, on one line. */
+export function busyMessage(id: string, busy: SourceBusy): string {
+  const why = [
+    busy.openRuns > 0
+      ? `${plural(busy.openRuns, 'open run', 'open runs')} (queued, running or waiting to retry): let them finish or cancel them (\`durable-fetch runs list --source ${id}\`)`
+      : '',
+    busy.unsettled > 0
+      ? `${plural(busy.unsettled, 'unsettled downstream action', 'unsettled downstream actions')}: settle them first (\`durable-fetch compensations list\`)`
+      : '',
+  ].filter(Boolean);
+  return `cannot remove source '${id}': it has ${why.join('; and ')}`;
+}
+
+/**
+ * Marks `current` (locked, not removed, not busy) removed and disabled, and writes the audit entry
+ * `source.remove`, through `tx`. Its schedule is left to the caller. Not idempotent.
+ */
+export async function markRemoved(
+  tx: Prisma.TransactionClient,
+  current: Source,
+  audit: { actor: string; reason: string; scheduleId: string },
+): Promise<Source> {
+  const removedAt = new Date();
+  const source = await tx.source.update({
+    where: { id: current.id },
+    data: { enabled: false, removedAt, removedBy: audit.actor },
+  });
+  await recordAudit(tx, {
+    actor: audit.actor,
+    action: 'source.remove',
+    targetType: SOURCE_TARGET,
+    targetId: current.id,
+    reason: audit.reason,
+    details: {
+      removedAt: removedAt.toISOString(),
+      wasEnabled: current.enabled,
+      scheduleId: audit.scheduleId,
+    },
+  });
+  return source;
+}
+
 /**
  * Removes a source: refused while a run of it is open (queued, running, waiting to retry) or an
  * action of it is unsettled. Otherwise disables it, sets `removed_at/removed_by` and writes the
@@ -75,39 +132,13 @@ export async function removeSource(
     const current = await lockSource(tx, id);
     if (!current) return { kind: 'missing' as const };
     if (current.removedAt) return { kind: 'removed' as const, current };
-    const [openRuns, unsettled] = await Promise.all([
-      tx.fetchRun.count({ where: { sourceId: id, status: { in: [...OPEN_RUN_STATUSES] } } }),
-      tx.downstreamAction.count({ where: unsettledOf(id) }),
-    ]);
-    if (openRuns > 0 || unsettled > 0) return { kind: 'busy' as const, openRuns, unsettled };
-    const removedAt = new Date();
-    const source = await tx.source.update({
-      where: { id },
-      data: { enabled: false, removedAt, removedBy: actor },
-    });
-    await recordAudit(tx, {
-      actor,
-      action: 'source.remove',
-      targetType: SOURCE_TARGET,
-      targetId: id,
-      reason,
-      details: { removedAt: removedAt.toISOString(), wasEnabled: current.enabled, scheduleId },
-    });
-    return { kind: 'done' as const, source };
+    const busy = await busyOf(tx, id);
+    if (busy.openRuns > 0 || busy.unsettled > 0) return { kind: 'busy' as const, busy };
+    return { kind: 'done' as const, source: await markRemoved(tx, current, { actor, reason, scheduleId }) };
   });
   if (outcome.kind === 'missing') throw await notFound(ctx, id);
   if (outcome.kind === 'removed') throw removedError(outcome.current);
-  if (outcome.kind === 'busy') {
-    const why = [
-      outcome.openRuns > 0
-        ? `${plural(outcome.openRuns, 'open run', 'open runs')} (queued, running or waiting to retry): let them finish or cancel them (\`durable-fetch runs list --source ${id}\`)`
-        : '',
-      outcome.unsettled > 0
-        ? `${plural(outcome.unsettled, 'unsettled downstream action', 'unsettled downstream actions')}: settle them first (\`durable-fetch compensations list\`)`
-        : '',
-    ].filter(Boolean);
-    throw new UserFacingError(`cannot remove source '${id}': it has ${why.join('; and ')}`, 'SOURCE_BUSY');
-  }
+  if (outcome.kind === 'busy') throw new UserFacingError(busyMessage(id, outcome.busy), 'SOURCE_BUSY');
   let scheduleDeleted: boolean;
   try {
     // The source is removed now, so syncing it deletes its schedule.

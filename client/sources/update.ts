@@ -1,11 +1,12 @@
 /** Correcting a source's configuration (R11 "fix the input"), audited with before and after. */
 import type { JobRegistry } from '../../activities/job-api/registry.ts';
 import { recordAudit } from '../../db/audit.ts';
-import type { Prisma, Source } from '../../prisma/generated/client.ts';
+import { Prisma, type Source } from '../../prisma/generated/client.ts';
 import { UserFacingError } from '../../runtime/errors.ts';
 import { defaultJobs } from '../../worker/jobs.ts';
 import { isSourceId } from '../../workflows/business-key.ts';
 import { checkActor } from '../audit.ts';
+import { sourceScheduleSchema } from '../schedule-spec.ts';
 import { checkReason, lockSource, notFound, type PrismaCtx, removedError, SOURCE_TARGET } from './common.ts';
 import {
   canonicalJson,
@@ -23,15 +24,78 @@ export interface UpdateOptions {
   reason: string;
 }
 
-export interface UpdatedSource {
+export interface UpdatedSource extends SourceDiff<SourceField> {
   source: Source;
-  /** The fields whose value changed, in a fixed order; empty when every value was already so. */
-  changed: SourceField[];
-  before: Partial<Record<SourceField, unknown>>;
-  after: Partial<Record<SourceField, unknown>>;
+}
+
+/** A column a change may set: the settings, and (from a sources file) the downstream and the schedule. */
+export type UpdatableField = SourceField | 'downstream' | 'schedule';
+
+const UPDATABLE: readonly UpdatableField[] = [
+  ...(Object.keys(FIELD_OPTIONS) as SourceField[]),
+  'downstream',
+  'schedule',
+];
+
+/** The fields of a change whose value differs, in a fixed order, with their values before and after. */
+export interface SourceDiff<F extends UpdatableField = UpdatableField> {
+  changed: F[];
+  before: Partial<Record<F, unknown>>;
+  after: Partial<Record<F, unknown>>;
 }
 
 const same = (a: unknown, b: unknown) => a === b || canonicalJson(a) === canonicalJson(b);
+
+/** Schedules are equal when they mean the same: the defaults a schedule leaves out count. */
+function sameSchedule(a: unknown, b: unknown): boolean {
+  const [x, y] = [sourceScheduleSchema.safeParse(a), sourceScheduleSchema.safeParse(b)];
+  return x.success && y.success ? same(x.data, y.data) : same(a, b);
+}
+
+/**
+ * What `wanted` changes of `current`: the fields it gives (not undefined) whose value differs,
+ * JSON values compared whatever their key order. Pure.
+ */
+export function diffSource<F extends UpdatableField>(
+  current: Source,
+  wanted: Partial<Record<F, unknown>>,
+): SourceDiff<F> {
+  const diff: SourceDiff<F> = { changed: [], before: {}, after: {} };
+  for (const field of UPDATABLE as readonly F[]) {
+    const value = wanted[field];
+    const now: unknown = current[field];
+    if (value === undefined || (field === 'schedule' ? sameSchedule(value, now) : same(value, now))) continue;
+    diff.changed.push(field);
+    diff.before[field] = now;
+    diff.after[field] = value;
+  }
+  return diff;
+}
+
+/**
+ * Writes `diff` (a non-empty one) to source `id` and its audit entry `source.update` with
+ * `{ before, after }`, through `tx`. Not idempotent: each call adds an audit entry.
+ */
+export async function writeSourceUpdate(
+  tx: Prisma.TransactionClient,
+  id: string,
+  diff: SourceDiff,
+  audit: { actor: string; reason: string },
+): Promise<Source> {
+  const { after, before } = diff;
+  // A JSON column is cleared with DbNull; a plain null would store the JSON value null.
+  const data = { ...after, ...(after.schedule === null ? { schedule: Prisma.DbNull } : {}) };
+  const source = await tx.source.update({ where: { id }, data: data as Prisma.SourceUpdateInput });
+  await recordAudit(tx, {
+    actor: audit.actor,
+    action: 'source.update',
+    targetType: SOURCE_TARGET,
+    targetId: id,
+    reason: audit.reason,
+    details: { before, after } as Prisma.InputJsonObject,
+  });
+  return source;
+}
 
 /**
  * Validates `changes` (all of them, before anything is written; `config` by the source's job's
@@ -78,27 +142,10 @@ export async function updateSource(
     const current = await lockSource(tx, id);
     if (!current) return undefined;
     if (current.removedAt) return { kind: 'removed' as const, current };
-    const before: Partial<Record<SourceField, unknown>> = {};
-    const after: Partial<Record<SourceField, unknown>> = {};
-    const changed: SourceField[] = [];
-    for (const field of Object.keys(FIELD_OPTIONS) as SourceField[]) {
-      const value = wanted[field];
-      if (value === undefined || same(value, current[field])) continue;
-      changed.push(field);
-      before[field] = current[field];
-      after[field] = value;
-    }
-    if (changed.length === 0) return { kind: 'done' as const, source: current, changed, before, after };
-    const source = await tx.source.update({ where: { id }, data: after as Prisma.SourceUpdateInput });
-    await recordAudit(tx, {
-      actor,
-      action: 'source.update',
-      targetType: SOURCE_TARGET,
-      targetId: id,
-      reason,
-      details: { before, after } as Prisma.InputJsonObject,
-    });
-    return { kind: 'done' as const, source, changed, before, after };
+    const diff = diffSource<SourceField>(current, wanted);
+    if (diff.changed.length === 0) return { kind: 'done' as const, source: current, ...diff };
+    const source = await writeSourceUpdate(tx, id, diff, { actor, reason });
+    return { kind: 'done' as const, source, ...diff };
   });
   if (!outcome) throw await notFound(ctx, id);
   if (outcome.kind === 'removed') throw removedError(outcome.current);
