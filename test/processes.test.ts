@@ -32,7 +32,7 @@ after(async () => {
 });
 
 describe('processes', () => {
-  it('start: brings up partner, worker and the runs of both demo jobs, reports their success, and stops cleanly on SIGINT', async () => {
+  it('start: brings up partner, worker and the runs of the three demo jobs (one declarative, from examples/sources.yaml), reports their success, and stops cleanly on SIGINT', async () => {
     const partnerPort = await freePort();
     const start = spawnTs(['worker/start.ts'], {
       DATABASE_URL: db.url,
@@ -51,6 +51,18 @@ describe('processes', () => {
         /demo-fx run succeeded: (\d+) records in (\d+) pages/,
         60_000,
       );
+      // The third, a declarative source of the example sources file: configuration only.
+      const [, items, catalogPages] = await start.waitFor(
+        /demo-catalog run succeeded: (\d+) records in (\d+) pages/,
+        60_000,
+      );
+      const catalogRun = await db.prisma.fetchRun.findFirstOrThrow({ where: { sourceId: 'demo-catalog' } });
+      const day = catalogRun.businessDate.toISOString().slice(0, 10);
+      const partnerIds = (
+        (await (await fetch(`http://127.0.0.1:${partnerPort}/_admin/catalog?date=${day}`)).json()) as {
+          ids: string[];
+        }
+      ).ids;
       // The publisher relays the run's events to the partner's webhook; wait for all of them
       // (stopping waits only for deliveries in flight, it claims nothing new).
       const deadline = Date.now() + 30_000;
@@ -75,6 +87,20 @@ describe('processes', () => {
         ['succeeded', 'exchange-rates', Number(rates)],
       );
       assert.equal(await db.prisma.exchangeRate.count({ where: { sourceId: 'demo-fx' } }), Number(rates));
+      const catalog = await db.prisma.fetchRun.findFirstOrThrow({ where: { sourceId: 'demo-catalog' } });
+      assert.deepEqual(
+        [catalog.status, catalog.jobType, catalog.recordsStored],
+        ['succeeded', 'http', Number(items)],
+      );
+      const stored = await db.prisma.fetchedRecord.findMany({
+        where: { sourceId: 'demo-catalog' },
+        select: { externalId: true },
+      });
+      assert.deepEqual(
+        stored.map((r) => r.externalId).sort(),
+        [...partnerIds].sort(),
+        'the partner catalog, once each',
+      );
       // Each run was started transactionally: one start command each, relayed, with the run id recorded.
       const commands = await db.prisma.outboxEvent.findMany({
         where: { topic: 'temporal.start_workflow' },
@@ -85,6 +111,7 @@ describe('processes', () => {
         [
           ['published', run.workflowRunId],
           ['published', fx.workflowRunId],
+          ['published', catalog.workflowRunId],
         ],
       );
       // The partner's ledger file (for operators) recorded every request: the run's pages, and one
@@ -109,7 +136,7 @@ describe('processes', () => {
       assert.ok(fetches.every((e) => e.sourceId === 'demo' && e.status === 200));
       assert.equal(
         events.filter((e) => e.status === 200 && e.duplicate === false).length,
-        Number(pages) + 1 + Number(fxPages) + 1,
+        Number(pages) + 1 + Number(fxPages) + 1 + Number(catalogPages) + 1,
       );
       // The demo job's downstream step: one submission, confirmed, recorded in the ledger.
       const submissions = entries.filter((e) => e.path.startsWith('/submissions'));

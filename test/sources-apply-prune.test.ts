@@ -7,7 +7,7 @@ import { ScheduleNotFoundError } from '@temporalio/client';
 import { scheduleIdFor } from '../client/schedules.ts';
 import { SOURCE_DEFAULTS } from '../client/sources/file-schema.ts';
 import { loadConfig, partnerUrl } from '../worker/config.ts';
-import { ensureDemoFxSource, ensureDemoSource } from '../worker/demo-source.ts';
+import { applyDemoSources } from '../worker/demo-source.ts';
 import { cells, detail, json, lines, ok } from './helpers/cli.ts';
 import { runCliInProcess } from './helpers/cli-in-process.ts';
 import { useSourceCliEnv } from './helpers/source-cli-env.ts';
@@ -81,23 +81,36 @@ describe('sources apply: prune, defaults, the example', { timeout: 300_000 }, ()
     );
   });
 
-  it("the defaults a file leaves out are the columns' defaults, and the example is the demo as npm start sets it up", async () => {
+  it("the defaults a file leaves out are the columns' defaults, and npm start sets the demo up from the example", async () => {
     const row = await t.db.prisma.source.create({
       data: { id: 'sprune-bare', name: 'bare', baseUrl: 'https://bare.example.test' },
     });
     const d = SOURCE_DEFAULTS;
     assert.deepEqual(Object.fromEntries(Object.keys(d).map((k) => [k, row[k as keyof typeof d]])), { ...d });
 
-    const partner = partnerUrl(loadConfig({}));
-    await ensureDemoSource(t.db.prisma, partner);
-    await ensureDemoFxSource(t.db.prisma, partner);
+    // npm start applies the example file itself, pointed at where the demo partner runs.
+    const applied = await applyDemoSources(
+      { prisma: t.db.prisma, temporal: t.client, taskQueue: t.taskQueue, maxFutureDays: 0 },
+      partnerUrl(loadConfig({})),
+    );
+    for (const id of ['demo', 'demo-fx', 'demo-catalog']) t.schedules.add(scheduleIdFor(t.taskQueue, id));
+    assert.deepEqual(
+      applied.changes.map((c) => [c.id, c.action]),
+      [
+        ['demo', 'create'],
+        ['demo-fx', 'create'],
+        ['demo-catalog', 'create'],
+      ],
+    );
+    const catalog = await t.db.prisma.source.findUniqueOrThrow({ where: { id: 'demo-catalog' } });
+    assert.equal(catalog.jobType, 'http');
     const plan = json<ApplyJson>(await apply('examples/sources.yaml', '--dry-run', '--json'));
-    // npm start leaves demo-fx's config to the job's defaults ({}); the example spells them out.
     assert.deepEqual(
       plan.changes.map((c) => [c.id, c.action, c.fields]),
       [
         ['demo', 'unchanged', []],
-        ['demo-fx', 'update', ['config']],
+        ['demo-fx', 'unchanged', []],
+        ['demo-catalog', 'unchanged', []],
       ],
     );
   });

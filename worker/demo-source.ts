@@ -1,9 +1,23 @@
-import { Prisma } from '../prisma/generated/client.ts';
+/**
+ * The demo's sources, as `npm start` sets them up: whatever `examples/sources.yaml` says — one
+ * source per job, the declarative `http` one included — applied the way `durable-fetch sources
+ * apply -f` does (audited, schedules synced), so a newcomer sees the file format working and
+ * changes the demo by editing the file.
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Client } from '@temporalio/client';
+import { type ApplyReport, applySources } from '../client/sources/apply.ts';
+import { fileProblemsError, parseSourcesFile } from '../client/sources/file.ts';
+import { defaultJobs } from './jobs.ts';
 import type { PrismaClient } from './db.ts';
 
 export const DEMO_SOURCE_ID = 'demo';
 /** The second demo source: the exchange-rates job (its own table, journal entries downstream). */
 export const DEMO_FX_SOURCE_ID = 'demo-fx';
+/** The third: the declarative `http` job, reading the demo partner's catalog by configuration only. */
+export const DEMO_CATALOG_SOURCE_ID = 'demo-catalog';
 /** The demo-fx source's credentials reference; `npm start` gives it a local token when unset. */
 export const DEMO_FX_SECRET_REF = 'DF_SECRET_DEMO_FX';
 /**
@@ -11,51 +25,36 @@ export const DEMO_FX_SECRET_REF = 'DF_SECRET_DEMO_FX';
  * gives it a local token when unset.
  */
 export const DEMO_CATALOG_SECRET_REF = 'DF_SECRET_DEMO_CATALOG';
-/** The demo-fx schedule: every day at 02:30 UTC, for the previous day. */
-export const DEMO_FX_SCHEDULE = { cron: '30 2 * * *', dateOffsetDays: -1 };
 
-/** The demo source's schedule: every day at 02:00 UTC, for the previous day (issue #5). */
-export const DEMO_SCHEDULE = { cron: '0 2 * * *', dateOffsetDays: -1 };
-
-/**
- * Registers (or updates) the demo source pointing at the demo partner API; it submits each run's
- * summary to the partner's submissions API. Idempotent; a schedule or submit setting an operator
- * changed is kept.
- */
-export async function ensureDemoSource(prisma: PrismaClient, partnerUrl: string): Promise<void> {
-  const data = { name: 'Demo partner', baseUrl: partnerUrl, timezone: 'UTC', pageSize: 200, enabled: true };
-  await prisma.source.upsert({
-    where: { id: DEMO_SOURCE_ID },
-    // The demo job ends with the non-idempotent downstream step (issue #6).
-    create: { id: DEMO_SOURCE_ID, ...data, schedule: DEMO_SCHEDULE, submitSummary: true },
-    update: { baseUrl: partnerUrl },
-  });
-  // Databases from before schedules existed get the demo schedule too (an operator's stays).
-  await prisma.source.updateMany({
-    where: { id: DEMO_SOURCE_ID, schedule: { equals: Prisma.DbNull } },
-    data: { schedule: DEMO_SCHEDULE },
-  });
-}
+/** The example sources file `npm start` applies. */
+export const DEMO_SOURCES_FILE = fileURLToPath(new URL('../examples/sources.yaml', import.meta.url));
+/** The partner URL the example file names: the demo partner's default address. */
+export const EXAMPLE_PARTNER_URL = 'http://127.0.0.1:4010';
 
 /**
- * Registers (or points at the demo partner again) the `demo-fx` source of the exchange-rates job:
- * pages of 25 rates, a journal entry posted after each run. Idempotent; an operator's changes to
- * its schedule or settings are kept.
+ * Applies the example sources file, its partner URL replaced by where the demo partner runs
+ * (`PARTNER_HOST`/`PARTNER_PORT`). A second start over the same database changes nothing.
+ * @throws UserFacingError INVALID_INPUT for a file with problems (one line each; nothing changed),
+ *   and whatever `sources apply` refuses.
  */
-export async function ensureDemoFxSource(prisma: PrismaClient, partnerUrl: string): Promise<void> {
-  await prisma.source.upsert({
-    where: { id: DEMO_FX_SOURCE_ID },
-    create: {
-      id: DEMO_FX_SOURCE_ID,
-      name: 'Demo partner exchange rates',
-      jobType: 'exchange-rates',
-      baseUrl: partnerUrl,
-      credentialsRef: DEMO_FX_SECRET_REF,
-      timezone: 'UTC',
-      pageSize: 25,
-      schedule: DEMO_FX_SCHEDULE,
-      submitSummary: true,
+export async function applyDemoSources(
+  ctx: { prisma: PrismaClient; temporal: Client; taskQueue: string; maxFutureDays: number },
+  partnerUrl: string,
+): Promise<ApplyReport> {
+  const jobs = defaultJobs();
+  const text = (await readFile(DEMO_SOURCES_FILE, 'utf8')).replaceAll(EXAMPLE_PARTNER_URL, partnerUrl);
+  const name = path.relative(process.cwd(), DEMO_SOURCES_FILE);
+  const read = parseSourcesFile(text, name, { jobs, maxFutureDays: ctx.maxFutureDays });
+  if (!read.ok) throw fileProblemsError(name, read.problems, 'nothing was changed');
+  return applySources(
+    {
+      prisma: ctx.prisma,
+      temporal: () => Promise.resolve(ctx.temporal),
+      taskQueue: ctx.taskQueue,
+      jobs,
+      maxFutureDays: ctx.maxFutureDays,
     },
-    update: { baseUrl: partnerUrl },
-  });
+    read.file,
+    { actor: 'npm-start', reason: `npm start: ${name}` },
+  );
 }

@@ -6,23 +6,21 @@
  * State lives in `.data/`, so a second `npm start` resumes where the first stopped.
  */
 import path from 'node:path';
-import type { Client } from '@temporalio/client';
 import { performance } from 'node:perf_hooks';
 import { startPartner } from '../partner/server.ts';
-import { enqueueFetch, getEnqueuedFetch, type EnqueuedFetchState } from '../client/enqueue-fetch.ts';
 import { syncSchedules } from '../client/schedules.ts';
-import type { fetchRecordsWorkflow } from '../workflows/fetch-records.ts';
-import { duration, failureSummary, workflowUrl } from '../client/format.ts';
+import { duration } from '../client/format.ts';
 import { type Config, EMBEDDED_PG, databaseUrl, loadConfig, partnerUrl } from './config.ts';
-import { createPrisma, type PrismaClient, PUBLISHER_POOL, workerPool } from './db.ts';
+import { createPrisma, PUBLISHER_POOL, workerPool } from './db.ts';
 import {
+  applyDemoSources,
   DEMO_CATALOG_SECRET_REF,
+  DEMO_CATALOG_SOURCE_ID,
   DEMO_FX_SECRET_REF,
   DEMO_FX_SOURCE_ID,
   DEMO_SOURCE_ID,
-  ensureDemoFxSource,
-  ensureDemoSource,
 } from './demo-source.ts';
+import { runDemo } from './demo-runs.ts';
 import { isUserFacingError } from '../runtime/errors.ts';
 import { redactUrl } from '../runtime/redact.ts';
 import { createLogger } from '../runtime/logger.ts';
@@ -135,11 +133,21 @@ async function main(): Promise<void> {
   const slots = config.worker.activitySlots;
   const prisma = createPrisma(url, workerPool(slots, PUBLISHER_POOL.max));
   closers.push({ name: 'prisma', close: () => prisma.$disconnect() });
-  await ensureDemoSource(prisma, partnerUrl(config));
-  await ensureDemoFxSource(prisma, partnerUrl(config));
-
   const client = await connectClient(config);
   closers.push({ name: 'temporal client', close: () => client.connection.close() });
+  const applied = await applyDemoSources(
+    {
+      prisma,
+      temporal: client,
+      taskQueue: config.temporal.taskQueue,
+      maxFutureDays: config.runs.maxFutureDays,
+    },
+    partnerUrl(config),
+  );
+  const touched = applied.changes.filter((c) => c.action !== 'unchanged');
+  say(
+    `demo sources from ${applied.file}: ${touched.map((c) => `${c.action} ${c.id}`).join(', ') || 'all unchanged'}`,
+  );
   const workerProcess = await startWorkerProcess({
     config,
     prisma,
@@ -199,93 +207,17 @@ async function main(): Promise<void> {
 
   // The demo runs start the way applications should start theirs: a start command written in the
   // same transaction as the app's own rows, relayed by the publisher (client/enqueue-fetch.ts).
-  const demo = { prisma, client, config };
+  const demo = { prisma, client, config, say };
   const first = await runDemo(demo, DEMO_SOURCE_ID, true);
   if (first === 'stuck') {
     await running;
     return;
   }
   await runDemo(demo, DEMO_FX_SOURCE_ID, false);
+  await runDemo(demo, DEMO_CATALOG_SOURCE_ID, false);
   say('list runs:  npm run cli -- runs list      start one:  npm run cli -- run demo --date 2026-01-31');
   say('Ctrl-C stops everything; state is kept in .data/');
   await running;
-}
-
-/**
- * Enqueues today's run of `sourceId`, waits for the publisher to relay it and for it to end, and
- * says how it went; 'stuck' when its start command is dead or still pending (the stack stays up:
- * `outbox status` and `outbox dead list` show what holds it).
- */
-async function runDemo(
-  ctx: { prisma: PrismaClient; client: Client; config: Config },
-  sourceId: string,
-  showUi: boolean,
-): Promise<'ended' | 'stuck'> {
-  const { prisma, client, config } = ctx;
-  const enqueued = await prisma.$transaction((tx) =>
-    enqueueFetch(
-      tx,
-      { sourceId, requestedBy: 'npm-start' },
-      {
-        taskQueue: config.temporal.taskQueue,
-        maxFutureDays: config.runs.maxFutureDays,
-        maxInputBytes: config.runs.maxInputBytes,
-      },
-    ),
-  );
-  const relayed = await waitForRelay(prisma, enqueued.commandId, 60_000);
-  if (!relayed || relayed.status === 'dead' || !relayed.runId) {
-    say(
-      relayed
-        ? `the ${sourceId} run's start command is dead: ${relayed.lastError ?? 'see `durable-fetch outbox dead list`'}`
-        : `the ${sourceId} run's start command is still pending after 60 s: see \`durable-fetch outbox status\``,
-    );
-    return 'stuck';
-  }
-  const joined = relayed.existing;
-  const handle = client.workflow.getHandle<typeof fetchRecordsWorkflow>(enqueued.workflowId);
-  // USE_EXISTING: an open run of the key (e.g. left by an earlier `npm start`) is joined, not doubled.
-  say(
-    joined
-      ? `run ${enqueued.workflowId} had already succeeded`
-      : `start of run ${enqueued.workflowId} relayed through the outbox`,
-  );
-  const ui = config.temporal.uiUrl;
-  if (ui && showUi) say(`Temporal Web UI: ${ui}`);
-  if (ui) say(`this run:        ${workflowUrl(ui, config.temporal.namespace, enqueued.workflowId)}`);
-  const result = await handle.result().catch((err: unknown) => {
-    // The stack stays up: the run's failure is there to inspect in the Web UI and with the CLI.
-    say(`the ${sourceId} run failed: ${failureSummary(err)}`);
-    return undefined;
-  });
-  if (result?.status === 'succeeded') {
-    const what = joined ? `${sourceId} run had already succeeded` : `${sourceId} run succeeded`;
-    say(`${what}: ${result.records} records in ${result.pages} pages — ${since()} after start`);
-  } else if (result) {
-    say(
-      `${sourceId} run is a duplicate of ${result.ownerWorkflowId} (${result.existingStatus}) — ${since()} after start`,
-    );
-  }
-  return 'ended';
-}
-
-/**
- * Waits until the publisher has relayed start command `commandId` or given up on it (dead);
- * undefined when it is still pending after `timeoutMs`.
- */
-async function waitForRelay(
-  prisma: Parameters<typeof getEnqueuedFetch>[0],
-  commandId: string,
-  timeoutMs: number,
-): Promise<EnqueuedFetchState | undefined> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    const state = await getEnqueuedFetch(prisma, commandId);
-    if (!state) throw new Error(`start command ${commandId} disappeared`);
-    if (state.status !== 'pending') return state;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return undefined;
 }
 
 main().catch(async (err: unknown) => {
