@@ -26,6 +26,7 @@ const AB_REPEATS = 3;
  */
 const DECLARATIVE_TWIN = {
   request: { path: '/sources/bench-ab/records', query: { date: '{date}' } },
+  auth: { type: 'none' },
   records: { path: 'records' },
   pagination: { type: 'cursor', path: 'nextCursor', param: 'cursor', limitParam: 'limit' },
 };

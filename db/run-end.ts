@@ -36,11 +36,13 @@ export async function lockRunOfToken(
  * {@link lockRunOfToken}'s lock.
  */
 export async function markSucceeded(
-  tx: Pick<PrismaClient, 'fetchRun'>,
+  tx: Pick<PrismaClient, 'fetchRun' | 'runCursor'>,
   fetchRunId: string,
   now: Date,
   workflowRunId: string | undefined,
 ): Promise<void> {
+  // A succeeded run fetches nothing more: its loop memory (one row per partner page) can go.
+  await tx.runCursor.deleteMany({ where: { fetchRunId } });
   await tx.fetchRun.update({
     where: { id: fetchRunId },
     data: {

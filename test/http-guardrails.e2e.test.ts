@@ -119,6 +119,9 @@ describe('declarative source guardrails', () => {
       );
       // Pages 1 and 2 were stored before the loop showed; page 3's records never were.
       assert.equal(await kit.prisma.fetchedRecord.count({ where: { sourceId: id } }), 2 * PAGE);
+      // The failed run keeps its loop memory: a retry resumes at page 3 and meets the loop again.
+      const run = await kit.prisma.fetchRun.findFirstOrThrow({ where: { sourceId: id } });
+      assert.equal(await kit.prisma.runCursor.count({ where: { fetchRunId: run.id } }), 2);
     });
   }
 

@@ -139,4 +139,36 @@ describe('http job paging', () => {
       `${BASE}/items?api_key=s3cret`,
     );
   });
+
+  test('an offset total decides over a short page: a partner capping its pages below the ask is not the end', () => {
+    const ctx = { baseUrl: BASE, what };
+    const offset = { type: 'offset' as const, param: 'offset', limitParam: 'limit', totalPath: 'total' };
+    assert.deepEqual(
+      nextPosition(offset, { at: 0, skip: 0 }, res({ total: 60 }, {}, Array(20).fill({}), 50), ctx),
+      {
+        at: 20,
+        skip: 0,
+      },
+    );
+    assert.equal(
+      nextPosition(offset, { at: 40, skip: 0 }, res({ total: 60 }, {}, Array(20).fill({}), 50), ctx),
+      null,
+    );
+  });
+
+  test('a numeric id past 2^53 is refused (it was rounded when parsed), a safe one is kept', () => {
+    const records = { id: 'n', idSeparator: ':' };
+    assert.equal(recordIdOf({ n: 9007199254740991 }, records), '9007199254740991');
+    assert.throws(
+      () => recordIdOf({ n: 2 ** 60 }, records),
+      (e: Error & { details?: { code: string }[] }) => e.details?.[0]?.code === 'RECORD_ID_NOT_EXACT',
+    );
+  });
+
+  test('stripping the query credential leaves the rest of a (signed) link byte for byte', () => {
+    const auth = { type: 'api_key' as const, in: 'query' as const, name: 'api_key' };
+    const signed = `${BASE}/items?sig=a/b:c~%2F&api_key=s3cret&x=1+2`;
+    assert.equal(withoutQueryCredential(signed, auth), `${BASE}/items?sig=a/b:c~%2F&x=1+2`);
+    assert.equal(withoutQueryCredential(`${BASE}/items?sig=a/b:c~`, auth), `${BASE}/items?sig=a/b:c~`);
+  });
 });

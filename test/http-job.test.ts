@@ -81,6 +81,16 @@ describe('http job config', () => {
     assert.ok(!found.join('\n').includes('sk_live_123'), 'the would-be secret is not echoed');
   });
 
+  test('offset paging that ends on a short page must know the partner page size', () => {
+    assert.deepEqual(problems({ request: { path: '/o' }, pagination: { type: 'offset' } }), [
+      "pagination.limit: offset paging without totalPath needs limit (the partner's page size), or a short page could end the run early",
+    ]);
+    assert.deepEqual(
+      problems({ request: { path: '/o' }, pagination: { type: 'offset', totalPath: 'total' } }),
+      [],
+    );
+  });
+
   test('a cursor sent by the request itself needs {cursor} somewhere', () => {
     assert.deepEqual(
       problems({ request: { path: '/s' }, pagination: { type: 'cursor', path: 'next', param: null } }),
@@ -180,7 +190,7 @@ describe('http job requests', () => {
       [page.url.searchParams.get('page'), page.url.searchParams.get('per_page'), page.asked],
       ['3', '30', 30],
     );
-    const offset = buildRequest(ctxFor(cfg({ type: 'offset' })), { at: null, skip: 0 });
+    const offset = buildRequest(ctxFor(cfg({ type: 'offset', totalPath: 'total' })), { at: null, skip: 0 });
     assert.deepEqual(
       [offset.url.searchParams.get('offset'), offset.url.searchParams.get('limit')],
       ['0', '50'],
@@ -205,5 +215,25 @@ describe('http job requests', () => {
       { at: 'k', skip: 0 },
     );
     assert.deepEqual(r.body, { date: '2026-03-29', size: 50, after: 'k' });
+  });
+
+  test('a stored next link is checked again before it is followed, and auth without any secret is refused', () => {
+    const link = ctxFor({ request: { path: '/i' }, pagination: { type: 'next_url', path: 'next' } });
+    assert.throws(
+      () => buildRequest(link, { at: 'https://elsewhere.example/api/i?p=2', skip: 0 }),
+      (e: Error & { details?: { code: string }[] }) => e.details?.[0]?.code === 'OFF_ORIGIN_NEXT_URL',
+    );
+    assert.throws(
+      () => buildRequest(ctxFor({ request: { path: '/i' } }, { token: undefined }), { at: null, skip: 0 }),
+      (e: Error & { type?: string }) => e.type === 'PermissionDenied',
+    );
+    const open = buildRequest(
+      ctxFor({ request: { path: '/i' }, auth: { type: 'none' } }, { token: undefined }),
+      {
+        at: null,
+        skip: 0,
+      },
+    );
+    assert.equal(open.headers.authorization, undefined);
   });
 });

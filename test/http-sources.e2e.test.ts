@@ -88,6 +88,11 @@ async function assertEveryRecordOnce(date: string): Promise<void> {
       where: { sourceId, businessDate: new Date(`${date}T00:00:00Z`) },
     });
     assert.deepEqual([run.status, run.recordsStored, run.pagesStored], ['succeeded', RECORDS, 2], style);
+    assert.equal(
+      await kit.prisma.runCursor.count({ where: { fetchRunId: run.id } }),
+      0,
+      'a succeeded run forgets its cursors',
+    );
     const rows = await kit.prisma.fetchedRecord.findMany({
       where: { sourceId, businessDate: new Date(`${date}T00:00:00Z`) },
       select: { externalId: true },

@@ -20,6 +20,7 @@ const EXPECTED_TABLES = [
   'idempotency_record',
   'outbox_event',
   'queue_sample',
+  'run_cursor',
   'source',
 ];
 

@@ -42,6 +42,12 @@ describe('sources apply: prune, defaults, the example', { timeout: 300_000 }, ()
     const removed = () => t.db.prisma.source.count({ where: { removedAt: { not: null } } });
     assert.equal(await removed(), 0, 'a dry run removes nothing');
 
+    // A file emptied by mistake must not prune everything.
+    const empty = await apply(await tempFile('empty.yaml', 'sources: []\n'), '--prune');
+    assert.equal(empty.code, 1, detail(empty));
+    assert.match(empty.stderr, /lists no sources: --prune would remove every source; nothing was changed/);
+    assert.equal(await removed(), 0);
+
     const pruned = await apply(keep, '--prune');
     assert.equal(pruned.code, 1, detail(pruned));
     assert.deepEqual(lines(pruned.stdout).map(cells), [

@@ -7,18 +7,9 @@ import type { Logger } from '../runtime/logger.ts';
 import { defaultJobs } from './jobs.ts';
 import { createMetrics, type Metrics } from '../runtime/metrics.ts';
 
-/**
- * Credentials references must name a variable of the secrets namespace: a source row can then
- * never send, say, DATABASE_URL or TEMPORAL_API_KEY to its partner as a bearer token.
- */
-export const SECRET_REF_PREFIX = 'DF_SECRET_';
-
-/** The shape of a credentials reference: the name of a `DF_SECRET_*` variable, never a secret. */
-export const SECRET_REF_RE = /^DF_SECRET_[A-Z0-9_]+$/;
-
-export function isSecretRef(ref: string): boolean {
-  return SECRET_REF_RE.test(ref);
-}
+// The shape of credentials references lives in runtime/ (jobs check it too); re-exported here.
+export { isSecretRef, SECRET_REF_PREFIX, SECRET_REF_RE } from '../runtime/secret-refs.ts';
+import { isSecretRef } from '../runtime/secret-refs.ts';
 
 /**
  * The production wiring of activity dependencies from configuration. Secrets are looked up in

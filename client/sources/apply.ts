@@ -109,7 +109,8 @@ async function restoreSchedules(
  * schedules of those before committing. Sources already as the file says are left alone, so a
  * second apply writes nothing. A pruned source with open runs or unsettled actions is `refused`
  * in the report while the rest applies. With `dryRun`, only the plan: nothing is written or called.
- * @throws UserFacingError INVALID_INPUT (the file changes a job type or reuses a removed id;
+ * @throws UserFacingError INVALID_INPUT (the file changes a job type or reuses a removed id, or
+ *   lists no sources with `prune`;
  *   nothing is changed), SOURCE_EXISTS (added meanwhile by someone else), INVALID_SCHEDULE
  *   (Temporal refused a schedule; nothing is changed).
  */
@@ -121,6 +122,13 @@ export async function applySources(
   const actor = checkActor(options.actor);
   const reason = checkReason(options.reason ?? `sources apply -f ${file.file}`);
   const prune = options.prune === true;
+  if (prune && file.sources.length === 0) {
+    // Almost surely a file emptied by mistake: pruning against it would remove every source.
+    throw new UserFacingError(
+      `${file.file} lists no sources: --prune would remove every source; nothing was changed`,
+      'INVALID_INPUT',
+    );
+  }
   if (options.dryRun) {
     const plan = await planSources(ctx.prisma, file, { prune, lock: false });
     if (plan.problems.length > 0) throw fileProblemsError(file.file, plan.problems, 'nothing would change');

@@ -5,15 +5,14 @@
  * with configuration only". The JSON Schema of sources files is generated from this.
  */
 import { z } from 'zod';
+import { SECRET_REF_RE } from '../../runtime/secret-refs.ts';
 import { templateProblems, templateStrings } from './template.ts';
 
 /** A `DF_SECRET_*` reference: the name of the environment variable holding a secret, never the secret. */
 const secretRef = z
   .string()
-  .regex(
-    /^DF_SECRET_[A-Z0-9_]{1,100}$/,
-    'expected a DF_SECRET_* reference (the secret stays in the environment)',
-  )
+  .regex(SECRET_REF_RE, 'expected a DF_SECRET_* reference (the secret stays in the environment)')
+  .max(110)
   .describe('name of the DF_SECRET_* environment variable holding the secret');
 
 /** A dotted path into a JSON body: `data`, `meta.next_cursor`, `items.0.id`. */
@@ -178,6 +177,16 @@ export const httpJobConfigSchema = z
     limits: limitsSchema,
   })
   .superRefine((config, ctx) => {
+    const pg = config.pagination;
+    if (pg.type === 'offset' && pg.totalPath === undefined && pg.limit === undefined) {
+      // A short page ends the run: asking for more than the partner serves would end it early.
+      ctx.addIssue({
+        code: 'custom',
+        message:
+          "offset paging without totalPath needs limit (the partner's page size), or a short page could end the run early",
+        path: ['pagination', 'limit'],
+      });
+    }
     // Placeholders are checked now, so that a typo fails `sources add`, not the first run.
     const { path, query, headers, body } = config.request;
     const templates: [string, string[]][] = [

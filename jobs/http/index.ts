@@ -26,6 +26,14 @@ export function recordIdOf(record: unknown, records: HttpJobConfig['records']): 
     const value = at(record, path);
     if (!(typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value)))) return '';
     if (value === '') return '';
+    if (typeof value === 'number' && Number.isInteger(value) && !Number.isSafeInteger(value)) {
+      // JSON numbers past 2^53 were rounded when parsed: two records could share an id and merge.
+      throw failure(
+        'InvalidResponse',
+        'RECORD_ID_NOT_EXACT',
+        `a numeric record id beyond 2^53 at ${path}: not exact once parsed (ask the partner for string ids)`,
+      );
+    }
     parts.push(String(value));
   }
   return parts.join(records.idSeparator);
@@ -39,7 +47,20 @@ export function recordIdOf(record: unknown, records: HttpJobConfig['records']): 
 export function withoutQueryCredential(link: string, auth: HttpJobConfig['auth']): string {
   if (auth.type !== 'api_key' || auth.in !== 'query') return link;
   const url = new URL(link);
-  url.searchParams.delete(auth.name);
+  if (!url.searchParams.has(auth.name)) return link;
+  // Pair by pair, the rest left as the partner wrote it (a signed link must stay byte for byte).
+  const keyOf = (pair: string) => {
+    try {
+      return decodeURIComponent((pair.split('=')[0] ?? '').replace(/\+/g, ' '));
+    } catch {
+      return pair;
+    }
+  };
+  const kept = url.search
+    .slice(1)
+    .split('&')
+    .filter((pair) => keyOf(pair) !== auth.name);
+  url.search = kept.length > 0 ? `?${kept.join('&')}` : '';
   return url.href;
 }
 

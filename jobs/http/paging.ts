@@ -141,14 +141,15 @@ export function nextPosition(
     case 'offset': {
       const offset = typeof here.at === 'number' ? here.at : 0;
       const reached = offset + res.records.length;
-      if (res.records.length === 0 || res.records.length < res.asked) return null;
+      if (res.records.length === 0) return null;
       if (pagination.totalPath !== undefined) {
+        // The partner's count decides: a page shorter than asked may only be the partner's own cap.
         const total = at(res.body, pagination.totalPath);
         if (typeof total !== 'number' || !Number.isInteger(total))
           throw shape(`${pagination.totalPath} is not a count`);
-        if (reached >= total) return null;
+        return reached >= total ? null : { at: reached, skip: 0 };
       }
-      return { at: reached, skip: 0 };
+      return res.records.length < res.asked ? null : { at: reached, skip: 0 };
     }
   }
 }

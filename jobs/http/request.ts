@@ -5,7 +5,7 @@
  */
 import { failure, type FetchContext } from '../../activities/job-api/index.ts';
 import type { Auth, HttpJobConfig } from './config.ts';
-import type { Position } from './paging.ts';
+import { type Position, sameOriginUrl } from './paging.ts';
 import { render, renderJson, type TemplateValues } from './template.ts';
 
 export interface BuiltRequest {
@@ -46,7 +46,14 @@ function applyAuth(
 ): void {
   if (auth.type === 'none') return;
   const secret = credential(auth, ctx);
-  if (secret === undefined) return;
+  if (secret === undefined) {
+    // Sending no credential where the config asks for one would only fail later, as a 401.
+    throw failure(
+      'PermissionDenied',
+      'CREDENTIALS_MISSING',
+      `source '${ctx.source.id}': auth ${auth.type} needs a secret (auth.secret or --credentials-ref); use auth type none for a public API`,
+    );
+  }
   if (auth.type === 'bearer') headers.authorization = `Bearer ${secret}`;
   else if (auth.type === 'basic') {
     headers.authorization = `Basic ${Buffer.from(`${auth.username}:${secret}`).toString('base64')}`;
@@ -79,8 +86,17 @@ export function buildRequest(ctx: FetchContext<HttpJobConfig>, position: Positio
   const followsLink = (p.type === 'next_url' || p.type === 'link_header') && typeof position.at === 'string';
   let url: URL;
   if (followsLink) {
-    // The partner's link carries its own query; only the credential is added (same origin, checked).
-    url = new URL(position.at as string);
+    // The partner's link carries its own query; only the credential is added. Checked again here,
+    // not only when it came: the source's base URL, its pagination or the run's cursor may have
+    // changed since, and the credential must never follow a link to another host.
+    url = new URL(
+      sameOriginUrl(
+        position.at as string,
+        new URL(ctx.source.baseUrl),
+        ctx.source.baseUrl,
+        `partner ${ctx.source.id} (http)`,
+      ),
+    );
   } else {
     const path = render(config.request.path, values, encodeURIComponent).replace(/^\/+/, '');
     url = new URL(path, withSlash(ctx.source.baseUrl));

@@ -1,5 +1,5 @@
 -- The cursors each run has reached, by digest, so that a partner whose pagination comes back to a
--- cursor it gave before (A -> B -> A) is caught over the whole run. Deleted with their run.
+-- cursor it gave before (A -> B -> A) is caught over the whole run. Deleted once the run succeeds.
 
 -- CreateTable
 CREATE TABLE "run_cursor" (
