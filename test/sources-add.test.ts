@@ -45,7 +45,7 @@ describe('sources add', { timeout: 300_000 }, () => {
       /^ {2}--credentials-ref: expected the NAME of a DF_SECRET_\* variable/,
       /^ {2}--timezone: expected an IANA timezone/,
       /^ {2}--submit-max-processing: expected milliseconds 0\.\.86400000$/,
-      /^ {2}--job: unknown job type 'nope' \(known: exchange-rates, fetch-records\)$/,
+      /^ {2}--job: unknown job type 'nope' \(known: exchange-rates, fetch-records, http\)$/,
       /^ {2}--downstream: expected a name/,
       /^ {2}--schedule: dateOffsetDays 3 would fetch future dates \(the future-date policy allows at most 0\)$/,
       /^ {2}--config: the value is not valid JSON: /,

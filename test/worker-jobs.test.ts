@@ -34,7 +34,7 @@ describe('worker jobs', () => {
     });
     try {
       await worker.waitFor(
-        /worker polling task queue '[^']+' with jobs exchange-rates, fetch-records/,
+        /worker polling task queue '[^']+' with jobs exchange-rates, fetch-records, http/,
         60_000,
       );
       const lines = worker.output().split('\n');
@@ -42,7 +42,7 @@ describe('worker jobs', () => {
       assert.equal(orphans.length, 1, worker.output());
       assert.match(
         orphans[0] ?? '',
-        /source 'wj-orphan' runs job 'acme-orders', which this worker does not register \(it runs: exchange-rates, fetch-records\)/,
+        /source 'wj-orphan' runs job 'acme-orders', which this worker does not register \(it runs: exchange-rates, fetch-records, http\)/,
       );
       assert.equal(await worker.stop('SIGINT', 30_000), 0, worker.output());
     } finally {
