@@ -1,4 +1,4 @@
-// The replay gate (STYLE 12; R9 "on deploy"; docs/versioning.md): runs stay open across deploys,
+// The replay gate (R9 "on deploy"; docs/versioning.md): runs stay open across deploys,
 // so new workflow code must replay every history today's code recorded (test/histories/, written
 // by scripts/record-histories.ts) without a determinism error. Pure replay: no Temporal server,
 // no database; the workflow code, interceptors and sinks are the real worker's.

@@ -1,7 +1,8 @@
 /**
- * Recorded workflow histories (the replay gate, STYLE 12, R9 "on deploy"): their file format, their
- * folder, and the fixtures that must be there, each with a check that it shows what it was recorded
- * for. scripts/record-histories.ts writes them; test/workflow-replay.test.ts replays them.
+ * Recorded workflow histories (the replay gate: runs stay open across deploys, so new workflow
+ * code must replay old histories; R9 "on deploy"): their file format, their folder, and the
+ * fixtures that must be there, each with a check that it shows what it was recorded for.
+ * scripts/record-histories.ts writes them; test/workflow-replay.test.ts replays them.
  *
  * Be very careful: a fixture is evidence of what workflow code that ran in production-like
  * conditions did. Never re-record one to make a change pass; add new fixtures instead.
