@@ -1,3 +1,4 @@
+import type { ApplicationFailure } from '@temporalio/activity';
 import { findSource } from '../db/sources.ts';
 import type { PrismaClient, Source } from '../prisma/generated/client.ts';
 import { failure } from './errors.ts';
@@ -40,12 +41,15 @@ export async function loadEnabledSource(
 export function bearerToken(source: Source, secret: (ref: string) => string | undefined): string | undefined {
   if (!source.credentialsRef) return undefined;
   const token = secret(source.credentialsRef);
-  if (token === undefined) {
-    throw failure(
-      'PermissionDenied',
-      'CREDENTIALS_MISSING',
-      `credentials reference ${source.credentialsRef} of source '${source.id}' is not set (or not a DF_SECRET_* variable)`,
-    );
-  }
+  if (token === undefined) throw credentialsMissing(source.credentialsRef, source.id);
   return token;
+}
+
+/** The failure for a credentials reference that resolves to nothing (it names the reference only). */
+export function credentialsMissing(ref: string, sourceId: string): ApplicationFailure {
+  return failure(
+    'PermissionDenied',
+    'CREDENTIALS_MISSING',
+    `credentials reference ${ref} of source '${sourceId}' is not set (or not a DF_SECRET_* variable)`,
+  );
 }

@@ -3,7 +3,7 @@
  * templates and the paging position; the headers; the JSON body of a POST; and the credential,
  * resolved from its `DF_SECRET_*` reference at call time (R2) and put only where `auth` says.
  */
-import { failure, type FetchContext } from '../../activities/job-api/index.ts';
+import { credentialsMissing, failure, type FetchContext } from '../../activities/job-api/index.ts';
 import type { Auth, HttpJobConfig } from './config.ts';
 import { type Position, sameOriginUrl } from './paging.ts';
 import { render, renderJson, type TemplateValues } from './template.ts';
@@ -28,13 +28,7 @@ function credential(
 ): string | undefined {
   if (auth.secret === undefined) return ctx.token;
   const value = ctx.secret(auth.secret);
-  if (value === undefined) {
-    throw failure(
-      'PermissionDenied',
-      'CREDENTIALS_MISSING',
-      `credentials reference ${auth.secret} of source '${ctx.source.id}' is not set (or not a DF_SECRET_* variable)`,
-    );
-  }
+  if (value === undefined) throw credentialsMissing(auth.secret, ctx.source.id);
   return value;
 }
 

@@ -7,6 +7,7 @@
  *   timezone, as ISO timestamps (UTC); `{dayStartEpoch}`, `{dayEndEpoch}`: the same in epoch seconds;
  * - `{sourceId}`; `{cursor}`, `{page}`, `{offset}`, `{limit}`: where the request is in the paging.
  */
+import { startOfDayIn } from '../../workflows/business-date.ts';
 
 export interface TemplateValues {
   date: string;
@@ -49,29 +50,9 @@ export function templateProblems(text: string): string[] {
   return problems;
 }
 
-/** Milliseconds `timeZone` is ahead of UTC at instant `ms`. */
-function offsetMs(ms: number, timeZone: string): number {
-  const parts = new Intl.DateTimeFormat('en-US', {
-    timeZone,
-    hourCycle: 'h23',
-    year: 'numeric',
-    month: '2-digit',
-    day: '2-digit',
-    hour: '2-digit',
-    minute: '2-digit',
-    second: '2-digit',
-  }).formatToParts(new Date(ms));
-  const n = (type: string) => Number(parts.find((p) => p.type === type)?.value);
-  const local = Date.UTC(n('year'), n('month') - 1, n('day'), n('hour'), n('minute'), n('second'));
-  return local - Math.floor(ms / 1000) * 1000;
-}
-
-/** The UTC instant (ms) local midnight of `date` is in `timeZone`. */
+/** The UTC instant (ms) the business day `date` starts at in `timeZone`. */
 export function startOfDay(date: string, timeZone: string): number {
-  const midnightUtc = Date.parse(`${date}T00:00:00Z`);
-  // Twice: the offset at the first guess may differ from the one at the answer (a DST change).
-  const guess = midnightUtc - offsetMs(midnightUtc, timeZone);
-  return midnightUtc - offsetMs(guess, timeZone);
+  return startOfDayIn(date, timeZone).getTime();
 }
 
 function nextDate(date: string): string {
