@@ -1,5 +1,7 @@
+// The demo partner's catalog auth over real HTTP: each auth kind takes its own credential form, and
+// wrong or missing ones are refused and recorded by form (never by value); bad requests answer 400.
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, it } from 'node:test';
+import { beforeEach, describe, it } from 'node:test';
 import { type PartnerServer, startPartner } from '../partner/server.ts';
 import {
   authorize,
@@ -7,21 +9,18 @@ import {
   CATALOG_TOKEN,
   catalogGet as get,
   type Credential,
+  useCatalogPartner,
   walkCatalog,
 } from './helpers/catalog-client.ts';
 
 const DATE = '2026-11-20';
 
 void describe('partner: catalog auth and bad requests', () => {
+  const server = useCatalogPartner({ catalogRecordCount: (date) => (date === DATE ? 103 : 0) });
   let partner: PartnerServer;
-  before(async () => {
-    partner = await startPartner({ port: 0, catalogRecordCount: (date) => (date === DATE ? 103 : 0) });
-  });
   beforeEach(() => {
-    partner.faults.clear();
-    partner.ledger.clear();
+    partner = server();
   });
-  after(() => partner.close());
 
   void it('each auth kind takes its own credential; wrong or missing ones are refused (401) and recorded by form', async () => {
     const accepted: Credential[] = [

@@ -1,3 +1,5 @@
+// The demo partner's catalog faults over real HTTP: the rate-limit reset header (epoch or seconds),
+// next links moved to another origin, run-wide loops per style, and the read faults every route has.
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import type { FaultSpec } from '../partner/faults.ts';

@@ -1,22 +1,27 @@
+// The demo partner's catalog API over real HTTP: every pagination style walked to the end yields each
+// id of the date exactly once, and each style's shape and parameters are as documented.
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, it } from 'node:test';
+import { beforeEach, describe, it } from 'node:test';
 import { CATALOG_STYLES } from '../partner/catalog.ts';
 import type { PartnerRecord } from '../partner/records.ts';
 import { type PartnerServer, startPartner } from '../partner/server.ts';
-import { adminIds, BEARER, catalogGet as get, parseLinks, walkCatalog } from './helpers/catalog-client.ts';
+import {
+  adminIds,
+  BEARER,
+  catalogGet as get,
+  parseLinks,
+  useCatalogPartner,
+  walkCatalog,
+} from './helpers/catalog-client.ts';
 
 const DATE = '2026-11-20';
 
 void describe('partner: catalog', () => {
+  const server = useCatalogPartner({ catalogRecordCount: (date) => (date === DATE ? 103 : 0) });
   let partner: PartnerServer;
-  before(async () => {
-    partner = await startPartner({ port: 0, catalogRecordCount: (date) => (date === DATE ? 103 : 0) });
-  });
   beforeEach(() => {
-    partner.faults.clear();
-    partner.ledger.clear();
+    partner = server();
   });
-  after(() => partner.close());
 
   void it('every style walked to the end yields each id of /_admin/catalog exactly once, one request per page', async () => {
     const ids = await adminIds(partner, DATE);

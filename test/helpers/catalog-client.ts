@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import type { CatalogAuth } from '../../partner/auth.ts';
 import type { CatalogStyle } from '../../partner/catalog.ts';
 import type { PartnerRecord } from '../../partner/records.ts';
-import type { PartnerServer } from '../../partner/server.ts';
+import { after, before, beforeEach } from 'node:test';
+import { type PartnerOptions, type PartnerServer, startPartner } from '../../partner/server.ts';
 
 /** The partner's default catalog token. */
 export const CATALOG_TOKEN = 'demo-catalog-token';
@@ -172,4 +173,24 @@ function nextOf(
     case 'none':
       return undefined;
   }
+}
+
+/**
+ * A demo partner for one test file (started before its tests, its faults and ledger cleared before
+ * each, closed after): `partner()` is the running server.
+ */
+export function useCatalogPartner(options: PartnerOptions): () => PartnerServer {
+  let partner: PartnerServer | undefined;
+  before(async () => {
+    partner = await startPartner({ port: 0, ...options });
+  });
+  beforeEach(() => {
+    partner?.faults.clear();
+    partner?.ledger.clear();
+  });
+  after(() => partner?.close());
+  return () => {
+    if (!partner) throw new Error('the catalog partner is not started yet');
+    return partner;
+  };
 }
