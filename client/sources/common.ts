@@ -3,8 +3,10 @@
  * the row lock every change takes before it reads what it changes.
  */
 import type { Client } from '@temporalio/client';
-import type { PrismaClient, Source } from '../../prisma/generated/client.ts';
+import { lockSource } from '../../db/sources.ts';
+import type { Prisma, PrismaClient, Source } from '../../prisma/generated/client.ts';
 import { UserFacingError } from '../../runtime/errors.ts';
+import { isSourceId } from '../../workflows/business-key.ts';
 import { checkText } from '../audit.ts';
 import { MAX_NOTE_LENGTH } from '../compensations.ts';
 
@@ -32,6 +34,29 @@ export async function notFound(ctx: PrismaCtx, id: string): Promise<UserFacingEr
 }
 
 export { lockSource } from '../../db/sources.ts';
+
+/**
+ * Runs `change` in a transaction on the live source `id`, its row locked first (every change of a
+ * source reads what it changes under the lock), and returns what `change` returns.
+ * @throws UserFacingError NOT_FOUND (no such source), SOURCE_REMOVED (removed: ids are never
+ *   reused, and a removed source is never changed); nothing is changed then.
+ */
+export async function changeLiveSource<T>(
+  ctx: PrismaCtx,
+  id: string,
+  change: (tx: Prisma.TransactionClient, current: Source) => Promise<T>,
+): Promise<T> {
+  if (!isSourceId(id)) throw await notFound(ctx, id);
+  const outcome = await ctx.prisma.$transaction(async (tx) => {
+    const current = await lockSource(tx, id);
+    if (!current) return { kind: 'missing' as const };
+    if (current.removedAt) return { kind: 'removed' as const, current };
+    return { kind: 'changed' as const, value: await change(tx, current) };
+  });
+  if (outcome.kind === 'missing') throw await notFound(ctx, id);
+  if (outcome.kind === 'removed') throw removedError(outcome.current);
+  return outcome.value;
+}
 
 /** Runs of the source in status `running`. Read-only. */
 export async function countRunning(ctx: PrismaCtx, sourceId: string): Promise<number> {

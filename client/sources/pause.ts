@@ -13,17 +13,14 @@ import { ScheduleNotFoundError, WorkflowNotFoundError } from '@temporalio/client
 import type { Source } from '../../prisma/generated/client.ts';
 import { recordAudit } from '../../db/audit.ts';
 import { errorMessage, UserFacingError } from '../../runtime/errors.ts';
-import { isSourceId } from '../../workflows/business-key.ts';
 import { SOURCE_RESUMED_SIGNAL } from '../../workflows/types.ts';
 import { checkActor } from '../audit.ts';
 import { scheduleIdFor } from '../schedule-spec.ts';
 import {
   checkReason,
   countRunning,
-  lockSource,
-  notFound,
+  changeLiveSource,
   oneLine,
-  removedError,
   SOURCE_TARGET,
   type TemporalCtx,
 } from './common.ts';
@@ -61,12 +58,8 @@ export async function pauseSource(
 ): Promise<PausedSource> {
   const reason = checkReason(options.reason);
   const actor = checkActor(options.actor);
-  if (!isSourceId(id)) throw await notFound(ctx, id);
   const scheduleId = scheduleIdFor(ctx.taskQueue, id);
-  const outcome = await ctx.prisma.$transaction(async (tx) => {
-    const current = await lockSource(tx, id);
-    if (!current) return { kind: 'missing' as const };
-    if (current.removedAt) return { kind: 'removed' as const, current };
+  const outcome = await changeLiveSource(ctx, id, async (tx, current) => {
     if (current.pausedAt) return { kind: 'paused' as const, current };
     const pausedAt = new Date();
     const n = await tx.source.updateMany({
@@ -84,8 +77,6 @@ export async function pauseSource(
     });
     return { kind: 'done' as const, source: await tx.source.findUniqueOrThrow({ where: { id } }) };
   });
-  if (outcome.kind === 'missing') throw await notFound(ctx, id);
-  if (outcome.kind === 'removed') throw removedError(outcome.current);
   if (outcome.kind === 'paused') {
     throw new UserFacingError(`source '${id}' is already ${pauseText(outcome.current)}`, 'ALREADY_PAUSED');
   }
@@ -141,12 +132,8 @@ export async function resumeSource(
 ): Promise<ResumedSource> {
   const actor = checkActor(options.actor);
   const reason = options.reason === undefined ? null : checkReason(options.reason);
-  if (!isSourceId(id)) throw await notFound(ctx, id);
   const scheduleId = scheduleIdFor(ctx.taskQueue, id);
-  const outcome = await ctx.prisma.$transaction(async (tx) => {
-    const current = await lockSource(tx, id);
-    if (!current) return { kind: 'missing' as const };
-    if (current.removedAt) return { kind: 'removed' as const, current };
+  const outcome = await changeLiveSource(ctx, id, async (tx, current) => {
     const { pausedAt, pausedBy, pausedReason } = current;
     if (!pausedAt) return { kind: 'not-paused' as const };
     const n = await tx.source.updateMany({
@@ -168,8 +155,6 @@ export async function resumeSource(
       was: { pausedAt, pausedBy, pausedReason },
     };
   });
-  if (outcome.kind === 'missing') throw await notFound(ctx, id);
-  if (outcome.kind === 'removed') throw removedError(outcome.current);
   if (outcome.kind === 'not-paused') throw new UserFacingError(`source '${id}' is not paused`, 'NOT_PAUSED');
 
   let scheduleResumed = false;

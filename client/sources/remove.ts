@@ -9,20 +9,11 @@ import { recordAudit } from '../../db/audit.ts';
 import { NOT_FINAL_STATES } from '../../db/ledger.ts';
 import type { Prisma, Source } from '../../prisma/generated/client.ts';
 import { errorMessage, UserFacingError } from '../../runtime/errors.ts';
-import { isSourceId } from '../../workflows/business-key.ts';
 import { checkActor } from '../audit.ts';
 import { OPEN_RUN_STATUSES } from '../runs.ts';
 import { scheduleIdFor } from '../schedule-spec.ts';
 import { syncSourceSchedule } from '../schedules.ts';
-import {
-  checkReason,
-  lockSource,
-  notFound,
-  oneLine,
-  removedError,
-  SOURCE_TARGET,
-  type TemporalCtx,
-} from './common.ts';
+import { checkReason, changeLiveSource, oneLine, SOURCE_TARGET, type TemporalCtx } from './common.ts';
 
 export interface RemoveOptions {
   /** Who. */
@@ -126,18 +117,12 @@ export async function removeSource(
 ): Promise<RemovedSource> {
   const reason = checkReason(options.reason);
   const actor = checkActor(options.actor);
-  if (!isSourceId(id)) throw await notFound(ctx, id);
   const scheduleId = scheduleIdFor(ctx.taskQueue, id);
-  const outcome = await ctx.prisma.$transaction(async (tx) => {
-    const current = await lockSource(tx, id);
-    if (!current) return { kind: 'missing' as const };
-    if (current.removedAt) return { kind: 'removed' as const, current };
+  const outcome = await changeLiveSource(ctx, id, async (tx, current) => {
     const busy = await busyOf(tx, id);
     if (busy.openRuns > 0 || busy.unsettled > 0) return { kind: 'busy' as const, busy };
     return { kind: 'done' as const, source: await markRemoved(tx, current, { actor, reason, scheduleId }) };
   });
-  if (outcome.kind === 'missing') throw await notFound(ctx, id);
-  if (outcome.kind === 'removed') throw removedError(outcome.current);
   if (outcome.kind === 'busy') throw new UserFacingError(busyMessage(id, outcome.busy), 'SOURCE_BUSY');
   let scheduleDeleted: boolean;
   try {

@@ -7,7 +7,14 @@ import { defaultJobs } from '../../worker/jobs.ts';
 import { isSourceId } from '../../workflows/business-key.ts';
 import { checkActor } from '../audit.ts';
 import { sourceScheduleSchema } from '../schedule-spec.ts';
-import { checkReason, lockSource, notFound, type PrismaCtx, removedError, SOURCE_TARGET } from './common.ts';
+import {
+  changeLiveSource,
+  checkReason,
+  notFound,
+  type PrismaCtx,
+  removedError,
+  SOURCE_TARGET,
+} from './common.ts';
 import {
   canonicalJson,
   checkFields,
@@ -138,17 +145,10 @@ export async function updateSource(
     throw new UserFacingError(`invalid update of source '${id}': ${problems.join('; ')}`, 'INVALID_INPUT');
   }
   const wanted: SourceChanges = { ...checked.fields, ...(config === undefined ? {} : { config }) };
-  const outcome = await ctx.prisma.$transaction(async (tx) => {
-    const current = await lockSource(tx, id);
-    if (!current) return undefined;
-    if (current.removedAt) return { kind: 'removed' as const, current };
+  const { source, changed, before, after } = await changeLiveSource(ctx, id, async (tx, current) => {
     const diff = diffSource<SourceField>(current, wanted);
-    if (diff.changed.length === 0) return { kind: 'done' as const, source: current, ...diff };
-    const source = await writeSourceUpdate(tx, id, diff, { actor, reason });
-    return { kind: 'done' as const, source, ...diff };
+    if (diff.changed.length === 0) return { source: current, ...diff };
+    return { source: await writeSourceUpdate(tx, id, diff, { actor, reason }), ...diff };
   });
-  if (!outcome) throw await notFound(ctx, id);
-  if (outcome.kind === 'removed') throw removedError(outcome.current);
-  const { source, changed, before, after } = outcome;
   return { source, changed, before, after };
 }
