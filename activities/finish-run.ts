@@ -1,7 +1,7 @@
 /**
  * `finishRun`: records how a run ended when it did not succeed — cancelled, or failed for good
  * with its error type and a dead letter (R1, R11). Fenced by the lease token like every write of a
- * run. The statement is shared with the stuck-run sweep (client/stuck-runs.ts), which settles
+ * run. The statement is shared with the stuck-run sweep (client/stuck-runs/sweep.ts), which settles
  * rows whose workflow closed without recording its end: one statement, one set of invariants.
  */
 import { endRun } from '../db/run-end.ts';

@@ -2,7 +2,7 @@
  * How a run's workflow really ended, read from Temporal: the latest execution of its workflow id,
  * and for a closed one only its close event (never the whole history). Then what that means for
  * the run's row — the DESIGN error type, safe code and redacted message `finishRun` records — as a
- * pure function. Used by the stuck-run sweep (client/stuck-runs.ts).
+ * pure function. Used by the stuck-run sweep (client/stuck-runs/find.ts).
  */
 import { MAX_KEPT_MESSAGE } from '../db/limits.ts';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
