@@ -1,0 +1,75 @@
+/**
+ * What every workflow history scenario (scripts/history-scenarios.ts) is made of: the types a
+ * scenario takes and returns, the recording's business date and wait budget, and the steps the
+ * scenarios share (create a source, run a fetch to its end, wait for the partner's faults).
+ */
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import { type DurableFetchContext, startFetch } from '../client/start-fetch.ts';
+import type { PartnerServer } from '../partner/server.ts';
+import type { Prisma } from '../prisma/generated/client.ts';
+import { createSource } from '../test/helpers/deps.ts';
+import { PLANTED_SECRET_REF } from '../test/helpers/history-fixtures.ts';
+
+/** One workflow execution to record (continued executions are followed from it). */
+export interface Execution {
+  /** Fixture name without `.json`; a continued run's executions get `-1`, `-2`, … */
+  name: string;
+  workflowId: string;
+  runId: string;
+}
+
+export interface ScenarioContext {
+  ctx: DurableFetchContext;
+  client: Client;
+  partner: PartnerServer;
+}
+
+export interface Scenario {
+  name: string;
+  run(s: ScenarioContext): Promise<Execution[]>;
+}
+
+/** The business date of every recorded run unless a scenario needs a second one. */
+export const DATE = '2026-06-01';
+/** How long a scenario waits for one thing it expects (a held request, a status) before failing. */
+export const WAIT_MS = 60_000;
+
+/** Creates source `id`, served by the demo partner: pages of 10, the planted credential by reference. */
+export async function source(
+  s: ScenarioContext,
+  id: string,
+  extra: Omit<Prisma.SourceUncheckedCreateInput, 'id' | 'name' | 'baseUrl'> = {},
+) {
+  // The credential by reference, as in production: the recording proves it never reaches history.
+  await createSource(s.ctx.prisma, id, s.partner.url, {
+    pageSize: 10,
+    credentialsRef: PLANTED_SECRET_REF,
+    ...extra,
+  });
+}
+
+/** The run id of the latest execution of `workflowId`. */
+export const runIdOf = async (client: Client, workflowId: string) =>
+  (await client.workflow.getHandle(workflowId).describe()).runId;
+
+/** True once the partner has taken (used up) every fault on `match`. */
+export const faultsTaken =
+  (s: ScenarioContext, match: (f: { sourceId?: string; reference?: string }) => boolean) => () =>
+    !s.partner.faults.list().some(match);
+
+/** Waits until the workflow of `handle` closes, whatever its outcome. */
+export async function settled(handle: WorkflowHandle): Promise<void> {
+  await handle.result().catch(() => undefined);
+}
+
+/** Starts a fetch of `sourceId` for `date`, waits until it closes, and names it `name`. */
+export async function fetchOf(
+  s: ScenarioContext,
+  sourceId: string,
+  name: string,
+  date = DATE,
+): Promise<Execution> {
+  const started = await startFetch(s.ctx, { sourceId, date, requestedBy: 'test' });
+  await settled(started.handle);
+  return { name, workflowId: started.workflowId, runId: started.runId };
+}

@@ -1,0 +1,140 @@
+/**
+ * History scenarios that record a run together with the workflows it leads to: a compensation
+ * (after a failed or a cancelled confirm), a dead-letter replay and the run it restarts, and a
+ * schedule's start with the fetch it runs as a child.
+ */
+import { startReplay } from '../client/replay.ts';
+import { scheduleIdFor, syncSchedules } from '../client/schedules.ts';
+import { startFetch } from '../client/start-fetch.ts';
+import { waitFor } from '../test/helpers/outbox.ts';
+import { compensationWorkflowIdFor, FETCH_RECORDS } from '../workflows/business-key.ts';
+import { replayWorkflowId } from '../workflows/replay-api.ts';
+import type { ScheduledFetchResult } from '../workflows/scheduled-fetch.ts';
+import {
+  DATE,
+  type Execution,
+  faultsTaken,
+  fetchOf,
+  runIdOf,
+  type Scenario,
+  type ScenarioContext,
+  settled,
+  source,
+  WAIT_MS,
+} from './history-scenario-steps.ts';
+
+/** A run whose confirm fails (or hangs and is cancelled): the run's and its compensation's executions. */
+async function compensated(s: ScenarioContext, how: 'failed' | 'cancelled'): Promise<Execution[]> {
+  const sourceId = `hist-comp-${how}`;
+  await source(s, sourceId, { submitSummary: true, submitMaxProcessingMs: 2_000 });
+  const reference = `${FETCH_RECORDS}:${sourceId}:${DATE}:submit-summary:r1`;
+  const fault =
+    how === 'failed'
+      ? { kind: 'status' as const, status: 422, times: 5 }
+      : { kind: 'delay' as const, delayMs: 60_000 };
+  s.partner.faults.add({ route: 'submissions', action: 'confirm', reference, ...fault });
+  const started = await startFetch(s.ctx, { sourceId, date: DATE, requestedBy: 'test' });
+  if (how === 'cancelled') {
+    await waitFor(
+      faultsTaken(s, (f) => f.reference === reference),
+      'the partner holds the confirm',
+      WAIT_MS,
+    );
+    await started.handle.cancel();
+  }
+  await settled(started.handle);
+  const compensationId = compensationWorkflowIdFor(
+    { jobType: FETCH_RECORDS, sourceId, businessDate: DATE },
+    1,
+  );
+  await settled(s.client.workflow.getHandle(compensationId));
+  return [
+    { name: `compensation-${how}-fetch-records`, workflowId: started.workflowId, runId: started.runId },
+    {
+      name: `compensation-${how}-compensate-run`,
+      workflowId: compensationId,
+      runId: await runIdOf(s.client, compensationId),
+    },
+  ];
+}
+
+export const compensationFailed: Scenario = {
+  name: 'compensation-failed',
+  run: (s) => compensated(s, 'failed'),
+};
+
+export const compensationCancelled: Scenario = {
+  name: 'compensation-cancelled',
+  run: (s) => compensated(s, 'cancelled'),
+};
+
+export const deadLetterReplay: Scenario = {
+  name: 'dead-letter-replay',
+  async run(s) {
+    const sourceId = 'hist-dlq';
+    await source(s, sourceId, { retryPolicy: 'partnerHttpQuick' });
+    const dates = [DATE, '2026-06-02'];
+    s.partner.faults.add({ sourceId, kind: 'status', status: 422, times: dates.length });
+    const failed = await Promise.all(
+      dates.map((date) => fetchOf(s, sourceId, 'dlq-fetch-records-dead-lettered', date)),
+    );
+    const replay = await startReplay(
+      { prisma: s.ctx.prisma, temporal: s.client, taskQueue: s.ctx.taskQueue },
+      { filter: { sourceId }, ratePerSecond: 5, actor: 'record-histories' },
+    );
+    const replayHandle = s.client.workflow.getHandle(replayWorkflowId(replay.replayId));
+    await replayHandle.result();
+    const first = failed[0] as Execution;
+    return [
+      first,
+      {
+        name: 'dlq-replay-dead-letters',
+        workflowId: replay.workflowId,
+        runId: await runIdOf(s.client, replay.workflowId),
+      },
+      {
+        name: 'dlq-fetch-records-replayed',
+        workflowId: first.workflowId,
+        runId: await runIdOf(s.client, first.workflowId),
+      },
+    ];
+  },
+};
+
+export const scheduled: Scenario = {
+  name: 'scheduled',
+  async run(s) {
+    const sourceId = 'hist-sched';
+    // A cron that never comes due while recording: only the trigger starts it.
+    await source(s, sourceId, { schedule: { cron: '0 2 1 1 *' } });
+    await syncSchedules(s.ctx);
+    const schedule = s.client.schedule.getHandle(scheduleIdFor(s.ctx.taskQueue, sourceId));
+    try {
+      await schedule.trigger();
+      let action: { workflowId: string; firstExecutionRunId: string } | undefined;
+      await waitFor(
+        async () => {
+          action = (await schedule.describe()).info.recentActions[0]?.action.workflow;
+          return action !== undefined;
+        },
+        'the triggered start',
+        WAIT_MS,
+      );
+      const trigger = action as { workflowId: string; firstExecutionRunId: string };
+      const handle = s.client.workflow.getHandle(trigger.workflowId, trigger.firstExecutionRunId);
+      const result = (await handle.result()) as ScheduledFetchResult;
+      if (result.outcome !== 'ran')
+        throw new Error(`the trigger ${result.outcome}, it did not run the child`);
+      return [
+        { name: 'scheduled-fetch', workflowId: trigger.workflowId, runId: trigger.firstExecutionRunId },
+        {
+          name: 'scheduled-fetch-records',
+          workflowId: result.workflowId,
+          runId: await runIdOf(s.client, result.workflowId),
+        },
+      ];
+    } finally {
+      await schedule.delete();
+    }
+  },
+};
