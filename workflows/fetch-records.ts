@@ -10,36 +10,22 @@ import {
   isCancellation,
   log,
   CancelledFailure,
-  condition,
-  defineSignal,
   patched,
   proxyActivities,
-  setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { FetchActivities } from '../activities/index.ts';
 import { outlastingDatabaseOutages } from './database-outage.ts';
 import { setStatus } from './outcome.ts';
+import { listenForResume, waitWhilePaused } from './pause-wait.ts';
 import { type PartnerPresetName, RETRY_PRESETS } from './retry-presets.ts';
 import { finish } from './run-end.ts';
 import { submitSummary } from './submit-summary.ts';
-import {
-  type FetchRecordsInput,
-  type FetchRecordsResult,
-  type ResumeState,
-  SOURCE_RESUMED_SIGNAL,
-} from './types.ts';
+import type { FetchRecordsInput, FetchRecordsResult, ResumeState } from './types.ts';
 
-/**
- * How often a run paused at a page boundary asks whether its source was resumed (a signal is
- * prompter). Each check renews the run's lease: keep DURABLE_FETCH_LEASE_TTL_MS well above it.
- */
-export const PAUSE_CHECK_INTERVAL = '1 minute';
-const sourceResumed = defineSignal(SOURCE_RESUMED_SIGNAL);
-
-const db = proxyActivities<
-  Pick<FetchActivities, 'claimRun' | 'storePage' | 'completeRun' | 'checkSourcePause'>
->(RETRY_PRESETS.database);
+const db = proxyActivities<Pick<FetchActivities, 'claimRun' | 'storePage' | 'completeRun'>>(
+  RETRY_PRESETS.database,
+);
 /** One proxy per partner preset: a source picks its preset by name (`Source.retryPolicy`). */
 const partnerProxy = (name: PartnerPresetName) =>
   proxyActivities<Pick<FetchActivities, 'fetchPage'>>(RETRY_PRESETS[name]);
@@ -57,9 +43,7 @@ export const DEFAULT_PAGES_PER_EXECUTION = 50;
  */
 export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<FetchRecordsResult> {
   const info = workflowInfo();
-  setHandler(sourceResumed, () => {
-    resumeSignalled = true;
-  });
+  listenForResume();
   let state: ResumeState;
   let pausedAtStart: boolean;
   if (input.resume) {
@@ -217,37 +201,4 @@ async function fetchAndStore(
   setStatus('succeeded');
   log.info('run succeeded', { pages: done.pages, records: done.records });
   return { status: 'succeeded', fetchRunId: state.fetchRunId, pages: done.pages, records: done.records };
-}
-
-// Per execution: Temporal gives every workflow execution its own module globals.
-let resumeSignalled = false;
-
-/**
- * Waits, durably, while an operator has the source paused: at a page boundary, with
- * nothing in flight. Goes on when `sources resume` signals, or a periodic check (which also keeps
- * the run's lease) finds the pause lifted. A cancel ends the wait, and the run, as `cancelled`.
- */
-async function waitWhilePaused(input: FetchRecordsInput, state: ResumeState): Promise<void> {
-  const fence = { fetchRunId: state.fetchRunId, leaseToken: state.leaseToken, sourceId: input.sourceId };
-  // Reset before each check, never after: a resume signalled while a check is in flight is kept.
-  resumeSignalled = false;
-  const checkPause = () => outlastingDatabaseOutages('checkSourcePause', () => db.checkSourcePause(fence));
-  let check = await checkPause();
-  if (!check.paused) return;
-  setStatus('paused');
-  log.info('source paused: waiting at a page boundary', { pagesStored: state.pagesStored });
-  while (check.paused) {
-    if (workflowInfo().continueAsNewSuggested) {
-      // A long pause must not outgrow the history: go on waiting in a fresh execution.
-      await continueAsNew<typeof fetchRecordsWorkflow>({
-        ...input,
-        resume: { ...state, waitingForResume: true },
-      });
-    }
-    await condition(() => resumeSignalled, PAUSE_CHECK_INTERVAL);
-    resumeSignalled = false;
-    check = await checkPause();
-  }
-  setStatus('running');
-  log.info('source resumed: going on', { pagesStored: state.pagesStored });
 }
