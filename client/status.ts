@@ -16,6 +16,7 @@ import {
 } from '../worker/health.ts';
 import { type JobStatus, readJobStatus } from './status-jobs.ts';
 import { findStuckRuns, type StuckRun } from './stuck-runs.ts';
+import { type OrphanedActions, readOrphanedActions } from '../db/orphaned-actions.ts';
 
 export type { JobStatus };
 
@@ -53,6 +54,11 @@ export interface Status {
    * and those whose workflow could not be looked up.
    */
   stuck: { runs: StuckRun[]; unchecked: number };
+  /**
+   * Downstream actions that still need settling while their run has no live owner (a terminated
+   * workflow's, a compensation that never ran): their count, and the first of their runs.
+   */
+  orphans: OrphanedActions;
   /** One row per job type (only the narrowed one with `jobType`). */
   jobs: JobStatus[];
   sources: SourceStatus[];
@@ -97,6 +103,7 @@ export async function readStatus(
      WHERE (started_at >= ${since} OR finished_at >= ${since}) AND (${only}::text IS NULL OR job_type = ${only})`;
   const database = await databaseHealth(ctx.prisma);
   const stuck = await findStuckRuns(ctx, { maxRuns: MAX_STUCK_CHECKED });
+  const orphans = await readOrphanedActions(ctx.prisma);
   const sourceRows = await ctx.prisma.$queryRaw<
     {
       id: string;
@@ -156,6 +163,11 @@ export async function readStatus(
       `${stuck.unchecked.length} runs past their lease could not be looked up in Temporal: ${stuck.unchecked[0]?.error ?? ''}`,
     );
   }
+  if (orphans.count > 0) {
+    problems.push(
+      `${orphans.count} downstream ${orphans.count === 1 ? 'action' : 'actions'} unsettled with no live run (durable-fetch reconcile --stuck)`,
+    );
+  }
   if (database.outboxDead > 0) problems.push(`${database.outboxDead} dead outbox events (outbox dead list)`);
   if (database.outboxOldestPendingAgeSeconds > 60) {
     problems.push(
@@ -181,6 +193,7 @@ export async function readStatus(
     },
     database,
     stuck: { runs: stuck.stuck, unchecked: stuck.unchecked.length },
+    orphans,
     jobs,
     sources,
   };

@@ -8,6 +8,7 @@
 import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { NON_RETRYABLE_ERROR_TYPES, RETRYABLE_ERROR_TYPES } from '../workflows/error-types.ts';
+import { orphanMetrics } from './metrics-orphans.ts';
 
 /** Buckets of run durations, seconds: a page takes well under a second, a big run minutes. */
 const RUN_DURATION_BUCKETS = [0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
@@ -153,6 +154,7 @@ export function createMetrics() {
       labelNames: ['source'] as const,
       registers: r,
     }),
+    ...orphanMetrics(r),
   };
 }
 

@@ -176,6 +176,7 @@ void describe('alerts', () => {
         'DurableFetchStrayEffects',
         'DurableFetchDownstreamFailing',
         'DurableFetchRunsStuck',
+        'DurableFetchOrphanedActions',
       ],
     );
   });

@@ -6,6 +6,7 @@
  */
 import type { Client } from '@temporalio/client';
 import { databaseHealth, deleteOldQueueSamples, insertQueueSamples } from '../db/health.ts';
+import { readOrphanedActions } from '../db/orphaned-actions.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { Logger } from '../runtime/logger.ts';
 import type { Metrics } from '../runtime/metrics.ts';
@@ -160,6 +161,7 @@ export function startSampler(options: {
     metrics.deadLettersOpen.set(db.deadLettersOpen);
     metrics.compensationsNeedsManual.set(db.compensationsNeedsManual);
     metrics.downstreamStraysUnsettled.set(db.straysUnsettled);
+    metrics.orphanedActions.set((await readOrphanedActions(prisma, { limit: 1 })).count);
     if (ticks++ % 100 === 0) {
       await deleteOldQueueSamples(prisma);
     }

@@ -1,4 +1,5 @@
 import { type Command, InvalidArgumentError } from 'commander';
+import { ORPHAN_QUIET_SECONDS } from '../../db/orphaned-actions.ts';
 import { UserFacingError } from '../../runtime/errors.ts';
 import type { CliContext } from '../cli-context.ts';
 import { table } from '../format.ts';
@@ -13,9 +14,13 @@ plus one taken now; with less than half a window of history it says so.
 A stuck run is one still 'running' whose lease has run out while the latest execution of its
 workflow is closed or gone: listed, and a problem, until a worker's sweep or
 durable-fetch reconcile --stuck settles it.
+An orphaned action is a downstream action (ledger row) that still needs settling — attempting,
+unknown, compensating, or confirmed for a run that did not succeed — while its run has no live
+owner: the row says running with its lease run out (a terminated workflow), or the run ended and
+nothing has touched the action for ${ORPHAN_QUIET_SECONDS / 60} minutes (no compensation at work). Any is a problem.
 --job <type> narrows the run counts, the job and source tables and the open dead letters (also as
-a problem for --check) to one job type; queues, outbox, compensations, strays and stuck runs are
-shared by every job and always shown whole.`;
+a problem for --check) to one job type; queues, outbox, compensations, strays, stuck runs and
+orphaned actions are shared by every job and always shown whole.`;
 
 function parseWindow(value: string): number {
   const m = /^(\d{1,5})(s|m|h)$/.exec(value);
@@ -59,6 +64,7 @@ function print(s: Status): void {
   console.log(
     `dead letters open${of}: ${lettersOpen}; compensations needing a human: ${d.compensationsNeedsManual}; strays not yet voided: ${d.straysUnsettled}`,
   );
+  console.log(`downstream actions unsettled with no live run: ${s.orphans.count}`);
   if (s.jobs.length > 0) {
     console.log('');
     console.log(
@@ -97,6 +103,20 @@ function print(s: Status): void {
           found: r.settlement.reason,
         })),
         ['stuck run', 'id', 'workflow', 'found'],
+      ),
+    );
+  }
+  if (s.orphans.runs.length > 0) {
+    console.log('');
+    console.log(
+      table(
+        s.orphans.runs.map((r) => ({
+          'orphaned actions of': `${r.sourceId}/${r.businessDate}`,
+          id: r.fetchRunId,
+          'run status': r.status,
+          actions: `${r.actions} (${r.states.join(', ')})`,
+        })),
+        ['orphaned actions of', 'id', 'run status', 'actions'],
       ),
     );
   }
