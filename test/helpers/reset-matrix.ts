@@ -251,7 +251,9 @@ export function recordCell(
       `  ${m.deadLetters.join(', ') || '-'}`,
     ].join(' '),
   );
-  assert.equal(m.extraRows, 0, 'each partner record stored once');
+  // A run that did not succeed may have stored only some of the records, never one twice.
+  if (m.status === 'succeeded') assert.equal(m.extraRows, 0, 'each partner record stored once');
+  else assert.ok(m.extraRows <= 0, 'no partner record stored twice');
   assert.equal(m.extraEvents, 0, 'no duplicate outbox event');
   assert.ok(m.maxPerReference <= 1, 'at most one submission per reference');
   assert.ok(m.live <= 1, 'never two live submissions');
