@@ -2,6 +2,7 @@
  * `completeRun`: marks the run succeeded and writes its `fetch.run_completed` outbox event in one
  * transaction, fenced by the lease token (R1, R5).
  */
+import { supersedeOpenLetters } from '../db/dead-letter-close.ts';
 import { lockRunOfToken, markSucceeded } from '../db/run-end.ts';
 import { idempotencyKeyFor, jobTypeOf } from '../workflows/business-key.ts';
 import type { CompleteRunInput, CompleteRunResult } from '../workflows/types.ts';
@@ -11,6 +12,7 @@ import { currentRunId, leaseLost } from './lease.ts';
 import { eventIdFor, insertRunEvent, RUN_COMPLETED_TOPIC } from './outbox.ts';
 
 /**
+ * The run's open dead letters become `superseded` in the same transaction (with audit entries).
  * Idempotent: a repeat by the same lease holder (the first call committed but its answer was
  * lost) finds the run already succeeded under its token and returns the same event id without
  * writing again.
@@ -33,7 +35,13 @@ export function createCompleteRun(deps: ActivityDeps) {
       const result = { eventId, pages: run.pages_stored, records: run.records_stored };
       if (run.status === 'succeeded') return result;
       // The execution that completed it (a reset to a later workflow task kept the token).
-      await markSucceeded(tx, input.fetchRunId, now, currentRunId());
+      const workflowRunId = currentRunId();
+      await markSucceeded(tx, input.fetchRunId, now, workflowRunId);
+      // The key's earlier failures need no handling any more (e.g. it was reset after a fix).
+      const superseded = await supersedeOpenLetters(tx, { fetchRunId: input.fetchRunId, workflowRunId });
+      if (superseded.length > 0) {
+        deps.log.info({ fetchRunId: input.fetchRunId, deadLetterIds: superseded }, 'dead letters superseded');
+      }
       await insertRunEvent(tx, {
         topic: RUN_COMPLETED_TOPIC,
         stepKey: key,

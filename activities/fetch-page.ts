@@ -14,6 +14,7 @@ import {
   type StagedPage,
   startPageCursors,
 } from '../db/staging.ts';
+import { findStoredPageOfClaim } from '../db/stored-page.ts';
 import { jobTypeOf, pageKeyFor } from '../workflows/business-key.ts';
 import type { FetchPageInput, FetchPageResult } from '../workflows/types.ts';
 import type { PageFence } from '../db/fence.ts';
@@ -38,9 +39,11 @@ export interface FetchProgress {
  * `fetch-records:<source>:<date>:page:<n>` (the `Idempotency-Key` of every partner call too).
  * Repeat-safe: a read at the partner, and conditional appends to the staged page, so that a retry
  * continues from the staged cursor and two concurrent attempts never duplicate records (R1, R9).
- * Returns only the count and the next cursor.
+ * Returns only the count and the next cursor. A page this claim stored already (an execution
+ * reset to an earlier point of its history asks again) is returned as stored, fetching nothing.
  * @throws ApplicationFailure NotFound/PermissionDenied (source gone, disabled or missing
- *   credentials), LeaseLost (another owner holds the run, or the page is stored already),
+ *   credentials), LeaseLost (another owner holds the run, or another attempt stored the page
+ *   while this one fetched it),
  *   InvalidResponse (a page off the partner contract: its shape, more records than asked for, a
  *   cursor too long or not advancing, `CURSOR_LOOP` for a cursor the run reached before, an empty
  *   page with a cursor, a body over the byte cap), and
@@ -59,6 +62,13 @@ export function createFetchPage(deps: ActivityDeps) {
     const what = `partner ${source.id} (job ${job.type}) page`;
 
     const key = pageKeyFor({ ...input, jobType: jobTypeOf(input) }, input.pageNo);
+    // Stored already under this lease (the execution was reset to before the page was stored):
+    // this claim's own page, given back as stored; the partner is not asked again.
+    const stored = await findStoredPageOfClaim(prisma, key, fence);
+    if (stored) {
+      ctx.log.info('page stored already by this claim', { pageNo: input.pageNo });
+      return stored;
+    }
     let staged = await loadStagedPage(prisma, key);
     if (staged && staged.startCursor !== input.cursor) {
       // Staged by a run that started this page elsewhere (partner data changed since): start over.

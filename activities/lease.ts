@@ -3,9 +3,10 @@
  * run checks the token; long work renews the expiry. Times come from the database's clock.
  */
 import { Context } from '@temporalio/activity';
-import { renewLease as renewLeaseRow } from '../db/fetch-run.ts';
+import { renewLease as renewLeaseRow, statusUnderToken } from '../db/fetch-run.ts';
 import type { Fence } from '../db/fence.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
+import { RUN_ENDED } from '../workflows/error-types.ts';
 import { failure } from './errors.ts';
 
 /**
@@ -13,14 +14,25 @@ import { failure } from './errors.ts';
  * activity's workflow execution as the one that holds the run now: a reset of a workflow to a
  * later workflow task goes on with the same token in a new execution, which must be the one the
  * row (and a later dead letter) names.
- * @throws ApplicationFailure LeaseLost when another owner holds the run, or it is no longer running.
+ * @throws ApplicationFailure LeaseLost: `RUN_ENDED` when the run ended under this very token (an
+ *   execution reset to an earlier point of its history than the run's end), else `LEASE_LOST`
+ *   (another owner holds the run).
  */
 export async function renewLease(
-  db: Pick<PrismaClient, '$executeRaw'>,
+  db: Pick<PrismaClient, '$executeRaw' | '$queryRaw'>,
   fence: Fence,
   ttlMs: number,
 ): Promise<void> {
-  if (!(await renewLeaseRow(db, fence, ttlMs, currentRunId()))) throw leaseLost(fence);
+  if (await renewLeaseRow(db, fence, ttlMs, currentRunId())) return;
+  const status = await statusUnderToken(db, fence);
+  if (status !== undefined && status !== 'running') {
+    throw failure(
+      'LeaseLost',
+      RUN_ENDED,
+      `run ${fence.fetchRunId} already ended (${status}) under this claim: this execution started from an earlier point of its history`,
+    );
+  }
+  throw leaseLost(fence);
 }
 
 export function leaseLost(fence: Fence) {

@@ -2,7 +2,7 @@
  * The replay workflow's activities (issue #7, R8 "replay at a limited rate", R11): pick the open
  * dead letters a replay restarts, record each restart, and count what the replay created.
  */
-import { recordAudit } from '../db/audit.ts';
+import { DEAD_LETTER_TARGET, recordAudit } from '../db/audit.ts';
 import {
   closeReplayedLetter,
   countWrittenSince,
@@ -61,7 +61,7 @@ export function createReplayActivities(deps: ActivityDeps) {
         await recordAudit(tx, {
           actor: input.actor,
           action: 'dead_letter.replay',
-          targetType: 'dead_letter',
+          targetType: DEAD_LETTER_TARGET,
           targetId: input.deadLetterId,
           reason: `replay ${input.replayId}`,
           details: {

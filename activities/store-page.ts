@@ -17,6 +17,9 @@ import { byRecordId, inJob, jobOf } from './job-runtime.ts';
 import { insertJobEvents } from './outbox.ts';
 import { loadSource } from './sources.ts';
 
+/** What a page's idempotency record keeps as its result (plus the page's next cursor). */
+type StoredResult = Omit<StorePageResult, 'replayed' | 'sourcePaused'>;
+
 /** Bounded inside the database preset's 10 s start-to-close timeout. */
 const TRANSACTION_OPTIONS = { maxWait: 2_000, timeout: 8_000 };
 
@@ -54,8 +57,10 @@ export function createStorePage(deps: ActivityDeps) {
           );
         }
         if (staged) await dropStagedPage(tx, key);
+        // The record's next cursor is for fetchPage (db/stored-page.ts), not part of the result.
+        const { nextCursor: _, ...result } = prior.result as StoredResult & { nextCursor?: unknown };
         return {
-          ...(prior.result as Omit<StorePageResult, 'replayed' | 'sourcePaused'>),
+          ...result,
           replayed: true,
           sourcePaused: await sourcePaused(tx, input.sourceId),
         };
@@ -90,7 +95,8 @@ export function createStorePage(deps: ActivityDeps) {
       await insertIdempotencyRecord(tx, {
         key,
         fingerprint: fingerprint(staged.records),
-        result,
+        // With the partner's next cursor: a reset execution asking for this page again gets it back.
+        result: { ...result, nextCursor: input.nextCursor },
         createdAt: now,
         expiresAt: new Date(now.getTime() + deps.idempotencyRetentionMs),
       });

@@ -5,6 +5,9 @@
  */
 import type { Prisma, PrismaClient } from '../prisma/generated/client.ts';
 
+/** `target_type` of the audit entries about a dead letter. */
+export const DEAD_LETTER_TARGET = 'dead_letter';
+
 /** An audit entry as written. */
 export interface AuditRecord {
   /** A person (`--by`, or the OS user) or a process, e.g. `system:sweep`. */

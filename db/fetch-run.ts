@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Prisma, type PrismaClient } from '../prisma/generated/client.ts';
-import { type Fence, heldBy } from './fence.ts';
+import { type Fence, heldBy, tokenOf } from './fence.ts';
 
 /** The business key of a run, with its date as the `date` column takes it (`dateColumn`). */
 export interface RunKey {
@@ -120,6 +120,20 @@ export async function renewLease(
                          workflow_run_id = COALESCE(${workflowRunId ?? null}, workflow_run_id)
      WHERE ${heldBy(fence)}`;
   return renewed === 1;
+}
+
+/**
+ * The status of the run while it carries `fence`'s token, whatever the status; undefined when
+ * another claim's token is on it. Read-only: tells a run that ended under this claim from one
+ * another claim holds.
+ */
+export async function statusUnderToken(
+  db: Pick<PrismaClient, '$queryRaw'>,
+  fence: Fence,
+): Promise<string | undefined> {
+  const [row] = await db.$queryRaw<{ status: string }[]>`
+    SELECT status::text AS status FROM fetch_run WHERE ${tokenOf(fence)}`;
+  return row?.status;
 }
 
 /**

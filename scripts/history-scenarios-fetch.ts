@@ -1,16 +1,20 @@
 /**
  * History scenarios that each record one fetch-records run: a plain run, one that submits a
- * summary, one retried through partner errors, one paused and resumed, one continued as new, and
- * one cancelled mid-page.
+ * summary, one retried through partner errors, one paused and resumed, one continued as new, one
+ * cancelled mid-page, and runs that ended then were reset (Web UI Reset) to the first workflow task
+ * of their last continued-as-new execution.
  */
 import { pauseSource, resumeSource } from '../client/sources.ts';
+import { randomUUID } from 'node:crypto';
 import { launchFetch, prepareFetch, SEARCH_KEYS, startFetch } from '../client/start-fetch.ts';
 import { waitFor } from '../test/helpers/outbox.ts';
 import {
   DATE,
   faultsTaken,
   fetchOf,
+  runIdOf,
   type Scenario,
+  type ScenarioContext,
   settled,
   source,
   WAIT_MS,
@@ -107,5 +111,63 @@ export const cancelled: Scenario = {
     await started.handle.cancel();
     await settled(started.handle);
     return [{ name: 'fetch-records-cancelled', workflowId: started.workflowId, runId: started.runId }];
+  },
+};
+
+/** Starts a run of `sourceId` with one page per execution and waits until it closes. */
+async function pagePerExecution(s: ScenarioContext, sourceId: string) {
+  const prepared = await prepareFetch(s.ctx, { sourceId, date: DATE, requestedBy: 'test' });
+  const started = await launchFetch(s.ctx, {
+    ...prepared,
+    input: { ...prepared.input, pagesPerExecution: 1 },
+  });
+  await settled(started.handle);
+  return started.workflowId;
+}
+
+/**
+ * What the Web UI's Reset does (ResetWorkflowExecution) to the first workflow task of the latest
+ * execution; waits for the execution it starts to close and returns its run id.
+ */
+async function resetLatestToFirstTask(s: ScenarioContext, workflowId: string): Promise<string> {
+  const runId = await runIdOf(s.client, workflowId);
+  const history = await s.client.workflow.getHandle(workflowId, runId).fetchHistory();
+  const firstTask = (history.events ?? []).find((e) => e.workflowTaskCompletedEventAttributes);
+  if (!firstTask?.eventId) throw new Error(`${workflowId}: no completed workflow task`);
+  const { runId: resetRunId } = await s.client.workflowService.resetWorkflowExecution({
+    namespace: s.client.options.namespace,
+    workflowExecution: { workflowId, runId },
+    reason: 'recording histories',
+    workflowTaskFinishEventId: firstTask.eventId,
+    requestId: randomUUID(),
+  });
+  if (!resetRunId) throw new Error(`${workflowId}: the reset started no execution`);
+  await settled(s.client.workflow.getHandle(workflowId, resetRunId));
+  return resetRunId;
+}
+
+export const resetEnded: Scenario = {
+  name: 'reset-ended',
+  async run(s) {
+    // Dead-lettered on its second page (one 422), then reset after the cause is gone: the reset
+    // execution finds the run ended under its claim, claims it anew and finishes it.
+    await source(s, 'hist-reset-failed');
+    s.partner.faults.add({ sourceId: 'hist-reset-failed', kind: 'status', status: 422, afterRequests: 1 });
+    const failed = await pagePerExecution(s, 'hist-reset-failed');
+    // Succeeded, then reset: the reset execution claims anew and reports the stored success.
+    await source(s, 'hist-reset-done');
+    const done = await pagePerExecution(s, 'hist-reset-done');
+    return [
+      {
+        name: 'fetch-records-reset-dead-lettered',
+        workflowId: failed,
+        runId: await resetLatestToFirstTask(s, failed),
+      },
+      {
+        name: 'fetch-records-reset-succeeded',
+        workflowId: done,
+        runId: await resetLatestToFirstTask(s, done),
+      },
+    ];
   },
 };

@@ -133,7 +133,7 @@ describe('dlq cli: help', { concurrency: true }, () => {
     const group = await runCli(['dlq', '--help'], noConfig);
     assert.equal(group.code, 0, detail(group));
     assert.match(group.stdout, /^Usage: durable-fetch dlq \[options\] \[command\]/);
-    assert.match(group.stdout, /Statuses: open, retried, discarded/);
+    assert.match(group.stdout, /Statuses: open,\s+retried, discarded, superseded/);
     for (const command of ['list', 'show', 'retry', 'discard']) {
       assert.match(group.stdout, new RegExp(`^\\s+${command} \\[options\\].*\\S`, 'm'));
       const help = await runCli(['dlq', command, '--help'], noConfig);
@@ -324,7 +324,7 @@ describe('dlq cli: dead letters of failed runs', { timeout: 300_000 }, () => {
     assertOneLineError(await runCli(['dlq', 'list', '--since', '2026-02-30'], env), /invalid --since/);
     assertOneLineError(
       await runCli(['dlq', 'list', '--status', 'stuck'], env),
-      /invalid --status 'stuck': expected one of open, retried, discarded, all/,
+      /invalid --status 'stuck': expected one of open, retried, discarded, superseded, all/,
     );
     assertOneLineError(await runCli(['dlq', 'list', '--limit', '0'], env), /expected an integer 1\.\.1000/);
   });

@@ -7,6 +7,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import type { HttpClient } from '../activities/http.ts';
 import { createActivities } from '../activities/index.ts';
 import { MAX_CURSOR_LENGTH } from '../activities/job-runtime.ts';
+import type { FetchPageResult } from '../workflows/types.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';
 
@@ -121,5 +122,55 @@ void describe('fetch-page', () => {
     assert.equal(failureCode(await fetchWith('fp-lease', http, stale)), 'LeaseLost/LEASE_LOST');
     assert.equal(http.calls, 0);
     assert.equal(await stagedPages('fp-lease'), 0);
+  });
+});
+
+void describe('fetch-page: a page this claim stored already', () => {
+  void it('asked again (an execution reset to before its store) is given back as stored, without calling the partner; a stale lease still gets LeaseLost', async () => {
+    const sourceId = 'fp-stored';
+    const pages = [
+      { records: [{ id: 'a1' }, { id: 'a2' }], nextCursor: 'c-2' },
+      { records: [{ id: 'b1' }], nextCursor: null },
+    ];
+    const http = stubHttp(undefined);
+    http.getJson = () => Promise.resolve(pages[http.calls++]);
+    await createSource(db.prisma, sourceId, 'http://127.0.0.1:9');
+    const acts = createActivities(testDeps(db.prisma, { http }));
+    const claim = await acts.claimRun({
+      sourceId,
+      businessDate: DATE,
+      workflowId: `fetch/fetch-records/${sourceId}/${DATE}`,
+      workflowRunId: 'r1',
+      correlationId: 'c',
+      requestedBy: 'test',
+      scheduledAt: `${DATE}T00:00:00Z`,
+    });
+    assert.ok(claim.outcome === 'claimed');
+    const run = { fetchRunId: claim.fetchRunId, leaseToken: claim.leaseToken, sourceId, businessDate: DATE };
+    const env = new MockActivityEnvironment();
+    const fetchAt = (
+      pageNo: number,
+      cursor: string | null,
+      leaseToken = claim.leaseToken,
+    ): Promise<FetchPageResult> =>
+      env.run(acts.fetchPage, { ...run, leaseToken, pageNo, cursor, pageSize: 2 });
+    for (const [pageNo, cursor] of [
+      [0, null],
+      [1, 'c-2'],
+    ] as const) {
+      const page = await fetchAt(pageNo, cursor);
+      await acts.storePage({ ...run, pageNo, ...page });
+    }
+    assert.equal(http.calls, 2);
+
+    assert.deepEqual(await fetchAt(0, null), { recordCount: 2, nextCursor: 'c-2' });
+    assert.deepEqual(await fetchAt(1, 'c-2'), { recordCount: 1, nextCursor: null });
+    assert.equal(http.calls, 2, 'the partner is not asked again');
+    const again = await acts.storePage({ ...run, pageNo: 0, recordCount: 2, nextCursor: 'c-2' });
+    assert.deepEqual([again.replayed, again.recordCount, 'nextCursor' in again], [true, 2, false]);
+    assert.equal(await db.prisma.fetchedRecord.count({ where: { sourceId } }), 3);
+
+    const stale = '00000000-0000-4000-8000-000000000002';
+    assert.equal(failureCode(await fetchAt(0, null, stale).catch((e: unknown) => e)), 'LeaseLost/LEASE_LOST');
   });
 });

@@ -35,3 +35,11 @@ export type ErrorType = RetryableErrorType | NonRetryableErrorType;
 export function isRetryableErrorType(type: string): type is RetryableErrorType {
   return (RETRYABLE_ERROR_TYPES as readonly string[]).includes(type);
 }
+
+/**
+ * The code of a `LeaseLost` whose run ended under the caller's own lease token: the execution was
+ * started from an earlier point of its history than the run's end (a Web UI Reset of a
+ * continued-as-new execution, or to a workflow task before the end). The workflow claims the run
+ * anew, as a first execution would (workflows/fetch-records.ts).
+ */
+export const RUN_ENDED = 'RUN_ENDED';

@@ -16,7 +16,8 @@ import {
 } from '@temporalio/workflow';
 import type { FetchActivities } from '../activities/index.ts';
 import { outlastingDatabaseOutages } from './database-outage.ts';
-import { setStatus } from './outcome.ts';
+import { RUN_ENDED } from './error-types.ts';
+import { errorOf, setStatus } from './outcome.ts';
 import { listenForResume, waitWhilePaused } from './pause-wait.ts';
 import { type PartnerPresetName, RETRY_PRESETS } from './retry-presets.ts';
 import { finish } from './run-end.ts';
@@ -42,6 +43,11 @@ export const DEFAULT_PAGES_PER_EXECUTION = 50;
  * another workflow owns ends at once as a visible `duplicate`, with no side effects (R6).
  */
 export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<FetchRecordsResult> {
+  return takeUp(input, false);
+}
+
+/** The run of one execution: from its resume state, or from a claim (`retaken`: a second claim). */
+async function takeUp(input: FetchRecordsInput, retaken: boolean): Promise<FetchRecordsResult> {
   const info = workflowInfo();
   listenForResume();
   let state: ResumeState;
@@ -108,6 +114,14 @@ export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<Fe
   } catch (err) {
     // continueAsNew() ends this execution by throwing: the run goes on, nothing to record.
     if (err instanceof ContinueAsNew) throw err;
+    // Started from an earlier point of its history than the run's end (a Web UI Reset of a
+    // continued-as-new execution, or to a task before the end), this execution finds the run
+    // ended under its own claim: it claims the run anew, as a first execution would. A succeeded
+    // run is reported as such; a failed or cancelled one runs again from its stored pages.
+    if (!retaken && endedUnderThisClaim(err) && patched(RETAKE_ENDED_RUN)) {
+      const { resume: _, ...fresh } = input;
+      return await takeUp(fresh, true);
+    }
     // A cancel that lands while the step it waited on fails another way (a partner timeout firing
     // as the cancellation is delivered) is still a cancel: what the operator asked for decides.
     const cancelled =
@@ -126,6 +140,15 @@ function jobOf(state: ResumeState): { jobType?: string } {
 
 /** Patch id: histories recorded before it recorded such a run as failed. */
 const CANCEL_WINS = 'cancel-wins-over-step-failure';
+
+/** Patch id: histories recorded before it failed an execution that found its run ended. */
+const RETAKE_ENDED_RUN = 'retake-run-ended-under-this-claim';
+
+/** A LeaseLost whose run ended under this execution's own lease token. */
+function endedUnderThisClaim(err: unknown): boolean {
+  const { errorType, errorCode } = errorOf(err);
+  return errorType === 'LeaseLost' && errorCode === RUN_ENDED;
+}
 
 /** The page loop of one execution: fetch → store until done, then complete (or continue as new). */
 async function fetchAndStore(

@@ -14,7 +14,9 @@ A run that fails for good (a non-retryable error, or its attempts or deadline ex
 dead letter: its business key, workflow and run ids, error type, safe code, redacted message,
 attempts and failure times. It stays open until an operator retries it (after fixing the cause: the
 run resumes from its stored pages, which are not fetched or written again) or discards it with a
-reason. Both are audited (who, when, why). Statuses: open, retried, discarded.`;
+reason, or until the run of its business key succeeds another way (a Web UI Reset, a new execution
+of its workflow), which closes it as superseded. All are audited (who, when, why). Statuses: open,
+retried, discarded, superseded.`;
 
 /** `durable-fetch dlq list|show|retry|discard` and the replay commands. */
 export function registerDlq(program: Command, ctx: () => CliContext): void {

@@ -10,8 +10,7 @@ import { isUuid } from '../ids.ts';
 
 export type { AuditEntry, DeadLetterStatus };
 
-/** `target_type` of the audit entries about a dead letter. */
-export const DEAD_LETTER_TARGET = 'dead_letter';
+export { DEAD_LETTER_TARGET } from '../../db/audit.ts';
 
 /** Longest `--reason` kept. */
 export const MAX_REASON_LENGTH = 1000;

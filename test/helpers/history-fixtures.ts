@@ -192,6 +192,20 @@ export const EXPECTED_FIXTURES: readonly ExpectedFixture[] = [
     shows: 'a run cancelled while a page was in flight',
     check: all(closedAs('CANCELED'), runsActivity('finishRun')),
   },
+  {
+    file: 'fetch-records-reset-dead-lettered.json',
+    workflowType: FETCH,
+    shows:
+      'a dead-lettered run reset to the first task of its last continued execution: its run ended, claimed anew, last page stored, completed',
+    check: all(completed, continued, runsActivity('claimRun'), runsActivity('storePage')),
+  },
+  {
+    file: 'fetch-records-reset-succeeded.json',
+    workflowType: FETCH,
+    shows:
+      'a succeeded run reset to the first task of its last continued execution: its run ended, claimed anew, the stored success reported',
+    check: all(completed, continued, runsActivity('claimRun'), not(runsActivity('storePage'))),
+  },
 ];
 
 /** Every fixture file in `dir`, parsed, by file name (sorted). Throws on unreadable JSON. */

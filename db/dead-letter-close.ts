@@ -1,0 +1,45 @@
+/**
+ * Closing a business key's open dead letters when its run succeeds another way (R11: a dead letter
+ * is a state that needs handling, and one whose key then succeeded — after a Web UI Reset, or a
+ * new execution of the key's workflow — needs none). Runs inside the transaction that marks the
+ * run succeeded, so a letter is closed exactly when the success commits.
+ */
+import type { PrismaClient } from '../prisma/generated/client.ts';
+import { DEAD_LETTER_TARGET, recordAudit } from './audit.ts';
+
+/** Who closes the letters: the run's success, not a person. */
+export const RUN_SUCCEEDED_ACTOR = 'system:run-succeeded';
+
+/**
+ * Marks every `open` dead letter of the run `superseded` (closed now, by
+ * {@link RUN_SUCCEEDED_ACTOR}, the reason naming the execution that succeeded), with one
+ * `dead_letter.supersede` audit entry each — letters a replay holds too: their key needs no replay
+ * any more. Idempotent: a repeat finds none open. Returns the ids closed.
+ */
+export async function supersedeOpenLetters(
+  tx: Pick<PrismaClient, '$queryRaw' | 'auditEntry'>,
+  run: { fetchRunId: string; workflowRunId: string | undefined },
+): Promise<string[]> {
+  const reason = `the run succeeded in execution ${run.workflowRunId ?? '(unknown)'}`;
+  const closed = await tx.$queryRaw<{ id: string; workflow_run_id: string | null }[]>`
+    UPDATE dead_letter
+       SET status = 'superseded', closed_at = now(), closed_by = ${RUN_SUCCEEDED_ACTOR},
+           close_reason = ${reason}, updated_at = now()
+     WHERE fetch_run_id = ${run.fetchRunId}::uuid AND status = 'open'
+    RETURNING id::text, workflow_run_id`;
+  for (const letter of closed) {
+    await recordAudit(tx, {
+      actor: RUN_SUCCEEDED_ACTOR,
+      action: 'dead_letter.supersede',
+      targetType: DEAD_LETTER_TARGET,
+      targetId: letter.id,
+      reason,
+      details: {
+        fetchRunId: run.fetchRunId,
+        failedRunId: letter.workflow_run_id,
+        succeededRunId: run.workflowRunId ?? null,
+      },
+    });
+  }
+  return closed.map((l) => l.id);
+}
