@@ -54,11 +54,16 @@ const runsEnv = z.object({
     .default(DEFAULT_MAX_INPUT_BYTES),
 });
 
-/** The worker process: shutdown, capacity, its workflow code, its metrics endpoint. */
+/** The worker process: shutdown, capacity, its workflow code and build, its metrics endpoint. */
 const workerEnv = z.object({
   DURABLE_FETCH_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(20_000),
   DURABLE_FETCH_WORKER_ACTIVITY_SLOTS: z.coerce.number().int().min(1).max(1_000).default(20),
   DURABLE_FETCH_WORKFLOW_BUNDLE: z.string().min(1).optional(),
+  // Temporal records it on every workflow task the worker completes (at most 255 characters).
+  DURABLE_FETCH_BUILD_ID: z
+    .string()
+    .regex(/^[\x21-\x7e]{1,255}$/, 'must be 1-255 printable ASCII characters without spaces')
+    .optional(),
   DURABLE_FETCH_METRICS_ENABLED: z.enum(['true', 'false']).default('true'),
   DURABLE_FETCH_METRICS_HOST: z.string().min(1).default('0.0.0.0'),
   DURABLE_FETCH_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),

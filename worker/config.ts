@@ -76,6 +76,11 @@ export interface Config {
      * costs seconds of CPU per process. Unset: bundled at start.
      */
     workflowBundlePath?: string;
+    /**
+     * DURABLE_FETCH_BUILD_ID: the build id the worker stamps on the workflow tasks it completes;
+     * unset: worker/build-version.ts derives it from the package version and git commit.
+     */
+    buildId?: string;
   };
   outbox: {
     routes: Route[];
@@ -157,6 +162,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ...(e.DURABLE_FETCH_WORKFLOW_BUNDLE === undefined
         ? {}
         : { workflowBundlePath: e.DURABLE_FETCH_WORKFLOW_BUNDLE }),
+      ...(e.DURABLE_FETCH_BUILD_ID === undefined ? {} : { buildId: e.DURABLE_FETCH_BUILD_ID }),
     },
     outbox: {
       routes: e.DURABLE_FETCH_OUTBOX_ROUTES,
