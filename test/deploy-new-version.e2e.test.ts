@@ -12,9 +12,11 @@ import { after, before, describe, it } from 'node:test';
 import type { Client } from '@temporalio/client';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { startFetch } from '../client/start-fetch.ts';
+import type { PollingBuild } from '../client/status-builds.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
 import { DEPLOYMENT_NAME } from '../worker/build-version.ts';
 import { replayWorkerOptions } from '../worker/worker.ts';
+import { runCli } from './helpers/cli.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource } from './helpers/deps.ts';
 import { waitFor } from './helpers/outbox.ts';
@@ -163,6 +165,19 @@ async function deployWhileOpen(signal: 'SIGTERM' | 'SIGKILL'): Promise<void> {
     const result = client.workflow.getHandle(id).result() as Promise<{ status: string }>;
     assert.equal((await within(result, 180_000, () => b.output())).status, 'succeeded', id);
   }
+
+  // `status` names the build that polls the queue now (a stopped one stays listed a while).
+  const status = await runCli(['status', '--json', '--task-queue', taskQueue], {
+    DATABASE_URL: db.url,
+    TEMPORAL_ADDRESS: temporalAddress(),
+  });
+  const { builds } = JSON.parse(status.stdout) as { builds: PollingBuild[] };
+  console.log(`status builds after the ${signal} deploy: ${JSON.stringify(builds)}`);
+  assert.deepEqual(
+    builds.slice(0, 1).map((x) => [x.deploymentName, x.buildId, x.pollers]),
+    [[DEPLOYMENT_NAME, buildB, 1]],
+    status.stdout + status.stderr,
+  );
 
   // The judge: the database rows and the partner's ledger.
   for (const sourceId of [pageSource, confirmSource]) {

@@ -2,6 +2,7 @@ import { type Command, InvalidArgumentError } from 'commander';
 import { UserFacingError } from '../../runtime/errors.ts';
 import type { CliContext } from '../cli-context.ts';
 import { table } from '../format.ts';
+import { buildName } from '../status-builds.ts';
 import { readStatus, type Status } from '../status.ts';
 import { parseJobType, printJson } from './output.ts';
 
@@ -13,6 +14,9 @@ plus one taken now; with less than half a window of history it says so.
 A stuck run is one still 'running' whose lease has run out while the latest execution of its
 workflow is closed or gone: listed, and a problem, until a worker's sweep or
 durable-fetch reconcile --stuck settles it.
+Each worker build polling a queue's workflow tasks gets a line (its Worker Deployment and build
+id, docs/versioning.md): during a deploy, the old and the new one. A live worker renews its long
+poll about every minute; Temporal lists a stopped one for a few minutes, hence the last poll.
 --job <type> narrows the run counts, the job and source tables and the open dead letters (also as
 a problem for --check) to one job type; queues, outbox, compensations, strays and stuck runs are
 shared by every job and always shown whole.`;
@@ -47,6 +51,12 @@ function print(s: Status): void {
       ['task queue', 'type', 'backlog', 'oldest age', 'arrival/s', 'completion/s', 'trend'],
     ),
   );
+  for (const b of s.builds) {
+    const workers = `${b.pollers} worker${b.pollers === 1 ? '' : 's'}`;
+    console.log(
+      `build on ${b.taskQueue}: ${buildName(b)} (${workers}, last poll ${age(b.lastPollSecondsAgo)} ago)`,
+    );
+  }
   console.log('');
   const d = s.database;
   const lettersOpen = s.jobType === null ? d.deadLettersOpen : (s.jobs[0]?.deadLettersOpen ?? 0);
