@@ -10,19 +10,24 @@ import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
 import type { Client } from '@temporalio/client';
-import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { startFetch } from '../client/start-fetch.ts';
 import type { PollingBuild } from '../client/status-builds.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
 import { DEPLOYMENT_NAME } from '../worker/build-version.ts';
-import { replayWorkerOptions } from '../worker/worker.ts';
 import { runCli } from './helpers/cli.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource } from './helpers/deps.ts';
 import { waitFor } from './helpers/outbox.ts';
 import { spawnWorker, type Spawned, within } from './helpers/process.ts';
 import { temporalAddress, testClient } from './helpers/temporal.ts';
-import { buildWorkflowVariant, VARIANT_PATCH, type WorkflowVariant } from './helpers/workflow-variant.ts';
+import {
+  buildsOf,
+  buildWorkflowVariant,
+  replayWith,
+  tookPatchedPath,
+  type WorkflowVariant,
+} from './helpers/workflow-variant.ts';
 
 const DATE = '2026-07-07';
 const RECORDS = 120;
@@ -88,36 +93,11 @@ async function historyOf(workflowId: string) {
   return client.workflow.getHandle(workflowId).fetchHistory();
 }
 
-/** The builds that completed the history's workflow tasks, in order, each once per stretch. */
-function buildsOf(history: Awaited<ReturnType<typeof historyOf>>): string[] {
-  const stamps = (history.events ?? []).flatMap((e) => {
-    const done = e.workflowTaskCompletedEventAttributes;
-    return done ? [`${done.workerDeploymentName ?? '?'}/${done.workerVersion?.buildId ?? '?'}`] : [];
-  });
-  return stamps.filter((s, i) => s !== stamps[i - 1]);
-}
-
-/** Whether the history took version B's patched path (its patch marker, then its timer). */
-function tookPatchedPath(history: Awaited<ReturnType<typeof historyOf>>): boolean {
-  const events = history.events ?? [];
-  const marker = events.findIndex((e) => {
-    const details = Object.values(e.markerRecordedEventAttributes?.details ?? {});
-    const data = details.flatMap((d) => d.payloads ?? []).map((p) => Buffer.from(p.data ?? []).toString());
-    return data.some((text) => text.includes(VARIANT_PATCH));
-  });
-  return marker >= 0 && events.slice(marker).some((e) => e.timerStartedEventAttributes);
-}
-
-/** Replays `history` with workflow bundle `code`: 'replayed', or the error's name and Core's line. */
-async function replayWith(code: string, workflowId: string, history: Awaited<ReturnType<typeof historyOf>>) {
-  const { sinks } = replayWorkerOptions();
-  try {
-    await Worker.runReplayHistory({ workflowBundle: { code }, sinks }, history, workflowId);
-    return 'replayed';
-  } catch (err) {
-    if (!(err instanceof Error)) return String(err);
-    return `${err.name}: ${/\[TMPRL\d+\][^"]*/.exec(err.message)?.[0] ?? err.message}`;
-  }
+/** The workflow ids a visibility query lists, sorted. */
+async function listed(query: string): Promise<string[]> {
+  const ids: string[] = [];
+  for await (const w of client.workflow.list({ query })) ids.push(w.workflowId);
+  return ids.sort();
 }
 
 function submitEffects(sourceId: string): number {
@@ -215,6 +195,12 @@ async function deployWhileOpen(signal: 'SIGTERM' | 'SIGKILL'): Promise<void> {
   const described = await client.workflow.getHandle(confirmRun).describe();
   assert.equal(described.raw.workflowExecutionInfo?.mostRecentWorkerVersionStamp?.buildId, buildB);
   assert.equal(described.raw.workflowExecutionInfo?.workerDeploymentName, DEPLOYMENT_NAME);
+  // The Web UI's run list (and `temporal workflow list`) finds the runs each build worked on.
+  for (const build of [buildA, buildB]) {
+    const query = `TaskQueue = '${taskQueue}' AND BuildIds = 'unversioned:${build}'`;
+    const expected = JSON.stringify([pageRun, confirmRun].sort());
+    await waitFor(async () => JSON.stringify(await listed(query)) === expected, query, 30_000);
+  }
   // B's new command only where the run had not passed it under A.
   assert.equal(tookPatchedPath(pageHistory), true, 'the page run reached the change on B: new path');
   assert.equal(tookPatchedPath(confirmHistory), false, 'the confirm run had passed it on A: old path');

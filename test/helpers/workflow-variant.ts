@@ -4,12 +4,15 @@
  * the page loop and the downstream step), behind `patched(VARIANT_PATCH)` or, to show what the
  * replay gate protects against, without it. Bundled the way the worker bundles (with the
  * workflow interceptor modules) into a file a spawned worker loads as
- * DURABLE_FETCH_WORKFLOW_BUNDLE.
+ * DURABLE_FETCH_WORKFLOW_BUNDLE. And what a test reads off the histories such runs leave: the
+ * builds that ran them, whether they took the variant's path, whether a bundle replays them.
  */
 import { cp, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { bundleWorkflowCode } from '@temporalio/worker';
+import type { History } from '@temporalio/common/lib/proto-utils.js';
+import { bundleWorkflowCode, Worker } from '@temporalio/worker';
+import { replayWorkerOptions } from '../../worker/worker.ts';
 import { PROJECT_ROOT } from '../../worker/config.ts';
 
 /** The variant's patch id: test-only, never used by workflows/. */
@@ -67,6 +70,38 @@ export async function buildWorkflowVariant(options: { guarded: boolean }): Promi
   } catch (err) {
     await remove();
     throw err;
+  }
+}
+
+/** The builds that completed the history's workflow tasks, in order, each once per stretch. */
+export function buildsOf(history: History): string[] {
+  const stamps = (history.events ?? []).flatMap((e) => {
+    const done = e.workflowTaskCompletedEventAttributes;
+    return done ? [`${done.workerDeploymentName ?? '?'}/${done.workerVersion?.buildId ?? '?'}`] : [];
+  });
+  return stamps.filter((s, i) => s !== stamps[i - 1]);
+}
+
+/** Whether the history took version B's patched path (its patch marker, then its timer). */
+export function tookPatchedPath(history: History): boolean {
+  const events = history.events ?? [];
+  const marker = events.findIndex((e) => {
+    const details = Object.values(e.markerRecordedEventAttributes?.details ?? {});
+    const data = details.flatMap((d) => d.payloads ?? []).map((p) => Buffer.from(p.data ?? []).toString());
+    return data.some((text) => text.includes(VARIANT_PATCH));
+  });
+  return marker >= 0 && events.slice(marker).some((e) => e.timerStartedEventAttributes);
+}
+
+/** Replays `history` with workflow bundle `code`: 'replayed', or the error's name and Core's line. */
+export async function replayWith(code: string, workflowId: string, history: History) {
+  const { sinks } = replayWorkerOptions();
+  try {
+    await Worker.runReplayHistory({ workflowBundle: { code }, sinks }, history, workflowId);
+    return 'replayed';
+  } catch (err) {
+    if (!(err instanceof Error)) return String(err);
+    return `${err.name}: ${/\[TMPRL\d+\][^"]*/.exec(err.message)?.[0] ?? err.message}`;
   }
 }
 
