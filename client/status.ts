@@ -1,8 +1,8 @@
 /**
  * `durable-fetch status`: one screen that says whether things are healthy (issue #8, R10) —
- * backlog per task queue with its trend, completion against arrival, retries, open dead letters,
- * outbox lag, compensations needing a human, each job type's runs and dead letters, and each
- * source's downstream status.
+ * backlog per task queue with its trend and the worker builds polling it, completion against
+ * arrival, retries, open dead letters, outbox lag, compensations needing a human, each job type's
+ * runs and dead letters, and each source's downstream status.
  */
 import type { Client } from '@temporalio/client';
 import type { PrismaClient } from '../prisma/generated/client.ts';
@@ -14,6 +14,7 @@ import {
   type QueueStats,
   TASK_QUEUE_TYPES,
 } from '../worker/health.ts';
+import { type PollingBuild, readPollingBuilds } from './status-builds.ts';
 import { type JobStatus, readJobStatus } from './status-jobs.ts';
 import { findStuckRuns, type StuckRun } from './stuck-runs.ts';
 import { type OrphanedActions, readOrphanedActions } from '../db/orphaned-actions.ts';
@@ -47,6 +48,8 @@ export interface Status {
   /** What needs attention, one line each; empty when healthy. */
   problems: string[];
   queues: QueueStatus[];
+  /** The worker builds polling the queues' workflow tasks, each with its last poll. */
+  builds: PollingBuild[];
   runs: { started: number; finished: number; retried: number };
   database: DatabaseHealth;
   /**
@@ -95,6 +98,7 @@ export async function readStatus(
       }),
     ),
   );
+  const builds = await readPollingBuilds(ctx.temporal, ctx.namespace, ctx.taskQueues, now);
   const [runs] = await ctx.prisma.$queryRaw<{ started: bigint; finished: bigint; retried: bigint }[]>`
     SELECT count(*) FILTER (WHERE started_at >= ${since}) AS started,
            count(*) FILTER (WHERE finished_at >= ${since}) AS finished,
@@ -186,6 +190,7 @@ export async function readStatus(
     healthy: problems.length === 0,
     problems,
     queues,
+    builds,
     runs: {
       started: Number(runs?.started ?? 0),
       finished: Number(runs?.finished ?? 0),

@@ -31,6 +31,7 @@ import { ensureSearchAttributes } from './search-attributes.ts';
 import { resolveTemporalCli } from './temporal-cli.ts';
 import { startDevServer } from './temporal-dev-server.ts';
 import { connectClient } from './temporal.ts';
+import { describeBuild } from './build-version.ts';
 import { startWorkerProcess } from './worker-process.ts';
 import { startPublisher } from './outbox/create-publisher.ts';
 
@@ -174,7 +175,8 @@ async function main(): Promise<void> {
     },
   });
   say(
-    `worker polling task queue '${config.temporal.taskQueue}' with jobs ${workerProcess.jobs.types.join(', ')} — ${since()}`,
+    `worker polling task queue '${config.temporal.taskQueue}' with jobs ${workerProcess.jobs.types.join(', ')} ` +
+      `as ${describeBuild(workerProcess.build)} — ${since()}`,
   );
   try {
     const synced = await syncSchedules({

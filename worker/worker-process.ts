@@ -2,7 +2,8 @@
  * The worker process's one entry function: `durable-fetch worker` and `npm start` both run the
  * worker through it, so the two can never assemble it differently. It registers the jobs of
  * jobs/index.ts (a mistake in the list stops it with one line), says which sources no job of this
- * worker runs, and runs the periodic stuck-run sweep (and, optionally, the cleanup) beside it.
+ * worker runs, stamps the worker's build (worker/build-version.ts) on its workflow tasks, and runs
+ * the periodic stuck-run sweep (and, optionally, the cleanup) beside it.
  */
 import type { Client } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
@@ -17,6 +18,7 @@ import type { Logger } from '../runtime/logger.ts';
 import type { Metrics } from '../runtime/metrics.ts';
 import type { Periodic } from '../runtime/periodic.ts';
 import { startStuckRunSweep } from './stuck-run-sweep.ts';
+import { resolveWorkerBuild, type WorkerBuild } from './build-version.ts';
 import { connectNative } from './temporal.ts';
 import { buildWorker } from './worker.ts';
 
@@ -37,6 +39,8 @@ export interface WorkerProcessOptions {
 export interface WorkerProcess {
   worker: Worker;
   jobs: JobRegistry;
+  /** The build it stamps on the workflow tasks it completes (docs/versioning.md). */
+  build: WorkerBuild;
   /** Runs until the worker stops (after `worker.shutdown()`), then closes what it opened. */
   run(): Promise<void>;
 }
@@ -51,6 +55,7 @@ export async function startWorkerProcess(options: WorkerProcessOptions): Promise
   await reportUnknownJobs(prisma, jobs, options.say);
   const connection = await connectNative(config);
   const deps = createActivityDeps(config, prisma, log, options.metrics, jobs);
+  const build = await resolveWorkerBuild(config.projectRoot, config.worker.buildId);
   const worker = await buildWorker({
     connection,
     namespace: config.temporal.namespace,
@@ -58,6 +63,7 @@ export async function startWorkerProcess(options: WorkerProcessOptions): Promise
     deps,
     shutdownGraceTimeMs: config.worker.shutdownGraceMs,
     maxConcurrentActivityTaskExecutions: config.worker.activitySlots,
+    build: { deploymentName: build.deploymentName, buildId: build.buildId },
     ...(config.worker.workflowBundlePath
       ? { workflowBundle: { codePath: config.worker.workflowBundlePath } }
       : {}),
@@ -74,10 +80,20 @@ export async function startWorkerProcess(options: WorkerProcessOptions): Promise
   ];
   if (options.cleanup)
     loops.push(startPeriodicCleanup(prisma, { intervalMs: config.runs.cleanupIntervalMs, log }));
-  log.info({ taskQueue: config.temporal.taskQueue, jobs: jobs.types }, 'worker running');
+  log.info(
+    {
+      taskQueue: config.temporal.taskQueue,
+      jobs: jobs.types,
+      deploymentName: build.deploymentName,
+      buildId: build.buildId,
+      buildIdFrom: build.source,
+    },
+    'worker running',
+  );
   return {
     worker,
     jobs,
+    build,
     async run() {
       try {
         await worker.run();

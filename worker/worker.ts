@@ -3,6 +3,7 @@
  * task queue.
  */
 import { createRequire } from 'node:module';
+import type { WorkerDeploymentVersion } from '@temporalio/common';
 import {
   type NativeConnection,
   type ReplayWorkerOptions,
@@ -50,6 +51,11 @@ export interface BuildWorkerOptions {
   maxConcurrentActivityTaskExecutions?: number;
   /** How long running activities get to finish on shutdown before they are cancelled (R9). */
   shutdownGraceTimeMs?: number;
+  /**
+   * The build this worker runs (worker/build-version.ts), stamped on every workflow task it
+   * completes; unset: the SDK's own default build id (its version and the bundle's checksum).
+   */
+  build?: WorkerDeploymentVersion;
 }
 
 /** Creates (does not run) the worker. Call `run()`; `shutdown()` stops it gracefully. */
@@ -74,6 +80,12 @@ export async function buildWorker(options: BuildWorkerOptions): Promise<Worker> 
     sinks: logContextSinks,
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivityTaskExecutions ?? 20,
     shutdownGraceTime: options.shutdownGraceTimeMs ?? 20_000,
+    // Stamped, not versioned: workflow tasks go to any worker of the task queue, so an open run
+    // moves to the new code on its next task (kept replay-safe by patched(); docs/versioning.md).
+    // Pinned versioning would leave a paused run waiting for days on its old build's workers.
+    ...(options.build
+      ? { workerDeploymentOptions: { version: options.build, useWorkerVersioning: false } }
+      : {}),
     // Heartbeats carry cancellations back to activities: send them at least every 2 s (instead of
     // 80 % of the heartbeat timeout), so a cancelled run stops its partner call promptly (R9).
     maxHeartbeatThrottleInterval: 2_000,

@@ -3,6 +3,7 @@ import { ORPHAN_QUIET_SECONDS } from '../../db/orphaned-actions.ts';
 import { UserFacingError } from '../../runtime/errors.ts';
 import type { CliContext } from '../cli-context.ts';
 import { table } from '../format.ts';
+import { buildName } from '../status-builds.ts';
 import { readStatus, type Status } from '../status.ts';
 import { parseJobType, printJson } from './output.ts';
 
@@ -18,6 +19,9 @@ An orphaned action is a downstream action (ledger row) that still needs settling
 unknown, compensating, or confirmed for a run that did not succeed — while its run has no live
 owner: the row says running with its lease run out (a terminated workflow), or the run ended and
 nothing has touched the action for ${ORPHAN_QUIET_SECONDS / 60} minutes (no compensation at work). Any is a problem.
+Each worker build polling a queue's workflow tasks gets a line (its Worker Deployment and build
+id, docs/versioning.md): during a deploy, the old and the new one. A live worker renews its long
+poll about every minute; Temporal lists a stopped one for a few minutes, hence the last poll.
 --job <type> narrows the run counts, the job and source tables and the open dead letters (also as
 a problem for --check) to one job type; queues, outbox, compensations, strays, stuck runs and
 orphaned actions are shared by every job and always shown whole.`;
@@ -52,6 +56,12 @@ function print(s: Status): void {
       ['task queue', 'type', 'backlog', 'oldest age', 'arrival/s', 'completion/s', 'trend'],
     ),
   );
+  for (const b of s.builds) {
+    const workers = `${b.pollers} worker${b.pollers === 1 ? '' : 's'}`;
+    console.log(
+      `build on ${b.taskQueue}: ${buildName(b)} (${workers}, last poll ${age(b.lastPollSecondsAgo)} ago)`,
+    );
+  }
   console.log('');
   const d = s.database;
   const lettersOpen = s.jobType === null ? d.deadLettersOpen : (s.jobs[0]?.deadLettersOpen ?? 0);

@@ -3,6 +3,7 @@ import { createLogger } from '../../runtime/logger.ts';
 import { installRuntime, startObservability } from '../../worker/observability.ts';
 import { workerPool } from '../../worker/db.ts';
 import { ensureSearchAttributes } from '../../worker/search-attributes.ts';
+import { describeBuild } from '../../worker/build-version.ts';
 import { startWorkerProcess } from '../../worker/worker-process.ts';
 import type { CliContext } from '../cli-context.ts';
 
@@ -23,7 +24,12 @@ database connections plus 3 (health sampler, cleanup, stuck-run sweep); each ses
 5 s for a lock, is ended by PostgreSQL after 10 s idle inside a transaction, and a connection
 attempt gives up after 5 s. Every DURABLE_FETCH_SWEEP_INTERVAL_MS (default 60000; 0 = off) it
 settles stuck runs: rows still 'running' whose lease ran out (DURABLE_FETCH_LEASE_TTL_MS) while
-their workflow is closed or gone (e.g. terminated in the Web UI); see durable-fetch reconcile --stuck.`;
+their workflow is closed or gone (e.g. terminated in the Web UI); see durable-fetch reconcile --stuck.
+It stamps its build on every workflow task it completes (deployment 'durable-fetch', build id
+DURABLE_FETCH_BUILD_ID, else <package version>+<git commit> in a git checkout, '.dirty' with changed
+tracked files, else the package version): the Web UI shows it on each WorkflowTaskCompleted event.
+It does not opt into pinned Worker Deployment Versioning: an open run moves to a new build on its
+next workflow task, so workflow changes go behind patched() (docs/versioning.md).`;
 
 /** Exit code of a process stopped by `signal` (128 + its number), as shells report it. */
 const signalExitCode = (signal: NodeJS.Signals) => (signal === 'SIGINT' ? 130 : 143);
@@ -80,7 +86,8 @@ export function registerWorker(program: Command, ctx: () => CliContext): void {
       process.on('SIGTERM', onSignal);
       if (observability.url) console.error(`metrics at ${observability.url}`);
       console.error(
-        `worker polling task queue '${config.temporal.taskQueue}' with jobs ${running.jobs.types.join(', ')} (Ctrl-C to stop)`,
+        `worker polling task queue '${config.temporal.taskQueue}' with jobs ${running.jobs.types.join(', ')} ` +
+          `as ${describeBuild(running.build)} (Ctrl-C to stop)`,
       );
       await running.run();
       await observability.stop();
