@@ -20,6 +20,7 @@ import { setStatus } from './outcome.ts';
 import { listenForResume, waitWhilePaused } from './pause-wait.ts';
 import { type PartnerPresetName, RETRY_PRESETS } from './retry-presets.ts';
 import { finish } from './run-end.ts';
+import { deadlineFrom, withinDeadline } from './run-deadline.ts';
 import { submitSummary } from './submit-summary.ts';
 import type { FetchRecordsInput, FetchRecordsResult, ResumeState } from './types.ts';
 
@@ -98,13 +99,14 @@ export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<Fe
       round: claim.attempt,
       submitSummary: claim.submitSummary,
       ...(claim.downstreamAction === undefined ? {} : { downstreamAction: claim.downstreamAction }),
+      ...deadlineFrom(claim.maxRunTimeMs),
     };
     setStatus('running');
     pausedAtStart = claim.sourcePaused;
   }
   try {
     if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('run cancelled');
-    return await fetchAndStore(input, state, pausedAtStart);
+    return await withinDeadline(state.deadlineAt, () => fetchAndStore(input, state, pausedAtStart));
   } catch (err) {
     // continueAsNew() ends this execution by throwing: the run goes on, nothing to record.
     if (err instanceof ContinueAsNew) throw err;
