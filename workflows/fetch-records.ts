@@ -108,16 +108,21 @@ export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<Fe
     if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('run cancelled');
     return await withinDeadline(state.deadlineAt, () => fetchAndStore(input, state, pausedAtStart));
   } catch (err) {
-    // continueAsNew() ends this execution by throwing: the run goes on, nothing to record.
-    if (err instanceof ContinueAsNew) throw err;
+    // continueAsNew() ends this execution by throwing: the run goes on, nothing to record — unless
+    // a cancel came in the same workflow task (the next execution would never hear of it).
+    const continuing = err instanceof ContinueAsNew;
+    if (continuing && !(CancellationScope.current().consideredCancelled && patched(CANCEL_BEFORE_CONTINUE))) {
+      throw err;
+    }
     // A cancel that lands while the step it waited on fails another way (a partner timeout firing
     // as the cancellation is delivered) is still a cancel: what the operator asked for decides.
     const cancelled =
-      isCancellation(err) || (CancellationScope.current().consideredCancelled && patched(CANCEL_WINS));
+      continuing ||
+      isCancellation(err) ||
+      (CancellationScope.current().consideredCancelled && patched(CANCEL_WINS));
     await finish(input, state, err, cancelled);
-    throw cancelled && !isCancellation(err)
-      ? new CancelledFailure('run cancelled', [], err instanceof Error ? err : undefined)
-      : err;
+    if (!cancelled || isCancellation(err)) throw err;
+    throw new CancelledFailure('run cancelled', [], err instanceof Error && !continuing ? err : undefined);
   }
 }
 
@@ -128,6 +133,9 @@ function jobOf(state: ResumeState): { jobType?: string } {
 
 /** Patch id: histories recorded before it recorded such a run as failed. */
 const CANCEL_WINS = 'cancel-wins-over-step-failure';
+
+/** Patch id: histories recorded before it continued as new over a cancel of the same task. */
+const CANCEL_BEFORE_CONTINUE = 'cancel-before-continue-as-new';
 
 /** The page loop of one execution: fetch → store until done, then complete (or continue as new). */
 async function fetchAndStore(
