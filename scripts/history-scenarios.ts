@@ -5,6 +5,12 @@
  * Small on purpose (few pages of 10 records): the fixtures live in the repository.
  */
 import type { Scenario } from './history-scenario-steps.ts';
+import {
+  cancelBeforeContinue,
+  deadlineConfirm,
+  deadlineFetch,
+  withinDeadline,
+} from './history-scenarios-deadline.ts';
 import { cancelled, continueAsNew, happy, pauseResume, retries, submit } from './history-scenarios-fetch.ts';
 import {
   compensationCancelled,
@@ -34,4 +40,8 @@ export const SCENARIOS: readonly Scenario[] = [
   deadLetterReplay,
   scheduled,
   cancelled,
+  withinDeadline,
+  deadlineFetch,
+  deadlineConfirm,
+  cancelBeforeContinue,
 ];

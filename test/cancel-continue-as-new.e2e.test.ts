@@ -11,7 +11,6 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { type Client, WorkflowFailedError } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
-import pg from 'pg';
 import { launchFetch, prepareFetch } from '../client/start-fetch.ts';
 import { encodeCursor } from '../partner/records.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
@@ -19,6 +18,7 @@ import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource } from './helpers/deps.ts';
 import { waitFor } from './helpers/outbox.ts';
 import { type Spawned, spawnTs, within } from './helpers/process.ts';
+import { holdStorePage } from './helpers/store-hold.ts';
 import { temporalAddress, testClient } from './helpers/temporal.ts';
 
 const SOURCE = 'cancan-src';
@@ -65,7 +65,7 @@ const seen =
     try {
       return await promise;
     } catch (err) {
-      throw new Error(`${String(err)}\n${await describe()}`);
+      throw new Error(`${String(err)}\n${await describe()}`, { cause: err });
     }
   };
 
@@ -89,12 +89,8 @@ describe('cancel and continue-as-new', () => {
     ]);
 
     // storePage writes the job's business rows: hold every writer of that table.
-    const lock = new pg.Client({ connectionString: db.url });
-    await lock.connect();
+    const hold = await holdStorePage(db.prisma);
     try {
-      await lock.query('BEGIN');
-      await lock.query('LOCK TABLE fetched_record IN EXCLUSIVE MODE');
-
       const ctx = { temporal: client, prisma: db.prisma, taskQueue };
       const prepared = await prepareFetch(ctx, { sourceId: SOURCE, date: DATE, requestedBy: 'test' });
       const started = await launchFetch(ctx, {
@@ -106,25 +102,11 @@ describe('cancel and continue-as-new', () => {
       await seen(async () => {
         const run = await db.prisma.fetchRun.findFirst({ where: { sourceId: SOURCE } });
         const pending = (await handle.describe()).raw.pendingActivities ?? [];
-        const activity = pending.map(
-          (a) => `${a.activityType?.name} #${a.attempt} ${a.lastFailure?.message ?? ''}`,
-        );
-        return `run ${JSON.stringify(run)}; pending ${activity.join(', ')}; partner calls ${partner.ledger.count({ sourceId: SOURCE })}\n${workflows.output()}\n${activities.output()}`;
-      })(
-        waitFor(
-          async () => {
-            // From another session: a transaction sees one snapshot of pg_stat_activity.
-            const [row] = await db.prisma.$queryRaw<{ n: number }[]>`
-            SELECT count(*)::int AS n FROM pg_stat_activity
-             WHERE datname = current_database() AND wait_event_type = 'Lock'`;
-            return (row?.n ?? 0) > 0;
-          },
-          'storePage waiting for the business table',
-          60_000,
-        ),
-      );
+        const activity = pending.map((a) => `${a.activityType?.name} #${a.attempt}`);
+        return `run ${run?.status} ${run?.pagesStored}; pending ${activity.join(', ')}\n${workflows.output()}\n${activities.output()}`;
+      })(hold.waiting(60_000));
       assert.equal(await workflows.stop('SIGTERM', 15_000), 0, 'the workflow half stopped gracefully');
-      await lock.query('COMMIT');
+      await hold.release();
 
       // The page is stored and Temporal has its completion, with no workflow worker to see it.
       await waitFor(
@@ -179,7 +161,7 @@ describe('cancel and continue-as-new', () => {
       assert.equal((await handle.describe()).runId, started.runId, 'no later execution');
       assert.equal(await db.prisma.deadLetter.count({ where: { fetchRunId: run.id } }), 0, 'no dead letter');
     } finally {
-      await lock.end().catch(() => undefined);
+      await hold.release();
     }
   });
 });

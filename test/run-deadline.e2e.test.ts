@@ -15,7 +15,6 @@ import { startPartner, type PartnerServer } from '../partner/server.ts';
 import { compensationWorkflowIdFor } from '../workflows/business-key.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource } from './helpers/deps.ts';
-import { waitFor } from './helpers/outbox.ts';
 import { spawnWorker, type Spawned, within } from './helpers/process.ts';
 import { temporalAddress, testClient } from './helpers/temporal.ts';
 

@@ -82,6 +82,7 @@ const all =
   (...checks: ((events: HistoryEvent[]) => boolean)[]) =>
   (events: HistoryEvent[]) =>
     checks.every((check) => check(events));
+const has = (type: string) => (events: HistoryEvent[]) => events.some(is(type));
 const not = (check: (events: HistoryEvent[]) => boolean) => (events: HistoryEvent[]) => !check(events);
 
 export interface ExpectedFixture {
@@ -191,6 +192,30 @@ export const EXPECTED_FIXTURES: readonly ExpectedFixture[] = [
     workflowType: FETCH,
     shows: 'a run cancelled while a page was in flight',
     check: all(closedAs('CANCELED'), runsActivity('finishRun')),
+  },
+  {
+    file: 'fetch-records-within-deadline.json',
+    workflowType: FETCH,
+    shows: 'a run with a maximum run time (R9): its deadline timer armed, then cancelled; completed',
+    check: all(completed, has('TIMER_STARTED'), has('TIMER_CANCELED'), has('MARKER_RECORDED')),
+  },
+  ...(['CONTINUED_AS_NEW', 'FAILED'] as const).map((end, i) => ({
+    file: `fetch-records-deadline-${i + 1}.json`,
+    workflowType: FETCH,
+    shows: `execution ${i + 1} of a run past its deadline: ${end}${i === 0 ? '' : ' in a held fetch'}`,
+    check: all(closedAs(end), has(i === 0 ? 'TIMER_CANCELED' : 'TIMER_FIRED')),
+  })),
+  {
+    file: 'fetch-records-deadline-confirm.json',
+    workflowType: FETCH,
+    shows: 'the deadline firing while the confirm was held: failed, compensation started',
+    check: all(closedAs('FAILED'), has('TIMER_FIRED'), childStarted('compensateRunWorkflow')),
+  },
+  {
+    file: 'fetch-records-cancel-before-continue.json',
+    workflowType: FETCH,
+    shows: 'a cancel in the workflow task that would continue as new: cancelled, not continued',
+    check: all(closedAs('CANCELED'), has('WORKFLOW_EXECUTION_CANCEL_REQUESTED'), runsActivity('finishRun')),
   },
 ];
 
