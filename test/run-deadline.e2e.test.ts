@@ -9,20 +9,22 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { type Client, WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
+import { pauseSource } from '../client/sources.ts';
 import { launchFetch, prepareFetch } from '../client/start-fetch.ts';
 import { encodeCursor } from '../partner/records.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
 import { compensationWorkflowIdFor } from '../workflows/business-key.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource } from './helpers/deps.ts';
+import { waitFor } from './helpers/outbox.ts';
 import { spawnWorker, type Spawned, within } from './helpers/process.ts';
 import { temporalAddress, testClient } from './helpers/temporal.ts';
 
 const DATE = '2026-08-08';
 /** Three stored pages of 100 (the partner serves 50 a request: page n starts at seq 100n+1). */
 const RECORDS = 300;
-/** Long enough for the steps before the held call on a busy machine, short for a test. */
-const MAX_RUN_TIME_MS = 10_000;
+/** Longer than the steps before the held call take on a machine at load 20+ (10 s was not), short for a test. */
+const MAX_RUN_TIME_MS = 30_000;
 /** A held partner call outlasts any run here: only the deadline can end it. */
 const HOLD_MS = 300_000;
 
@@ -185,6 +187,36 @@ describe('run deadline', { concurrency: true }, () => {
       run.deadLetters.map((d) => [d.errorType, d.errorCode]),
       [['DeadlineExceeded', 'RUN_DEADLINE']],
     );
+  });
+
+  it('a run waiting while its source is paused is bounded too: past its max run time it ends DeadlineExceeded', async () => {
+    const sourceId = 'rdl-paused';
+    await createSource(db.prisma, sourceId, partner.url, { pageSize: 100, maxRunTimeMs: MAX_RUN_TIME_MS });
+    // Page 1 is held a moment: the pause lands while it is fetched, the run stops once it is stored.
+    partner.faults.add({ sourceId, cursor: encodeCursor(101), kind: 'delay', delayMs: 3_000 });
+    const started = await start(sourceId);
+    await waitFor(() => !partner.faults.list().some((f) => f.sourceId === sourceId), 'page 1 held', 60_000);
+    const ctx = { prisma: db.prisma, temporal: client, taskQueue };
+    await pauseSource(ctx, sourceId, { reason: 'partner maintenance', actor: 'test' });
+    const err = await outcomeOf(started.workflowId);
+    assertDeadlineExceeded(err);
+
+    const run = await runOf(sourceId);
+    assert.deepEqual([run.status, run.errorClass, run.pagesStored], ['dead_lettered', 'DeadlineExceeded', 2]);
+    assert.deepEqual(
+      run.deadLetters.map((d) => [d.errorType, d.errorCode]),
+      [['DeadlineExceeded', 'RUN_DEADLINE']],
+    );
+    assert.equal(partner.ledger.count({ sourceId, cursor: encodeCursor(201) }), 0, 'page 2 never asked for');
+    const history = await client.workflow.getHandle(started.workflowId).fetchHistory();
+    const scheduled = (history.events ?? []).map(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name,
+    );
+    assert.ok(
+      scheduled.includes('checkSourcePause'),
+      'it was waiting at the page boundary of its paused source',
+    );
+    assert.ok(!scheduled.includes('completeRun'));
   });
 
   it('a run within its max run time is unaffected: it succeeds, its deadline armed and then disarmed', async () => {

@@ -98,17 +98,17 @@ describe('sources cli: list and show', { timeout: 300_000 }, () => {
     const rows = lines(listed);
     assert.match(
       rows[0]!,
-      /^ID\s+JOB\s+ENABLED\s+PAUSED\s+SCHEDULE\s+BASE URL\s+PAGE SIZE\s+RETRY POLICY\s+SUBMIT SUMMARY$/,
+      /^ID\s+JOB\s+ENABLED\s+PAUSED\s+SCHEDULE\s+BASE URL\s+PAGE SIZE\s+RETRY POLICY\s+SUBMIT SUMMARY\s+MAX RUN TIME$/,
     );
     const a = rows.find((r) => r.startsWith('scli-src-list-a '));
     const b = rows.find((r) => r.startsWith('scli-src-list-b '));
     assert.match(
       a ?? '',
-      /^scli-src-list-a\s+fetch-records\s+yes\s+no\s+every 1h\s+http:\/\/127\.0\.0\.1:9\/partner\s+100\s+partnerHttp\s+no$/,
+      /^scli-src-list-a\s+fetch-records\s+yes\s+no\s+every 1h\s+http:\/\/127\.0\.0\.1:9\/partner\s+100\s+partnerHttp\s+no\s+24h 00m$/,
     );
     assert.match(
       b ?? '',
-      /^scli-src-list-b\s+fetch-records\s+yes\s+no\s+cron 0 2 \* \* \*\s+\S+\s+100\s+partnerHttpQuick\s+yes$/,
+      /^scli-src-list-b\s+fetch-records\s+yes\s+no\s+cron 0 2 \* \* \*\s+\S+\s+100\s+partnerHttpQuick\s+yes\s+24h 00m$/,
     );
 
     const all = json<Source[]>(await runCli(['sources', 'list', '--json'], env));
@@ -464,9 +464,15 @@ describe('sources cli: update', { timeout: 300_000 }, () => {
       `updated ${id}: submitMaxProcessingMs 60000 -> 5000`,
     );
     assert.equal((await sourceOf(id)).submitMaxProcessingMs, 5000);
+    // The maximum run time of its runs (R9), as a duration.
+    assert.equal(
+      ok(await runCli(['sources', 'update', id, '--max-run-time', '2h', '--reason', 'long day'], env)).trim(),
+      `updated ${id}: maxRunTimeMs 86400000 -> 7200000`,
+    );
     // Shown in the source's audit trail.
     const shown = ok(await runCli(['sources', 'show', id], env));
     assert.match(shown, /^submit max processing\s+5000 ms$/m);
+    assert.match(shown, /^max run time\s+2h 00m \(then DeadlineExceeded\)$/m);
     assert.match(shown, /^\S+\s+carol\s+source\.update\s+fix the input \(ticket 42\)\s+\{"after":/m);
   });
 
@@ -506,6 +512,10 @@ describe('sources cli: update', { timeout: 300_000 }, () => {
         /--submit-max-processing: expected milliseconds 0\.\.86400000/,
       );
     }
+    assertOneLineError(
+      await update('--max-run-time', '8d'),
+      /--max-run-time: expected a duration of 1000 ms to 7 days/,
+    );
     // Every invalid value is named, and a valid one next to them is not applied either.
     const several = await update('--page-size', '0', '--timezone', 'Nowhere/Special', '--name', 'fine');
     assertOneLineError(several, /--page-size: .*; --timezone: /);
