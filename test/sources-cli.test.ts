@@ -464,15 +464,9 @@ describe('sources cli: update', { timeout: 300_000 }, () => {
       `updated ${id}: submitMaxProcessingMs 60000 -> 5000`,
     );
     assert.equal((await sourceOf(id)).submitMaxProcessingMs, 5000);
-    // The maximum run time of its runs (R9), as a duration.
-    assert.equal(
-      ok(await runCli(['sources', 'update', id, '--max-run-time', '2h', '--reason', 'long day'], env)).trim(),
-      `updated ${id}: maxRunTimeMs 86400000 -> 7200000`,
-    );
     // Shown in the source's audit trail.
     const shown = ok(await runCli(['sources', 'show', id], env));
     assert.match(shown, /^submit max processing\s+5000 ms$/m);
-    assert.match(shown, /^max run time\s+2h 00m \(then DeadlineExceeded\)$/m);
     assert.match(shown, /^\S+\s+carol\s+source\.update\s+fix the input \(ticket 42\)\s+\{"after":/m);
   });
 
@@ -512,10 +506,6 @@ describe('sources cli: update', { timeout: 300_000 }, () => {
         /--submit-max-processing: expected milliseconds 0\.\.86400000/,
       );
     }
-    assertOneLineError(
-      await update('--max-run-time', '8d'),
-      /--max-run-time: expected a duration of 1000 ms to 7 days/,
-    );
     // Every invalid value is named, and a valid one next to them is not applied either.
     const several = await update('--page-size', '0', '--timezone', 'Nowhere/Special', '--name', 'fine');
     assertOneLineError(several, /--page-size: .*; --timezone: /);
