@@ -119,6 +119,7 @@ export function createClaimRun(deps: ActivityDeps) {
         submitSummary: source.submitSummary && job?.downstream !== undefined,
         ...(job?.downstream ? { downstreamAction: job.downstream.name } : {}),
         sourcePaused: source.pausedAt !== null,
+        maxRunTimeMs: source.maxRunTimeMs,
       };
     }
     const current = await findRunByKey(prisma, runKey);

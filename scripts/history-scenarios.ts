@@ -6,6 +6,12 @@
  */
 import type { Scenario } from './history-scenario-steps.ts';
 import {
+  cancelBeforeContinue,
+  deadlineConfirm,
+  deadlineFetch,
+  withinDeadline,
+} from './history-scenarios-deadline.ts';
+import {
   cancelled,
   continueAsNew,
   happy,
@@ -43,4 +49,8 @@ export const SCENARIOS: readonly Scenario[] = [
   scheduled,
   cancelled,
   resetEnded,
+  withinDeadline,
+  deadlineFetch,
+  deadlineConfirm,
+  cancelBeforeContinue,
 ];

@@ -98,17 +98,17 @@ describe('sources cli: list and show', { timeout: 300_000 }, () => {
     const rows = lines(listed);
     assert.match(
       rows[0]!,
-      /^ID\s+JOB\s+ENABLED\s+PAUSED\s+SCHEDULE\s+BASE URL\s+PAGE SIZE\s+RETRY POLICY\s+SUBMIT SUMMARY$/,
+      /^ID\s+JOB\s+ENABLED\s+PAUSED\s+SCHEDULE\s+BASE URL\s+PAGE SIZE\s+RETRY POLICY\s+SUBMIT SUMMARY\s+MAX RUN TIME$/,
     );
     const a = rows.find((r) => r.startsWith('scli-src-list-a '));
     const b = rows.find((r) => r.startsWith('scli-src-list-b '));
     assert.match(
       a ?? '',
-      /^scli-src-list-a\s+fetch-records\s+yes\s+no\s+every 1h\s+http:\/\/127\.0\.0\.1:9\/partner\s+100\s+partnerHttp\s+no$/,
+      /^scli-src-list-a\s+fetch-records\s+yes\s+no\s+every 1h\s+http:\/\/127\.0\.0\.1:9\/partner\s+100\s+partnerHttp\s+no\s+24h 00m$/,
     );
     assert.match(
       b ?? '',
-      /^scli-src-list-b\s+fetch-records\s+yes\s+no\s+cron 0 2 \* \* \*\s+\S+\s+100\s+partnerHttpQuick\s+yes$/,
+      /^scli-src-list-b\s+fetch-records\s+yes\s+no\s+cron 0 2 \* \* \*\s+\S+\s+100\s+partnerHttpQuick\s+yes\s+24h 00m$/,
     );
 
     const all = json<Source[]>(await runCli(['sources', 'list', '--json'], env));

@@ -21,6 +21,7 @@ import { errorOf, setStatus } from './outcome.ts';
 import { listenForResume, waitWhilePaused } from './pause-wait.ts';
 import { type PartnerPresetName, RETRY_PRESETS } from './retry-presets.ts';
 import { finish } from './run-end.ts';
+import { deadlineFrom, withinDeadline } from './run-deadline.ts';
 import { submitSummary } from './submit-summary.ts';
 import type { FetchRecordsInput, FetchRecordsResult, ResumeState } from './types.ts';
 
@@ -104,32 +105,38 @@ async function takeUp(input: FetchRecordsInput, retaken: boolean): Promise<Fetch
       round: claim.attempt,
       submitSummary: claim.submitSummary,
       ...(claim.downstreamAction === undefined ? {} : { downstreamAction: claim.downstreamAction }),
+      ...deadlineFrom(claim.maxRunTimeMs),
     };
     setStatus('running');
     pausedAtStart = claim.sourcePaused;
   }
   try {
     if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('run cancelled');
-    return await fetchAndStore(input, state, pausedAtStart);
+    return await withinDeadline(state.deadlineAt, () => fetchAndStore(input, state, pausedAtStart));
   } catch (err) {
-    // continueAsNew() ends this execution by throwing: the run goes on, nothing to record.
-    if (err instanceof ContinueAsNew) throw err;
+    // continueAsNew() ends this execution by throwing: the run goes on, nothing to record — unless
+    // a cancel came in the same workflow task (the next execution would never hear of it).
+    const continuing = err instanceof ContinueAsNew;
+    if (continuing && !(CancellationScope.current().consideredCancelled && patched(CANCEL_BEFORE_CONTINUE))) {
+      throw err;
+    }
     // Started from an earlier point of its history than the run's end (a Web UI Reset of a
     // continued-as-new execution, or to a task before the end), this execution finds the run
     // ended under its own claim: it claims the run anew, as a first execution would. A succeeded
     // run is reported as such; a failed or cancelled one runs again from its stored pages.
-    if (!retaken && endedUnderThisClaim(err) && patched(RETAKE_ENDED_RUN)) {
+    if (!continuing && !retaken && endedUnderThisClaim(err) && patched(RETAKE_ENDED_RUN)) {
       const { resume: _, ...fresh } = input;
       return await takeUp(fresh, true);
     }
     // A cancel that lands while the step it waited on fails another way (a partner timeout firing
     // as the cancellation is delivered) is still a cancel: what the operator asked for decides.
     const cancelled =
-      isCancellation(err) || (CancellationScope.current().consideredCancelled && patched(CANCEL_WINS));
+      continuing ||
+      isCancellation(err) ||
+      (CancellationScope.current().consideredCancelled && patched(CANCEL_WINS));
     await finish(input, state, err, cancelled);
-    throw cancelled && !isCancellation(err)
-      ? new CancelledFailure('run cancelled', [], err instanceof Error ? err : undefined)
-      : err;
+    if (!cancelled || isCancellation(err)) throw err;
+    throw new CancelledFailure('run cancelled', [], err instanceof Error && !continuing ? err : undefined);
   }
 }
 
@@ -149,6 +156,9 @@ function endedUnderThisClaim(err: unknown): boolean {
   const { errorType, errorCode } = errorOf(err);
   return errorType === 'LeaseLost' && errorCode === RUN_ENDED;
 }
+
+/** Patch id: histories recorded before it continued as new over a cancel of the same task. */
+const CANCEL_BEFORE_CONTINUE = 'cancel-before-continue-as-new';
 
 /** The page loop of one execution: fetch → store until done, then complete (or continue as new). */
 async function fetchAndStore(

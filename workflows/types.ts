@@ -57,6 +57,11 @@ export interface ResumeState {
   downstreamAction?: string;
   /** Continued as new while waiting for its paused source: the next execution waits first. */
   waitingForResume?: boolean;
+  /**
+   * When the run must have ended (ISO), fixed at its claim from the source's maximum run time
+   * (R9); absent from state written before runs had one (those run unbounded).
+   */
+  deadlineAt?: string;
 }
 
 export type FetchRecordsResult =
@@ -91,6 +96,8 @@ export type ClaimResult =
       downstreamAction?: string;
       /** An operator paused the source: the run waits before its first page (issue #7). */
       sourcePaused: boolean;
+      /** The source's maximum run time (R9); absent from claims recorded before sources had one. */
+      maxRunTimeMs?: number;
     }
   /** The business key's run already succeeded: nothing to do, its outcome is reported. */
   | { outcome: 'succeeded'; fetchRunId: string; pages: number; records: number }

@@ -10,14 +10,14 @@ export function integerArg(value: string): number {
   return /^\s*-?\d{1,9}\s*$/.test(value) ? Number(value) : Number.NaN;
 }
 
-const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
+const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 
 /**
- * A duration in milliseconds: `5000` (milliseconds), `500ms`, `90s`, `5m`, `1h`. Anything else is
+ * A duration in milliseconds: `5000` (milliseconds), `500ms`, `90s`, `5m`, `1h`, `2d`. Anything else is
  * NaN (refused by the library with the bounds in its message).
  */
 export function durationMsArg(value: string): number {
-  const m = /^\s*(-?\d{1,9})\s*(ms|s|m|h)?\s*$/.exec(value);
+  const m = /^\s*(-?\d{1,9})\s*(ms|s|m|h|d)?\s*$/.exec(value);
   if (!m) return Number.NaN;
   return Number(m[1]) * UNIT_MS[(m[2] ?? 'ms') as keyof typeof UNIT_MS];
 }

@@ -44,6 +44,7 @@ interface AddOpts {
   config?: string;
   submitSummary?: boolean;
   submitMaxProcessing?: number;
+  maxRunTime?: number;
   downstream?: string;
   reason: string;
   by?: string;
@@ -71,6 +72,11 @@ export function registerSourcesAdd(sources: Command, ctx: () => CliContext): voi
       'the longest the partner may take to apply a submission: 60000 (ms), 90s, 5m (default 60s)',
       durationMsArg,
     )
+    .option(
+      '--max-run-time <duration>',
+      'the longest one run may take, pauses and retries included, then it ends DeadlineExceeded: 90s, 30m, 24h, 2d (default 24h)',
+      durationMsArg,
+    )
     .option('--downstream <name>', 'the downstream its actions go to (default "default")')
     .requiredOption('--reason <text>', 'why (1..1000 characters; audited)')
     .option('--by <who>', 'who (default: the OS user)')
@@ -94,6 +100,7 @@ export function registerSourcesAdd(sources: Command, ctx: () => CliContext): voi
         config: config?.ok ? config.value : undefined,
         submitSummary: opts.submitSummary,
         submitMaxProcessingMs: opts.submitMaxProcessing,
+        maxRunTimeMs: opts.maxRunTime,
         downstream: opts.downstream,
       };
       const c = ctx();

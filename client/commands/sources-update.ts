@@ -22,6 +22,7 @@ interface UpdateOpts {
   disable?: boolean;
   submitSummary?: boolean;
   submitMaxProcessing?: number;
+  maxRunTime?: number;
   config?: string;
   job?: string;
   reason: string;
@@ -51,6 +52,11 @@ export function registerSourcesUpdate(sources: Command, ctx: () => CliContext): 
     .option(
       '--submit-max-processing <ms>',
       'the longest the partner may take to apply a submission after receiving it: a lookup that finds nothing proves "not applied" only after the call timeouts plus this; 60000 (ms), 90s, 5m (default 60000)',
+      durationMsArg,
+    )
+    .option(
+      '--max-run-time <duration>',
+      'the longest one run may take, pauses and retries included (new runs; then DeadlineExceeded): 90s, 30m, 24h, 2d',
       durationMsArg,
     )
     .option('--config <json|@file>', "the job's settings as JSON, or @file to read them (checked by the job)")
@@ -86,6 +92,7 @@ Example:
         enabled: opts.enable ? true : opts.disable ? false : undefined,
         submitSummary: opts.submitSummary,
         submitMaxProcessingMs: opts.submitMaxProcessing,
+        maxRunTimeMs: opts.maxRunTime,
         config: config?.value,
       };
       const c = ctx();

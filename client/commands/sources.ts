@@ -3,7 +3,7 @@ import type { AuditEntry } from '../../prisma/generated/client.ts';
 import { UserFacingError } from '../../runtime/errors.ts';
 import type { CliContext } from '../cli-context.ts';
 import { defaultActor } from '../audit.ts';
-import { table } from '../format.ts';
+import { duration, table } from '../format.ts';
 import { scheduleIdFor } from '../schedules.ts';
 import {
   getSource,
@@ -49,6 +49,7 @@ function row(s: Source): Record<string, string> {
     'page size': String(s.pageSize),
     'retry policy': s.retryPolicy,
     'submit summary': s.submitSummary ? 'yes' : 'no',
+    'max run time': duration(s.maxRunTimeMs),
   };
 }
 
@@ -62,6 +63,7 @@ const COLUMNS = [
   'page size',
   'retry policy',
   'submit summary',
+  'max run time',
 ];
 
 function auditTable(audit: readonly AuditEntry[]): string {
@@ -124,6 +126,7 @@ export function registerSources(program: Command, ctx: () => CliContext): void {
         ['retry policy', found.retryPolicy],
         ['submit summary', found.submitSummary ? 'yes' : 'no'],
         ['submit max processing', `${found.submitMaxProcessingMs} ms`],
+        ['max run time', `${duration(found.maxRunTimeMs)} (then DeadlineExceeded)`],
         ['downstream', found.downstream],
         ['schedule', scheduleSummary(found.schedule)],
         ['schedule config', found.schedule === null ? '' : JSON.stringify(found.schedule)],

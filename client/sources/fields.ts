@@ -18,6 +18,9 @@ export const MAX_NAME_LENGTH = 200;
 /** Longest declared processing time of a partner's submissions: a day. */
 export const MAX_SUBMIT_PROCESSING_MS = 86_400_000;
 
+/** Bounds of a source's maximum run time (R9): a second to a week. */
+export const RUN_TIME_MS = { min: 1_000, max: 7 * 86_400_000 } as const;
+
 /** What `updateSource` may change (and `addSource` may set). `credentialsRef: null` clears it. */
 export interface SourceChanges {
   name?: string;
@@ -29,6 +32,7 @@ export interface SourceChanges {
   enabled?: boolean;
   submitSummary?: boolean;
   submitMaxProcessingMs?: number;
+  maxRunTimeMs?: number;
   /** The job's config, checked by the job's schema (its defaults applied) before it is stored. */
   config?: unknown;
 }
@@ -46,6 +50,7 @@ export const FIELD_OPTIONS: Record<SourceField, string> = {
   enabled: '--enable/--disable',
   submitSummary: '--submit-summary',
   submitMaxProcessingMs: '--submit-max-processing',
+  maxRunTimeMs: '--max-run-time',
   config: '--config',
 };
 
@@ -121,6 +126,7 @@ function hasUserInfo(value: string): boolean {
 const pageSizeError = `expected an integer 1..${MAX_PAGE_SIZE}`;
 const processingError = `expected milliseconds 0..${MAX_SUBMIT_PROCESSING_MS}`;
 const nameError = `must be 1..${MAX_NAME_LENGTH} characters`;
+const runTimeError = `expected a duration of ${RUN_TIME_MS.min} ms to 7 days (e.g. 90s, 30m, 24h, 2d)`;
 
 /** Each field's rule (also the JSON Schema of sources files: client/sources/file-schema.ts). */
 export const FIELD_SCHEMAS = {
@@ -153,6 +159,11 @@ export const FIELD_SCHEMAS = {
     .int(processingError)
     .min(0, processingError)
     .max(MAX_SUBMIT_PROCESSING_MS, processingError),
+  maxRunTimeMs: z
+    .number({ error: runTimeError })
+    .int(runTimeError)
+    .min(RUN_TIME_MS.min, runTimeError)
+    .max(RUN_TIME_MS.max, runTimeError),
   // Its shape is the job's: checkJobConfig checks it once the job is known.
   config: z.unknown(),
 } satisfies Record<SourceField, z.ZodType>;
@@ -172,6 +183,7 @@ const changesSchema = z.strictObject({
   enabled: FIELD_SCHEMAS.enabled.optional(),
   submitSummary: FIELD_SCHEMAS.submitSummary.optional(),
   submitMaxProcessingMs: FIELD_SCHEMAS.submitMaxProcessingMs.optional(),
+  maxRunTimeMs: FIELD_SCHEMAS.maxRunTimeMs.optional(),
   config: FIELD_SCHEMAS.config.optional(),
 });
 

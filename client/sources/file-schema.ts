@@ -25,6 +25,7 @@ export const SOURCE_DEFAULTS = {
   enabled: true,
   submitSummary: false,
   submitMaxProcessingMs: 60_000,
+  maxRunTimeMs: 86_400_000,
   schedule: null,
 } as const;
 
@@ -57,6 +58,11 @@ function sourceSchema(jobTypes: readonly string[]) {
     submitMaxProcessingMs: FIELD_SCHEMAS.submitMaxProcessingMs
       .default(d.submitMaxProcessingMs)
       .describe('The longest (ms) the partner may take to apply a submission.'),
+    maxRunTimeMs: FIELD_SCHEMAS.maxRunTimeMs
+      .default(d.maxRunTimeMs)
+      .describe(
+        'The longest (ms) one run may take, pauses and retries included (R9); then DeadlineExceeded.',
+      ),
     enabled: FIELD_SCHEMAS.enabled.default(d.enabled).describe('Disabled sources do not run.'),
     schedule: sourceScheduleSchema
       .nullable()

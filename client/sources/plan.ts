@@ -57,6 +57,7 @@ export function wantedOf(desired: DesiredSource): Record<UpdatableField, unknown
     enabled: f.enabled ?? d.enabled,
     submitSummary: f.submitSummary ?? d.submitSummary,
     submitMaxProcessingMs: f.submitMaxProcessingMs ?? d.submitMaxProcessingMs,
+    maxRunTimeMs: f.maxRunTimeMs ?? d.maxRunTimeMs,
     config: checked.config,
     downstream: input.downstream ?? d.downstream,
     schedule: input.schedule ?? d.schedule,

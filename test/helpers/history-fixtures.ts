@@ -7,7 +7,6 @@
  * Be very careful: a fixture is evidence of what workflow code that ran in production-like
  * conditions did. Never re-record one to make a change pass; add new fixtures instead.
  */
-import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../../worker/config.ts';
 
@@ -82,6 +81,7 @@ const all =
   (...checks: ((events: HistoryEvent[]) => boolean)[]) =>
   (events: HistoryEvent[]) =>
     checks.every((check) => check(events));
+const has = (type: string) => (events: HistoryEvent[]) => events.some(is(type));
 const not = (check: (events: HistoryEvent[]) => boolean) => (events: HistoryEvent[]) => !check(events);
 
 export interface ExpectedFixture {
@@ -206,32 +206,30 @@ export const EXPECTED_FIXTURES: readonly ExpectedFixture[] = [
       'a succeeded run reset to the first task of its last continued execution: its run ended, claimed anew, the stored success reported',
     check: all(completed, continued, runsActivity('claimRun'), not(runsActivity('storePage'))),
   },
+  {
+    file: 'fetch-records-within-deadline.json',
+    workflowType: FETCH,
+    shows: 'a run with a maximum run time (R9): its deadline timer armed, then cancelled; completed',
+    check: all(completed, has('TIMER_STARTED'), has('TIMER_CANCELED'), has('MARKER_RECORDED')),
+  },
+  ...(['CONTINUED_AS_NEW', 'FAILED'] as const).map((end, i) => ({
+    file: `fetch-records-deadline-${i + 1}.json`,
+    workflowType: FETCH,
+    shows: `execution ${i + 1} of a run past its deadline: ${end}${i === 0 ? '' : ' in a held fetch'}`,
+    check: all(closedAs(end), has(i === 0 ? 'TIMER_CANCELED' : 'TIMER_FIRED')),
+  })),
+  {
+    file: 'fetch-records-deadline-confirm.json',
+    workflowType: FETCH,
+    shows: 'the deadline firing while the confirm was held: failed, compensation started',
+    check: all(closedAs('FAILED'), has('TIMER_FIRED'), childStarted('compensateRunWorkflow')),
+  },
+  {
+    file: 'fetch-records-cancel-before-continue.json',
+    workflowType: FETCH,
+    shows: 'a cancel in the workflow task that would continue as new: cancelled, not continued',
+    check: all(closedAs('CANCELED'), has('WORKFLOW_EXECUTION_CANCEL_REQUESTED'), runsActivity('finishRun')),
+  },
 ];
 
-/** Every fixture file in `dir`, parsed, by file name (sorted). Throws on unreadable JSON. */
-export async function readFixtures(dir = HISTORIES_DIR): Promise<Map<string, HistoryFixture>> {
-  const files = (await readdir(dir)).filter((f) => f.endsWith('.json')).sort();
-  const fixtures = new Map<string, HistoryFixture>();
-  for (const file of files) {
-    fixtures.set(file, JSON.parse(await readFile(path.join(dir, file), 'utf8')) as HistoryFixture);
-  }
-  return fixtures;
-}
-
-/**
- * Texts in `fixtureJson` a secret could hide in: the file itself and every payload's data,
- * base64-decoded (payload bytes are base64 in proto JSON, so a plain search would miss them).
- */
-export function searchableTexts(fixtureJson: string): string[] {
-  const texts = [fixtureJson];
-  const walk = (node: unknown): void => {
-    if (Array.isArray(node)) return node.forEach(walk);
-    if (typeof node !== 'object' || node === null) return;
-    const obj = node as Record<string, unknown>;
-    if (typeof obj.data === 'string' && 'metadata' in obj)
-      texts.push(Buffer.from(obj.data, 'base64').toString('utf8'));
-    Object.values(obj).forEach(walk);
-  };
-  walk(JSON.parse(fixtureJson));
-  return texts;
-}
+export { readFixtures, searchableTexts } from './history-files.ts';
