@@ -10,13 +10,10 @@ import { classify, failure } from './errors.ts';
 import type { AnyJob, FetchedPage, JobSource, PartnerAccess, StoredRecord } from './job-api/define.ts';
 import { parseJobConfig } from './job-api/registry.ts';
 import { bearerToken } from './sources.ts';
+import { MAX_CURSOR_LENGTH } from '../workflows/input-limits.ts';
 
-/**
- * Longest partner cursor accepted, in characters. A cursor is heartbeated to Temporal, kept in the
- * workflow's history and state, staged in PostgreSQL and sent back to the partner: a partner must
- * not be able to make any of these grow without bound.
- */
-export const MAX_CURSOR_LENGTH = 1024;
+// The workflow checks a cursor carried in its input against the same bound.
+export { MAX_CURSOR_LENGTH } from '../workflows/input-limits.ts';
 
 /** Longest record id stored (`fetched_record.external_id` and the ids in page events). */
 export const MAX_RECORD_ID_LENGTH = 200;
