@@ -16,6 +16,7 @@ import {
 } from '@temporalio/workflow';
 import type { FetchActivities } from '../activities/index.ts';
 import { outlastingDatabaseOutages } from './database-outage.ts';
+import { refuseInvalidInput } from './invalid-input.ts';
 import { setStatus } from './outcome.ts';
 import { listenForResume, waitWhilePaused } from './pause-wait.ts';
 import { type PartnerPresetName, RETRY_PRESETS } from './retry-presets.ts';
@@ -42,6 +43,8 @@ export const DEFAULT_PAGES_PER_EXECUTION = 50;
  * another workflow owns ends at once as a visible `duplicate`, with no side effects (R6).
  */
 export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<FetchRecordsResult> {
+  // Before anything else: a start from the Web UI or the Temporal CLI skips the client's checks.
+  await refuseInvalidInput(input);
   const info = workflowInfo();
   listenForResume();
   let state: ResumeState;
