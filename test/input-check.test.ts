@@ -109,6 +109,11 @@ void describe('input-check: the workflow boundary', () => {
     const suffixed = refused({ ...valid, pageSize: 0 }, { workflowId: `${ID}-2026-11-29T02:00:00Z` });
     assert.equal(suffixed.key, undefined, 'a suffixed id is not the key’s own workflow id');
     refused({ ...valid, jobType: 'http' }, fresh);
+    // An input without a job type takes the id's: an id without one names no key at all.
+    const { jobType: _, ...legacy } = valid;
+    for (const workflowId of ['anything-else', `fetch/Bad/acme/${DATE}`, `fetch//acme/${DATE}`]) {
+      assert.equal(refused(legacy, { workflowId }).problems[0]?.field, 'workflowId', workflowId);
+    }
   });
 
   void it('forged or broken resume state in a continued execution is refused field by field', () => {

@@ -157,11 +157,13 @@ function workflowIdProblems(input: Record<string, unknown>, workflowId: string):
   const { sourceId, businessDate } = input;
   if (typeof sourceId !== 'string' || !isSourceId(sourceId)) return [];
   if (typeof businessDate !== 'string' || !isBusinessDate(businessDate)) return [];
-  const jobType = input.jobType ?? workflowId.split('/')[1];
-  if (typeof jobType !== 'string' || !isJobType(jobType)) return [];
+  // A job type the input names wrongly is reported by its own rule.
+  if (input.jobType !== undefined && (typeof input.jobType !== 'string' || !isJobType(input.jobType)))
+    return [];
+  const jobType = input.jobType ?? workflowId.split('/')[1] ?? '';
   const expected = workflowIdFor({ jobType, sourceId, businessDate });
   const tail = workflowId.startsWith(expected) ? workflowId.slice(expected.length) : undefined;
-  if (tail === '' || (tail !== undefined && SCHEDULE_SUFFIX_RE.test(tail))) return [];
+  if (isJobType(jobType) && (tail === '' || (tail !== undefined && SCHEDULE_SUFFIX_RE.test(tail)))) return [];
   return [{ field: 'workflowId', rule: 'must be fetch/<jobType>/<sourceId>/<businessDate> of the input' }];
 }
 
