@@ -5,7 +5,15 @@
  * Small on purpose (few pages of 10 records): the fixtures live in the repository.
  */
 import type { Scenario } from './history-scenario-steps.ts';
-import { cancelled, continueAsNew, happy, pauseResume, retries, submit } from './history-scenarios-fetch.ts';
+import {
+  cancelled,
+  continueAsNew,
+  happy,
+  invalidInput,
+  pauseResume,
+  retries,
+  submit,
+} from './history-scenarios-fetch.ts';
 import {
   compensationCancelled,
   compensationFailed,
@@ -34,4 +42,5 @@ export const SCENARIOS: readonly Scenario[] = [
   deadLetterReplay,
   scheduled,
   cancelled,
+  invalidInput,
 ];

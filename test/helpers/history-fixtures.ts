@@ -192,6 +192,18 @@ export const EXPECTED_FIXTURES: readonly ExpectedFixture[] = [
     shows: 'a run cancelled while a page was in flight',
     check: all(closedAs('CANCELED'), runsActivity('finishRun')),
   },
+  {
+    file: 'fetch-records-invalid-input.json',
+    workflowType: FETCH,
+    shows: 'a start with an input the workflow refuses: recorded against its key, failed, no claim',
+    check: all(closedAs('FAILED'), runsActivity('recordInvalidStart'), not(runsActivity('claimRun'))),
+  },
+  {
+    file: 'fetch-records-invalid-input-no-key.json',
+    workflowType: FETCH,
+    shows: 'a refused start under a workflow id that names no key: failed, no activity at all',
+    check: all(closedAs('FAILED'), (ev) => activityTypes(ev).length === 0),
+  },
 ];
 
 /** Every fixture file in `dir`, parsed, by file name (sorted). Throws on unreadable JSON. */
