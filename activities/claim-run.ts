@@ -13,6 +13,7 @@ import {
   isSourceId,
   parseWorkflowId,
 } from '../workflows/business-key.ts';
+import { INVALID_WORKFLOW_INPUT, isIsoInstant } from '../workflows/input-limits.ts';
 import { type ClaimInput, type ClaimResult, REQUESTED_BY } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
 import { isPartnerPreset } from '../workflows/retry-presets.ts';
@@ -31,7 +32,7 @@ const claimInputSchema = z.object({
   workflowRunId: z.string().min(1).max(100),
   correlationId: z.string().refine(isCorrelationId),
   requestedBy: z.enum(REQUESTED_BY),
-  scheduledAt: z.iso.datetime({ offset: true }),
+  scheduledAt: z.string().refine(isIsoInstant),
 });
 
 /**
@@ -52,7 +53,7 @@ export function createClaimRun(deps: ActivityDeps) {
     const valid = claimInputSchema.safeParse(input);
     if (!valid.success) {
       const fields = [...new Set(valid.error.issues.map((i) => i.path.join('.')))].join(', ');
-      throw failure('InvalidInput', 'INVALID_WORKFLOW_INPUT', `invalid workflow input: ${fields}`);
+      throw failure('InvalidInput', INVALID_WORKFLOW_INPUT, `invalid workflow input: ${fields}`);
     }
     const source = await loadEnabledSource(prisma, input.sourceId);
     if (!isPartnerPreset(source.retryPolicy)) {

@@ -11,6 +11,7 @@ import { withRetryTiming } from './retry-timing.ts';
 import { createFetchPage } from './fetch-page.ts';
 import { createDownstreamActivities } from './downstream.ts';
 import { createFinishRun } from './finish-run.ts';
+import { createRecordInvalidStart } from './invalid-start.ts';
 import { contextualLogger } from './log-context.ts';
 import { createReplayActivities } from './replay.ts';
 import { createStorePage } from './store-page.ts';
@@ -71,6 +72,7 @@ export function createActivities(baseDeps: ActivityDeps) {
     completeRun: classified(deps, 'completeRun', createCompleteRun(deps)),
     finishRun: classified(deps, 'finishRun', createFinishRun(deps)),
     checkSourcePause: classified(deps, 'checkSourcePause', createCheckSourcePause(deps)),
+    recordInvalidStart: classified(deps, 'recordInvalidStart', createRecordInvalidStart(deps)),
   };
 }
 

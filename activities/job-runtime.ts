@@ -10,13 +10,10 @@ import { classify, failure } from './errors.ts';
 import type { AnyJob, FetchedPage, JobSource, PartnerAccess, StoredRecord } from './job-api/define.ts';
 import { parseJobConfig } from './job-api/registry.ts';
 import { bearerToken } from './sources.ts';
+import { MAX_CURSOR_LENGTH } from '../workflows/input-limits.ts';
 
-/**
- * Longest partner cursor accepted, in characters. A cursor is heartbeated to Temporal, kept in the
- * workflow's history and state, staged in PostgreSQL and sent back to the partner: a partner must
- * not be able to make any of these grow without bound.
- */
-export const MAX_CURSOR_LENGTH = 1024;
+// The workflow checks a cursor carried in its input against the same bound.
+export { MAX_CURSOR_LENGTH } from '../workflows/input-limits.ts';
 
 /** Longest record id stored (`fetched_record.external_id` and the ids in page events). */
 export const MAX_RECORD_ID_LENGTH = 200;
@@ -70,11 +67,16 @@ export async function inJob<T>(job: AnyJob, hook: string, call: () => Promise<T>
   }
 }
 
+const NUL = String.fromCharCode(0);
+/** How JSON writes U+0000 in a string or a key (it always escapes it). */
+const ESCAPED_NUL = '\\u0000';
+
 /**
  * Checks a page a job's `fetchPage` returned against the engine's contract.
  * @throws ApplicationFailure InvalidResponse (non-retryable): `PAGE_SHAPE` (not `{records: [],
  *   nextCursor: string|null}`), `TOO_MANY_RECORDS` (more than asked for), `CURSOR_TOO_LONG`,
- *   `RECORD_WITHOUT_ID` (the job's `recordId` gives no usable id), `RECORD_ID_TOO_LONG`.
+ *   `RECORD_WITHOUT_ID` (the job's `recordId` gives no usable id), `RECORD_ID_TOO_LONG`,
+ *   `NUL_CHARACTER` (a record or the cursor holds U+0000, which PostgreSQL cannot store).
  */
 export function checkedPage(job: AnyJob, page: unknown, limit: number, what: string): FetchedPage<unknown> {
   const p = page as Partial<FetchedPage<unknown>> | null;
@@ -101,7 +103,17 @@ export function checkedPage(job: AnyJob, page: unknown, limit: number, what: str
       `${what}: next cursor longer than ${MAX_CURSOR_LENGTH} characters`,
     );
   }
-  for (const record of p.records) idOf(job, record, what);
+  // PostgreSQL stores no U+0000 in text or jsonb (22P05, 22021): such a page is the partner's
+  // fault, refused here rather than failing the staging insert as an unclassified error.
+  if (cursor !== null && cursor.includes(NUL)) {
+    throw failure('InvalidResponse', 'NUL_CHARACTER', `${what}: a next cursor holding a NUL character`);
+  }
+  for (const record of p.records) {
+    idOf(job, record, what);
+    if (JSON.stringify(record).includes(ESCAPED_NUL)) {
+      throw failure('InvalidResponse', 'NUL_CHARACTER', `${what}: a record holding a NUL character`);
+    }
+  }
   return { records: p.records, nextCursor: cursor };
 }
 

@@ -14,6 +14,8 @@ import { UserFacingError } from '../runtime/errors.ts';
 import { checkBusinessDate, dateInTimeZone } from '../workflows/business-date.ts';
 import { isBusinessDate, isCorrelationId, isSourceId, workflowIdFor } from '../workflows/business-key.ts';
 import type { fetchRecordsWorkflow } from '../workflows/fetch-records.ts';
+import { checkFetchInput } from '../workflows/input-check.ts';
+import { MAX_PAGE_SIZE } from '../workflows/input-limits.ts';
 import { DEFAULT_MAX_INPUT_BYTES, type FetchRecordsInput, type RequestedBy } from '../workflows/types.ts';
 
 export const SEARCH_KEYS = {
@@ -35,8 +37,8 @@ export interface DurableFetchContext {
   now?: () => Date;
 }
 
-/** Largest page (records per storePage transaction and staged row) a start may ask for. */
-export const MAX_PAGE_SIZE = 1000;
+// The workflow checks its input against the same bounds (a start may bypass this client).
+export { MAX_PAGE_SIZE };
 
 export interface StartFetchRequest {
   sourceId: string;
@@ -154,6 +156,9 @@ export async function prepareFetch(
   const jobType = source.jobType;
   const workflowId = workflowIdFor({ jobType, sourceId: source.id, businessDate });
   const input = { jobType, ...workflowInput(source.id, businessDate, req) };
+  // The workflow's own check, so that the client never starts what the workflow would refuse.
+  const checked = checkFetchInput(input, { workflowId });
+  if (!checked.ok) throw new UserFacingError(checked.message, 'INVALID_INPUT');
   const bytes = Buffer.byteLength(JSON.stringify(input));
   const maxBytes = ctx.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES;
   if (bytes > maxBytes) {

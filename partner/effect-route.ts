@@ -140,6 +140,7 @@ async function applyFault(
     case 'truncate':
     case 'malformed':
     case 'schema':
+    case 'page':
     case 'oversize':
     case 'loop':
     case 'empty_page':

@@ -131,6 +131,7 @@ export async function handleEvents(
     case 'truncate':
     case 'malformed':
     case 'schema':
+    case 'page':
     case 'oversize':
     case 'loop':
     case 'empty_page':

@@ -29,6 +29,8 @@
  */
 /**
  * `malformed`: 200 with a body that is not JSON; `schema`: 200 with JSON of the wrong shape;
+ * `page` (read routes only): 200 with the fault's `page` as the JSON body, whatever it is (a page of
+ * hostile records, a wrong type, deep nesting), so a test can hand a client any body it makes;
  * `oversize` (read routes only): 200 with the normal page, syntactically valid, whose items
  * carry a `padding` string making the body `bytes` long (at least the page itself), streamed in
  * chunks as the client reads, with a `Content-Length` only when `contentLength` is true. It is
@@ -61,6 +63,7 @@ export type FaultKind =
   | 'truncate'
   | 'malformed'
   | 'schema'
+  | 'page'
   | 'oversize'
   | 'loop'
   | 'empty_page'
@@ -100,6 +103,7 @@ export const FAULT_KINDS = [
   'truncate',
   'malformed',
   'schema',
+  'page',
   'oversize',
   'loop',
   'empty_page',
@@ -121,6 +125,9 @@ export const LIST_FAULT_KINDS: readonly FaultKind[] = ['empty_page', 'overfull']
 
 /** Longest `body` of a `status` fault. */
 export const MAX_FAULT_BODY_LENGTH = 2000;
+
+/** Largest `page` of a `page` fault, in bytes of JSON. */
+export const MAX_PAGE_FAULT_BYTES = 1_000_000;
 
 /** Largest body of an `oversize` fault (`bytes`). */
 export const MAX_OVERSIZE_BYTES = 200_000_000;

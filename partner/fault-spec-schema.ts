@@ -12,6 +12,7 @@ import {
   MAX_EXTRA_ITEMS,
   MAX_FAULT_BODY_LENGTH,
   MAX_OVERSIZE_BYTES,
+  MAX_PAGE_FAULT_BYTES,
   READ_ROUTES,
   SUBMISSIONS_FAULT_KINDS,
 } from './fault-kinds.ts';
@@ -72,6 +73,20 @@ export const faultSpecSchema = z
     bytes: z.int().min(1).max(MAX_OVERSIZE_BYTES).optional(),
     contentLength: z.boolean().optional(),
     extraItems: z.int().min(1).max(MAX_EXTRA_ITEMS).optional(),
+    page: z
+      .json()
+      .refine((p) => JSON.stringify(p).length <= MAX_PAGE_FAULT_BYTES, {
+        message: `"page" must be at most ${MAX_PAGE_FAULT_BYTES} bytes of JSON`,
+      })
+      .optional(),
+  })
+  .refine((s) => (s.kind === 'page') === (s.page !== undefined), {
+    message: 'kind "page" needs a "page" (any JSON value), and only it takes one',
+    path: ['page'],
+  })
+  .refine((s) => s.kind !== 'page' || isReadRoute(s.route), {
+    message: 'kind "page" is only valid on the read routes ("records", "rates", "catalog")',
+    path: ['kind'],
   })
   .refine((s) => s.kind !== 'status' || s.status !== undefined, {
     message: 'kind "status" needs a "status" (400..599)',

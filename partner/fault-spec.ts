@@ -79,6 +79,11 @@ export interface FaultSpec {
    * `MAX_FAULT_BODY_LENGTH` characters) instead of `injected status <n>`.
    */
   body?: string;
+  /**
+   * Kind `page` (read routes only): the JSON value served as the 200 body instead of the route's
+   * answer (at most `MAX_PAGE_FAULT_BYTES` of JSON).
+   */
+  page?: unknown;
   /** Kind `oversize`: the body's size in bytes (1..`MAX_OVERSIZE_BYTES`). */
   bytes?: number;
   /**

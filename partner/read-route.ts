@@ -142,6 +142,10 @@ export async function serveRead(
       ctx.ledger.record({ ...entry, status: 200, fault: kind });
       sendJson(res, 200, shape.schemaBody);
       return;
+    case 'page':
+      ctx.ledger.record({ ...entry, status: 200, fault: kind });
+      sendJson(res, 200, fault?.page ?? null);
+      return;
     default: {
       const unknownKind: never = kind;
       throw new Error(`unhandled fault kind ${String(unknownKind)}`);

@@ -1,8 +1,9 @@
 /**
  * History scenarios that each record one fetch-records run: a plain run, one that submits a
  * summary, one retried through partner errors, one paused and resumed, one continued as new, one
- * cancelled mid-page, and runs that ended then were reset (Web UI Reset) to the first workflow task
- * of their last continued-as-new execution.
+ * cancelled mid-page, runs that ended then were reset (Web UI Reset) to the first workflow task
+ * of their last continued-as-new execution, and starts that bypass the client with an input the
+ * workflow refuses.
  */
 import { pauseSource, resumeSource } from '../client/sources.ts';
 import { randomUUID } from 'node:crypto';
@@ -167,6 +168,43 @@ export const resetEnded: Scenario = {
         name: 'fetch-records-reset-succeeded',
         workflowId: done,
         runId: await resetLatestToFirstTask(s, done),
+      },
+    ];
+  },
+};
+
+export const invalidInput: Scenario = {
+  name: 'invalid-input',
+  async run(s) {
+    const sourceId = 'hist-invalid';
+    await source(s, sourceId);
+    // As the Web UI's "Start Workflow" sends it: no client check. The key's run takes a dead letter.
+    const workflowId = `fetch/fetch-records/${sourceId}/${DATE}`;
+    const input = {
+      sourceId,
+      businessDate: DATE,
+      correlationId: 'hist-1',
+      requestedBy: 'test',
+      pageSize: 1e9,
+    };
+    const keyed = await s.client.workflow.start('fetchRecordsWorkflow', {
+      workflowId,
+      taskQueue: s.ctx.taskQueue,
+      args: [input] as never,
+    });
+    // Under a workflow id that names no business key: a failed workflow only.
+    const loose = await s.client.workflow.start('fetchRecordsWorkflow', {
+      workflowId: `hist-invalid-${DATE}`,
+      taskQueue: s.ctx.taskQueue,
+      args: [{ ...input, pageSize: 10 }] as never,
+    });
+    await Promise.all([settled(keyed), settled(loose)]);
+    return [
+      { name: 'fetch-records-invalid-input', workflowId, runId: keyed.firstExecutionRunId },
+      {
+        name: 'fetch-records-invalid-input-no-key',
+        workflowId: loose.workflowId,
+        runId: loose.firstExecutionRunId,
       },
     ];
   },

@@ -15,6 +15,7 @@ import {
   cancelled,
   continueAsNew,
   happy,
+  invalidInput,
   pauseResume,
   resetEnded,
   retries,
@@ -53,4 +54,5 @@ export const SCENARIOS: readonly Scenario[] = [
   deadlineFetch,
   deadlineConfirm,
   cancelBeforeContinue,
+  invalidInput,
 ];

@@ -116,6 +116,23 @@ void describe('fetch-page', () => {
     assert.equal(longest.calls, 2);
   });
 
+  void it('a record or cursor holding a NUL character fails as InvalidResponse NUL_CHARACTER, staging nothing', async () => {
+    const nul = String.fromCharCode(0);
+    const pages = [
+      { records: [{ id: 'x1', note: `a${nul}b` }], nextCursor: null },
+      { records: [{ id: `x${nul}1` }], nextCursor: null },
+      { records: [{ id: 'x1', deep: [[{ [`k${nul}`]: 1 }]] }], nextCursor: null },
+      { records: [{ id: 'x1' }], nextCursor: `c${nul}` },
+    ];
+    for (const [n, page] of pages.entries()) {
+      assert.equal(
+        failureCode(await fetchWith(`fp-nul-${n}`, stubHttp(page))),
+        'InvalidResponse/NUL_CHARACTER',
+      );
+      assert.equal(await stagedPages(`fp-nul-${n}`), 0);
+    }
+  });
+
   void it('an attempt without the current lease fails as LeaseLost before calling the partner', async () => {
     const http = stubHttp({ records: [{ id: 'x1' }], nextCursor: null });
     const stale = '00000000-0000-4000-8000-000000000001';

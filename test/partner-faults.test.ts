@@ -168,6 +168,31 @@ void describe('partner: fault injection', () => {
     assert.equal(partner.faults.list()[0]?.bytes, 200_000_000);
   });
 
+  void it('page: serves the given JSON body with 200 for the matching page only; read routes only, needs a page', async () => {
+    const page = { records: [{ id: 'a\u0000b', n: '\u{1F600}' }, { nope: [[[1]]] }], nextCursor: 7 };
+    partner.faults.add({ kind: 'page', sourceId: 'acme', cursor: null, page });
+    const faulted = await fetch(records);
+    assert.equal(faulted.status, 200);
+    assert.deepEqual(await faulted.json(), page);
+    // Used up: the next request gets the partner's own page.
+    const normal = (await (await fetch(records)).json()) as RecordsPage;
+    assert.equal(normal.records.length > 0, true);
+    assert.equal(partner.ledger.count({ fault: 'page', status: 200 }), 1);
+    assert.throws(() => partner.faults.add({ kind: 'page' }), /kind "page" needs a "page"/);
+    assert.throws(
+      () => partner.faults.add({ kind: 'status', status: 500, page: {} }),
+      /kind "page" needs a "page".*only it takes one/s,
+    );
+    assert.throws(
+      () => partner.faults.add({ route: 'events', kind: 'page', page: {} }),
+      /only valid on the read routes|route "events" takes only/,
+    );
+    assert.throws(
+      () => partner.faults.add({ kind: 'page', page: 'x'.repeat(1_000_001) }),
+      /at most 1000000 bytes of JSON/,
+    );
+  });
+
   void it('cursor null: hits only the first page', async () => {
     const first = (await (await fetch(records)).json()) as RecordsPage;
     const second = `${records}&cursor=${first.nextCursor ?? ''}`;

@@ -17,6 +17,16 @@ export function isJobType(value: string): boolean {
   return JOB_TYPE_RE.test(value);
 }
 
+const ACTION_NAME_RE = /^[a-z][a-z0-9_-]{0,40}$/;
+
+/**
+ * True when `value` is a well-formed downstream action name (a job's ledger name for its
+ * non-idempotent call): lower case letters, digits, `-` and `_`, at most 41.
+ */
+export function isActionName(value: string): boolean {
+  return ACTION_NAME_RE.test(value);
+}
+
 /**
  * The job type an input names; inputs written before jobs were plug-ins name none, and were all
  * the demo job's.

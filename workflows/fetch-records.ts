@@ -17,6 +17,7 @@ import {
 import type { FetchActivities } from '../activities/index.ts';
 import { outlastingDatabaseOutages } from './database-outage.ts';
 import { RUN_ENDED } from './error-types.ts';
+import { refuseInvalidInput } from './invalid-input.ts';
 import { errorOf, setStatus } from './outcome.ts';
 import { listenForResume, waitWhilePaused } from './pause-wait.ts';
 import { type PartnerPresetName, RETRY_PRESETS } from './retry-presets.ts';
@@ -44,6 +45,8 @@ export const DEFAULT_PAGES_PER_EXECUTION = 50;
  * another workflow owns ends at once as a visible `duplicate`, with no side effects (R6).
  */
 export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<FetchRecordsResult> {
+  // Before anything else: a start from the Web UI or the Temporal CLI skips the client's checks.
+  await refuseInvalidInput(input);
   return takeUp(input, false);
 }
 

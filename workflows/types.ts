@@ -1,3 +1,4 @@
+import type { BusinessKey } from './business-key.ts';
 import type { PartnerPresetName } from './retry-presets.ts';
 
 /**
@@ -180,6 +181,27 @@ export interface FinishRunInput {
   errorMessage?: string;
   /** The failure's safe code (e.g. HTTP_422), when it has one. */
   errorCode?: string;
+}
+
+/** A start whose input the workflow refused, to be recorded against the key its workflow id names. */
+export interface InvalidStartInput {
+  key: BusinessKey;
+  workflowId: string;
+  workflowRunId: string;
+  /** When the refused execution started (the run row's `scheduled_at` if the row is new). */
+  startedAt: string;
+  /** The input's correlation id when it is a valid one, else the execution's run id. */
+  correlationId: string;
+  /** The checker's message: field names and rules, never a value. */
+  message: string;
+}
+
+export interface InvalidStartResult {
+  /** Whether the key's run now records the refusal (`dead_lettered`, one dead letter). */
+  recorded: boolean;
+  deadLetterId: string | null;
+  /** Why not: the source is unknown or removed or runs another job, or the run is not free. */
+  skipped?: 'no-source' | 'run-not-free';
 }
 
 /**

@@ -3,11 +3,9 @@
  * mistake in the list (two jobs of one type, a bad name) stops the process with one clear line.
  */
 import { UserFacingError } from '../../runtime/errors.ts';
-import { isJobType } from '../../workflows/business-key.ts';
+import { isActionName, isJobType } from '../../workflows/business-key.ts';
 import { failure } from '../errors.ts';
 import type { AnyJob } from './define.ts';
-
-const ACTION_RE = /^[a-z][a-z0-9_-]{0,40}$/;
 
 export interface JobRegistry {
   /** The registered types, sorted. */
@@ -61,7 +59,7 @@ function problemOf(job: AnyJob, known: ReadonlyMap<string, AnyJob>): string | un
   }
   const action = job.downstream;
   if (action) {
-    if (!ACTION_RE.test(action.name)) {
+    if (!isActionName(action.name)) {
       return `job '${type}': downstream action name '${action.name}' must be lower case letters, digits, '-' and '_'`;
     }
     for (const hook of ['submit', 'lookup', 'void'] as const) {

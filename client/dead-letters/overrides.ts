@@ -1,6 +1,6 @@
 /** `dlq retry --override key=value`: what a retry may change about the run started again. */
 import { UserFacingError } from '../../runtime/errors.ts';
-import { MAX_PAGE_SIZE } from '../start-fetch.ts';
+import { MAX_PAGE_SIZE, MAX_PAGES_PER_EXECUTION } from '../../workflows/input-limits.ts';
 
 /** What `dlq retry --override key=value` may change about the run started again. */
 export interface RetryOverrides {
@@ -14,7 +14,7 @@ export interface RetryOverrides {
 export const OVERRIDE_KEYS = ['pageSize', 'pagesPerExecution'] as const;
 const MAX_OVERRIDE: Record<(typeof OVERRIDE_KEYS)[number], number> = {
   pageSize: MAX_PAGE_SIZE,
-  pagesPerExecution: 1000,
+  pagesPerExecution: MAX_PAGES_PER_EXECUTION,
 };
 
 function isOverrideKey(key: string): key is (typeof OVERRIDE_KEYS)[number] {

@@ -230,6 +230,18 @@ export const EXPECTED_FIXTURES: readonly ExpectedFixture[] = [
     shows: 'a cancel in the workflow task that would continue as new: cancelled, not continued',
     check: all(closedAs('CANCELED'), has('WORKFLOW_EXECUTION_CANCEL_REQUESTED'), runsActivity('finishRun')),
   },
+  {
+    file: 'fetch-records-invalid-input.json',
+    workflowType: FETCH,
+    shows: 'a start with an input the workflow refuses: recorded against its key, failed, no claim',
+    check: all(closedAs('FAILED'), runsActivity('recordInvalidStart'), not(runsActivity('claimRun'))),
+  },
+  {
+    file: 'fetch-records-invalid-input-no-key.json',
+    workflowType: FETCH,
+    shows: 'a refused start under a workflow id that names no key: failed, no activity at all',
+    check: all(closedAs('FAILED'), (ev) => activityTypes(ev).length === 0),
+  },
 ];
 
 export { readFixtures, searchableTexts } from './history-files.ts';
