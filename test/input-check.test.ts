@@ -46,6 +46,8 @@ void describe('input-check: the workflow boundary', () => {
     let checked = 0;
     for (const [file, fixture] of await readFixtures()) {
       if (fixture.workflowType !== 'fetchRecordsWorkflow') continue;
+      // The recordings of refused starts hold inputs the check refuses, as they must.
+      if (file.startsWith('fetch-records-invalid-input')) continue;
       const started = fixture.history.events[0]?.workflowExecutionStartedEventAttributes as {
         input: { payloads: { data: string }[] };
         continuedExecutionRunId?: string;
