@@ -2,6 +2,7 @@
  * `completeRun`: marks the run succeeded and writes its `fetch.run_completed` outbox event in one
  * transaction, fenced by the lease token (R1, R5).
  */
+import { isLiveStatus } from '../db/fence.ts';
 import { lockRunOfToken, markSucceeded } from '../db/run-end.ts';
 import { idempotencyKeyFor, jobTypeOf } from '../workflows/business-key.ts';
 import type { CompleteRunInput, CompleteRunResult } from '../workflows/types.ts';
@@ -29,7 +30,7 @@ export function createCompleteRun(deps: ActivityDeps) {
       // The lease token stays on the row after success so that this check still recognises a
       // repeat by the same owner.
       const run = await lockRunOfToken(tx, input);
-      if (!run || (run.status !== 'running' && run.status !== 'succeeded')) throw leaseLost(input);
+      if (!run || !(isLiveStatus(run.status) || run.status === 'succeeded')) throw leaseLost(input);
       const result = { eventId, pages: run.pages_stored, records: run.records_stored };
       if (run.status === 'succeeded') return result;
       // The execution that completed it (a reset to a later workflow task kept the token).

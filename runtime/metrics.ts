@@ -8,6 +8,7 @@
 import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { NON_RETRYABLE_ERROR_TYPES, RETRYABLE_ERROR_TYPES } from '../workflows/error-types.ts';
+import { runStateMetrics } from './metrics-runs.ts';
 
 /** Buckets of run durations, seconds: a page takes well under a second, a big run minutes. */
 const RUN_DURATION_BUCKETS = [0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
@@ -147,6 +148,7 @@ export function createMetrics() {
       labelNames: ['source', 'outcome'] as const,
       registers: r,
     }),
+    ...runStateMetrics(r),
     downstreamLastSuccess: new Gauge({
       name: 'durable_fetch_downstream_last_success_timestamp_seconds',
       help: 'Unix time of the last successful call to the source’s partner.',
