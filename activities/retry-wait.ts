@@ -16,7 +16,7 @@ import type { Fence } from '../db/fence.ts';
 import { MAX_KEPT_MESSAGE } from '../db/limits.ts';
 import { enterRetryWait, leaveRetryWait } from '../db/retry-wait.ts';
 import { redactUrlsIn } from '../runtime/redact.ts';
-import { codeOf } from './database-errors.ts';
+import { codeOf, databaseOutageCode } from './database-errors.ts';
 import type { ActivityDeps } from './deps.ts';
 
 /** The run fence an activity's input carries, when the activity is a step of a run. */
@@ -55,7 +55,11 @@ function currentInfo(): Info | undefined {
   }
 }
 
-/** Runs `write`; a failure is logged (its code only: no message, no URL) and swallowed. */
+/**
+ * Runs `write`; a failure is logged (its code only: no message, no URL) and swallowed — at debug
+ * level when the database is unavailable, which the step's own failures already say, once per
+ * attempt, during an outage.
+ */
 async function bestEffort(
   deps: Pick<ActivityDeps, 'log'>,
   fence: Fence,
@@ -65,7 +69,8 @@ async function bestEffort(
   try {
     await write();
   } catch (err) {
-    deps.log.warn({ fetchRunId: fence.fetchRunId, code: codeOf(err) }, `could not record ${what}`);
+    const level = databaseOutageCode(err) ? 'debug' : 'warn';
+    deps.log[level]({ fetchRunId: fence.fetchRunId, code: codeOf(err) }, `could not record ${what}`);
   }
 }
 
