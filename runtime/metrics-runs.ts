@@ -1,14 +1,26 @@
 /**
- * Run-state gauges (R1, R10), sampled from the database by every worker's health sampler
- * (worker/health.ts). Kept beside runtime/metrics.ts, which spreads them into the registry; the
- * names are part of the same contract (ops/alerts.yml, docs/operations.md).
+ * Run-state metrics (R1, R10): runs waiting for a step's retry, sampled from the database by every
+ * worker's health sampler (worker/health.ts), and the stuck runs the sweep finds and settles
+ * (worker/stuck-run-sweep.ts). Kept beside runtime/metrics.ts, which spreads them into the
+ * registry; the names are part of the same contract (ops/alerts.yml, docs/operations.md).
  */
-import { Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import { RETRYABLE_ERROR_TYPES } from '../workflows/error-types.ts';
 
-/** The gauges of run states, registered in `registers`. */
+/** The metrics of run states (retry waits, stuck runs), registered in `registers`. */
 export function runStateMetrics(registers: Registry[]) {
   return {
+    runsStuck: new Gauge({
+      name: 'durable_fetch_runs_stuck',
+      help: 'Runs the last stuck-run sweep found stuck (workflow closed or gone while the row says running or retry_wait) and could not settle, or could not check in Temporal.',
+      registers,
+    }),
+    runsStuckSettled: new Counter({
+      name: 'durable_fetch_runs_stuck_settled_total',
+      help: 'Stuck runs the sweep settled, by how their workflow had ended (failed, terminated, timed_out, cancelled, completed, gone).',
+      labelNames: ['outcome'] as const,
+      registers,
+    }),
     runsRetryWait: new Gauge({
       name: 'durable_fetch_runs_retry_wait',
       help: 'Runs in retry_wait: a step failed retryably and waits for its next attempt, by the error class of that failure.',

@@ -120,17 +120,7 @@ export function createMetrics() {
       labelNames: ['source'] as const,
       registers: r,
     }),
-    runsStuck: new Gauge({
-      name: 'durable_fetch_runs_stuck',
-      help: 'Runs the last stuck-run sweep found stuck (workflow closed or gone while the row says running) and could not settle, or could not check in Temporal.',
-      registers: r,
-    }),
-    runsStuckSettled: new Counter({
-      name: 'durable_fetch_runs_stuck_settled_total',
-      help: 'Stuck runs the sweep settled, by how their workflow had ended (failed, terminated, timed_out, cancelled, completed, gone).',
-      labelNames: ['outcome'] as const,
-      registers: r,
-    }),
+    ...runStateMetrics(r),
     downstreamStraysUnsettled: new Gauge({
       name: 'durable_fetch_downstream_strays_unsettled',
       help: 'Strays (effects at a partner the ledger did not expect) not yet voided: the sweep starts their compensation.',
@@ -148,7 +138,6 @@ export function createMetrics() {
       labelNames: ['source', 'outcome'] as const,
       registers: r,
     }),
-    ...runStateMetrics(r),
     downstreamLastSuccess: new Gauge({
       name: 'durable_fetch_downstream_last_success_timestamp_seconds',
       help: 'Unix time of the last successful call to the source’s partner.',
