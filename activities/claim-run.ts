@@ -36,9 +36,9 @@ const claimInputSchema = z.object({
 });
 
 /**
- * Creates the FetchRun for the business key if missing, then claims it when it is free: queued or
- * waiting, already owned by this workflow id, or running under a lease that expired (its owner is
- * gone). When this workflow id's run already succeeded, its outcome is reported; any other caller
+ * Creates the FetchRun for the business key if missing, then claims it when it is free: queued,
+ * already owned by this workflow id, or live (running, or waiting for a step's retry) under a
+ * lease that expired (its owner is gone). When this workflow id's run already succeeded, its outcome is reported; any other caller
  * is a duplicate and gets the current owner. Neither of those has a side effect.
  *
  * Idempotent per workflow execution: a repeat by the same run id (a retried activity) keeps the

@@ -3,6 +3,7 @@
  * transaction, fenced by the lease token (R1, R5).
  */
 import { supersedeOpenLetters } from '../db/dead-letter-close.ts';
+import { isLiveStatus } from '../db/fence.ts';
 import { lockRunOfToken, markSucceeded } from '../db/run-end.ts';
 import { idempotencyKeyFor, jobTypeOf } from '../workflows/business-key.ts';
 import type { CompleteRunInput, CompleteRunResult } from '../workflows/types.ts';
@@ -31,7 +32,7 @@ export function createCompleteRun(deps: ActivityDeps) {
       // The lease token stays on the row after success so that this check still recognises a
       // repeat by the same owner.
       const run = await lockRunOfToken(tx, input);
-      if (!run || (run.status !== 'running' && run.status !== 'succeeded')) throw leaseLost(input);
+      if (!run || !(isLiveStatus(run.status) || run.status === 'succeeded')) throw leaseLost(input);
       const result = { eventId, pages: run.pages_stored, records: run.records_stored };
       if (run.status === 'succeeded') return result;
       // The execution that completed it (a reset to a later workflow task kept the token).

@@ -8,6 +8,7 @@ import type { ActivityDeps } from './deps.ts';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { classify } from './errors.ts';
 import { withRetryTiming } from './retry-timing.ts';
+import { markAttemptStarted, markRetryWait } from './retry-wait.ts';
 import { createFetchPage } from './fetch-page.ts';
 import { createDownstreamActivities } from './downstream.ts';
 import { createFinishRun } from './finish-run.ts';
@@ -21,7 +22,9 @@ export type { ActivityDeps } from './deps.ts';
 /**
  * Every activity throws a typed ApplicationFailure for what it can classify (e.g. a dropped
  * database connection becomes DatabaseUnavailable), never an error named after its JS class, and
- * a retryable one carries its jittered (or Retry-After) delay, or becomes DeadlineExceeded.
+ * a retryable one carries its jittered (or Retry-After) delay, or becomes DeadlineExceeded. A step
+ * of a run shows R1's state on the run's row: `retry_wait` until its next attempt, which sets it
+ * back to `running` (activities/retry-wait.ts).
  */
 function classified<A extends unknown[], R>(
   deps: ActivityDeps,
@@ -29,12 +32,15 @@ function classified<A extends unknown[], R>(
   fn: (...args: A) => Promise<R>,
 ): (...args: A) => Promise<R> {
   return async (...args) => {
+    await markAttemptStarted(deps, args[0]);
     try {
       return await fn(...args);
     } catch (err) {
       const thrown = withRetryTiming(classify(err, name));
       if (thrown instanceof ApplicationFailure && !thrown.nonRetryable && willRetry()) {
         deps.metrics.activityRetries.inc({ activity: name, error_type: thrown.type ?? 'Internal' });
+        // Written before Temporal hears of the failure, so before the next attempt can start.
+        await markRetryWait(deps, args[0], thrown);
       }
       throw thrown;
     }

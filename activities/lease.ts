@@ -4,7 +4,7 @@
  */
 import { Context } from '@temporalio/activity';
 import { renewLease as renewLeaseRow, statusUnderToken } from '../db/fetch-run.ts';
-import type { Fence } from '../db/fence.ts';
+import { type Fence, isLiveStatus } from '../db/fence.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import { RUN_ENDED } from '../workflows/error-types.ts';
 import { failure } from './errors.ts';
@@ -25,7 +25,7 @@ export async function renewLease(
 ): Promise<void> {
   if (await renewLeaseRow(db, fence, ttlMs, currentRunId())) return;
   const status = await statusUnderToken(db, fence);
-  if (status !== undefined && status !== 'running') {
+  if (status !== undefined && !isLiveStatus(status)) {
     throw failure(
       'LeaseLost',
       RUN_ENDED,

@@ -1,12 +1,14 @@
 /**
  * `durable-fetch status`: one screen that says whether things are healthy (issue #8, R10) —
  * backlog per task queue with its trend and the worker builds polling it, completion against
- * arrival, retries, open dead letters, outbox lag, compensations needing a human, each job type's
- * runs and dead letters, and each source's downstream status.
+ * arrival, retries and the runs waiting for a step's next attempt, open dead letters, outbox lag,
+ * compensations needing a human, each job type's runs and dead letters, and each source's
+ * downstream status.
  */
 import type { Client } from '@temporalio/client';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import { databaseHealth, type DatabaseHealth } from '../db/health.ts';
+import { readRetryWaits } from '../db/retry-wait.ts';
 import {
   type BacklogVerdict,
   backlogRisk,
@@ -51,6 +53,11 @@ export interface Status {
   /** The worker builds polling the queues' workflow tasks, each with its last poll. */
   builds: PollingBuild[];
   runs: { started: number; finished: number; retried: number };
+  /**
+   * Runs in `retry_wait` now (R1): a step failed retryably and waits for its next attempt; by the
+   * error class of that failure, and when the earliest next attempt is due. Narrowed by `jobType`.
+   */
+  retryWait: { runs: number; byErrorClass: Record<string, number>; nextDueAt: string | null };
   database: DatabaseHealth;
   /**
    * Runs still `running` past their lease whose workflow is closed or gone (live from Temporal),
@@ -106,6 +113,7 @@ export async function readStatus(
       FROM fetch_run
      WHERE (started_at >= ${since} OR finished_at >= ${since}) AND (${only}::text IS NULL OR job_type = ${only})`;
   const database = await databaseHealth(ctx.prisma);
+  const retryWait = await readRetryWaits(ctx.prisma, only);
   const stuck = await findStuckRuns(ctx, { maxRuns: MAX_STUCK_CHECKED });
   const orphans = await readOrphanedActions(ctx.prisma);
   const sourceRows = await ctx.prisma.$queryRaw<
@@ -196,6 +204,7 @@ export async function readStatus(
       finished: Number(runs?.finished ?? 0),
       retried: Number(runs?.retried ?? 0),
     },
+    retryWait: { ...retryWait, nextDueAt: retryWait.nextDueAt?.toISOString() ?? null },
     database,
     stuck: { runs: stuck.stuck, unchecked: stuck.unchecked.length },
     orphans,

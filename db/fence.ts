@@ -1,8 +1,9 @@
 /**
  * The run fence (R1, R9), written once: a run's rows may be written only by the holder of its
  * lease — the `fetch_run` row's id, its current `lease_token`, and (for every write but the
- * repeat of `completeRun`) status `running`. Every statement that fences on the lease builds its
- * condition here, so the check cannot drift between statements.
+ * repeat of `completeRun`) a live status: `running`, or `retry_wait` while one of its steps waits
+ * for its next attempt. Every statement that fences on the lease builds its condition here, so
+ * the check cannot drift between statements.
  */
 import { Prisma } from '../prisma/generated/client.ts';
 
@@ -14,6 +15,22 @@ export interface Fence {
 
 /** A fence that also names the page the run must be at (`pages_stored`): staging only. */
 export type PageFence = Fence & { pageNo: number };
+
+/**
+ * The statuses of a run that an owner holds and works on (R1): `running`, and `retry_wait` (a
+ * step failed retryably and waits for its next attempt; the run is still owned, leased and fenced
+ * exactly like a running one). `queued` is open but not held by anyone yet.
+ */
+export const LIVE_RUN_STATUSES = ['running', 'retry_wait'] as const;
+export type LiveRunStatus = (typeof LIVE_RUN_STATUSES)[number];
+
+/** Whether `status` (as a row or a query returns it) is one of {@link LIVE_RUN_STATUSES}. */
+export function isLiveStatus(status: string): status is LiveRunStatus {
+  return (LIVE_RUN_STATUSES as readonly string[]).includes(status);
+}
+
+/** The statuses as SQL literals (code, never input). */
+const LIVE_LIST = Prisma.raw(LIVE_RUN_STATUSES.map((s) => `'${s}'`).join(', '));
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
 
@@ -33,13 +50,19 @@ export function tokenOf(fence: Fence, alias?: string): Prisma.Sql {
   return Prisma.sql`${column('id', alias)} = ${fence.fetchRunId}::uuid AND ${column('lease_token', alias)} = ${fence.leaseToken}::uuid`;
 }
 
+/** `<alias>.status IN ('running', 'retry_wait')`: the run is live ({@link LIVE_RUN_STATUSES}). */
+export function isLive(alias?: string): Prisma.Sql {
+  return Prisma.sql`${column('status', alias)} IN (${LIVE_LIST})`;
+}
+
 /**
- * `<alias>.id = $1::uuid AND <alias>.lease_token = $2::uuid AND <alias>.status = 'running'`:
- * `fence` holds the run now. A statement conditioned on it changes nothing for a stale owner (a
- * zombie attempt, an execution a reset replaced), which the caller reports as LeaseLost.
+ * `<alias>.id = $1::uuid AND <alias>.lease_token = $2::uuid AND <alias>.status IN ('running',
+ * 'retry_wait')`: `fence` holds the run now. A statement conditioned on it changes nothing for a
+ * stale owner (a zombie attempt, an execution a reset replaced), which the caller reports as
+ * LeaseLost.
  */
 export function heldBy(fence: Fence, alias?: string): Prisma.Sql {
-  return Prisma.sql`${tokenOf(fence, alias)} AND ${column('status', alias)} = 'running'`;
+  return Prisma.sql`${tokenOf(fence, alias)} AND ${isLive(alias)}`;
 }
 
 /**

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Prisma, type PrismaClient } from '../prisma/generated/client.ts';
-import { type Fence, heldBy, tokenOf } from './fence.ts';
+import { type Fence, heldBy, isLive, tokenOf } from './fence.ts';
 
 /** The business key of a run, with its date as the `date` column takes it (`dateColumn`). */
 export interface RunKey {
@@ -60,9 +60,9 @@ export async function insertRunIfMissing(
 }
 
 /**
- * Claims the run of `key` for `by` when it is free — queued or waiting, already owned by this
- * workflow id, running under a lease that expired, or ended and started again by a new execution
- * of its workflow id — and leases it for `ttlSeconds`. A repeat by the same execution keeps its
+ * Claims the run of `key` for `by` when it is free — queued, already owned by this workflow id,
+ * live (running or waiting for a step's retry) under a lease that expired, or ended and started
+ * again by a new execution of its workflow id — and leases it for `ttlSeconds`. A repeat by the same execution keeps its
  * token and attempt; any other claim gets a fresh token. Returns the claimed row, or undefined
  * when the run is not free.
  */
@@ -75,17 +75,19 @@ export async function claimRun(
   const claimed = await db.$queryRaw<RunRow[]>`
     UPDATE fetch_run
        SET status = 'running',
-           attempt = CASE WHEN status = 'running' AND workflow_id = ${by.workflowId} AND workflow_run_id = ${by.workflowRunId}
+           attempt = CASE WHEN ${isLive()} AND workflow_id = ${by.workflowId} AND workflow_run_id = ${by.workflowRunId}
                           THEN attempt ELSE attempt + 1 END,
-           lease_token = CASE WHEN status = 'running' AND workflow_id = ${by.workflowId} AND workflow_run_id = ${by.workflowRunId}
+           lease_token = CASE WHEN ${isLive()} AND workflow_id = ${by.workflowId} AND workflow_run_id = ${by.workflowRunId}
                               THEN lease_token ELSE ${randomUUID()}::uuid END,
+           next_run_at = NULL,
            lease_until = now() + make_interval(secs => ${ttlSeconds}),
            workflow_id = ${by.workflowId}, workflow_run_id = ${by.workflowRunId},
            started_at = COALESCE(started_at, now()), updated_at = now(),
            finished_at = CASE WHEN status IN ('cancelled', 'dead_lettered', 'compensated') THEN NULL ELSE finished_at END
      WHERE job_type = ${key.jobType} AND source_id = ${key.sourceId} AND business_date = ${key.date}::date
-       AND (status IN ('queued', 'retry_wait')
-            OR (status = 'running' AND (workflow_id = ${by.workflowId} OR lease_until < now()))
+       AND (status = 'queued'
+            -- A live run (running, or retry_wait between a step's attempts) is owned like running.
+            OR (${isLive()} AND (workflow_id = ${by.workflowId} OR lease_until < now()))
             -- A new execution of the business-key workflow (Temporal allows one after a failed,
             -- cancelled or terminated run) takes the key up again and resumes from its pages.
             OR (status IN ('cancelled', 'dead_lettered', 'compensated') AND workflow_id = ${by.workflowId}

@@ -31,7 +31,7 @@ export async function lockRunOfToken(
 }
 
 /**
- * Marks the run succeeded at `now`, ends its lease and clears its error; `workflowRunId` is the
+ * Marks the run succeeded at `now`, ends its lease and clears its error and next attempt time; `workflowRunId` is the
  * execution that completed it (a reset to a later workflow task kept the token). Call it under
  * {@link lockRunOfToken}'s lock.
  */
@@ -49,6 +49,7 @@ export async function markSucceeded(
       status: 'succeeded',
       finishedAt: now,
       leaseUntil: null,
+      nextRunAt: null,
       errorClass: null,
       errorMessage: null,
       workflowRunId,
@@ -96,7 +97,7 @@ export async function endRun(
     WITH run AS (
       UPDATE fetch_run
          SET status = ${end.status}::run_status, error_class = ${errorType}, error_message = ${message},
-             finished_at = now(), lease_until = NULL, updated_at = now()
+             finished_at = now(), lease_until = NULL, next_run_at = NULL, updated_at = now()
        WHERE ${heldBy(fence)}
       RETURNING id, attempt, job_type, source_id, business_date, workflow_id, workflow_run_id, started_at
     ), letter AS (

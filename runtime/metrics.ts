@@ -9,6 +9,7 @@ import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { NON_RETRYABLE_ERROR_TYPES, RETRYABLE_ERROR_TYPES } from '../workflows/error-types.ts';
 import { orphanMetrics } from './metrics-orphans.ts';
+import { runStateMetrics } from './metrics-runs.ts';
 
 /** Buckets of run durations, seconds: a page takes well under a second, a big run minutes. */
 const RUN_DURATION_BUCKETS = [0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
@@ -120,17 +121,7 @@ export function createMetrics() {
       labelNames: ['source'] as const,
       registers: r,
     }),
-    runsStuck: new Gauge({
-      name: 'durable_fetch_runs_stuck',
-      help: 'Runs the last stuck-run sweep found stuck (workflow closed or gone while the row says running) and could not settle, or could not check in Temporal.',
-      registers: r,
-    }),
-    runsStuckSettled: new Counter({
-      name: 'durable_fetch_runs_stuck_settled_total',
-      help: 'Stuck runs the sweep settled, by how their workflow had ended (failed, terminated, timed_out, cancelled, completed, gone).',
-      labelNames: ['outcome'] as const,
-      registers: r,
-    }),
+    ...runStateMetrics(r),
     downstreamStraysUnsettled: new Gauge({
       name: 'durable_fetch_downstream_strays_unsettled',
       help: 'Strays (effects at a partner the ledger did not expect) not yet voided: the sweep starts their compensation.',

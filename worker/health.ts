@@ -7,9 +7,11 @@
 import type { Client } from '@temporalio/client';
 import { databaseHealth, deleteOldQueueSamples, insertQueueSamples } from '../db/health.ts';
 import { readOrphanedActions } from '../db/orphaned-actions.ts';
+import { readRetryWaits } from '../db/retry-wait.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { Logger } from '../runtime/logger.ts';
 import type { Metrics } from '../runtime/metrics.ts';
+import { observeRetryWaits } from '../runtime/metrics-runs.ts';
 
 export const TASK_QUEUE_TYPES = ['workflow', 'activity'] as const;
 export type TaskQueueType = (typeof TASK_QUEUE_TYPES)[number];
@@ -155,6 +157,8 @@ export function startSampler(options: {
       metrics.taskQueueDispatchRate.set(labels, s.dispatchRate);
     }
     await insertQueueSamples(prisma, stats);
+    // R1's retry-wait state: runs whose step waits for its next attempt, by error class.
+    observeRetryWaits(metrics, (await readRetryWaits(prisma)).byErrorClass);
     const db = await databaseHealth(prisma);
     metrics.outboxPending.set(db.outboxPending);
     metrics.outboxOldestPendingAge.set(db.outboxOldestPendingAgeSeconds);

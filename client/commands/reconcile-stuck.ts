@@ -12,8 +12,8 @@ import { type SweepReport, type SweptRun, sweepStuckRuns } from '../stuck-runs.t
 import { printJson } from './output.ts';
 
 export const STUCK_HELP = `
-With --stuck it settles stuck runs instead: rows still 'running' whose lease has run out
-(DURABLE_FETCH_LEASE_TTL_MS) while the latest execution of their workflow is closed or gone (a
+With --stuck it settles stuck runs instead: rows still 'running' or 'retry_wait' whose lease has
+run out (DURABLE_FETCH_LEASE_TTL_MS) while the latest execution of their workflow is closed or gone (a
 database outage while the run recorded its end, a Terminate in the Web UI). Each is recorded as its
 workflow really ended — failed: its error; terminated: Internal/WORKFLOW_TERMINATED with the reason;
 timed out: DeadlineExceeded/WORKFLOW_TIMED_OUT; cancelled: cancelled; completed or gone: Internal —

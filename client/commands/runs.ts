@@ -1,7 +1,8 @@
 import { type Command, InvalidArgumentError } from 'commander';
+import { isLiveStatus } from '../../db/fence.ts';
 import { UserFacingError } from '../../runtime/errors.ts';
 import type { CliContext } from '../cli-context.ts';
-import { table, workflowUrl } from '../format.ts';
+import { duration, table, workflowUrl } from '../format.ts';
 import { RunStatus } from '../../prisma/generated/enums.ts';
 import { cancelRun, type FetchRun, formatDate, getRun, listRuns } from '../runs.ts';
 import { parseJobType, parseLimit, printJson } from './output.ts';
@@ -13,6 +14,10 @@ function parseStatus(value: string): RunStatus {
   return value as RunStatus;
 }
 
+/** When a run in `retry_wait` makes its step's next attempt (R1), as `HH:MM:SSZ`; '' otherwise. */
+const retryAt = (run: FetchRun) =>
+  run.status === 'retry_wait' && run.nextRunAt ? `${run.nextRunAt.toISOString().slice(11, 19)}Z` : '';
+
 function row(run: FetchRun): Record<string, string> {
   return {
     id: run.id,
@@ -20,6 +25,7 @@ function row(run: FetchRun): Record<string, string> {
     source: run.sourceId,
     date: formatDate(run.businessDate),
     status: run.status,
+    'retry at': retryAt(run),
     attempt: String(run.attempt),
     pages: String(run.pagesStored),
     records: String(run.recordsStored),
@@ -27,12 +33,21 @@ function row(run: FetchRun): Record<string, string> {
   };
 }
 
+/** `2026-12-01T19:30:05.000Z (in 4.2s)`, or `… (due 1.0s ago)`; '' without a next attempt. */
+function nextAttempt(run: FetchRun, now: Date): string {
+  if (run.status !== 'retry_wait' || !run.nextRunAt) return '';
+  const ms = run.nextRunAt.getTime() - now.getTime();
+  return `${run.nextRunAt.toISOString()} (${ms >= 0 ? `in ${duration(ms)}` : `due ${duration(-ms)} ago`})`;
+}
+
 /** `durable-fetch runs list|show|cancel` */
 export function registerRuns(program: Command, ctx: () => CliContext): void {
   const runs = program.command('runs').description('list and inspect runs (FetchRun records in PostgreSQL)');
   runs
     .command('list')
-    .description('list runs, newest business date first')
+    .description(
+      'list runs, newest business date first; RETRY AT is when a run in retry_wait makes its next attempt',
+    )
     .option('--job <type>', 'only runs of this job type, e.g. fetch-records or exchange-rates', parseJobType)
     .option('--source <id>', 'only this source')
     .option('--status <status>', `only this status (${STATUSES.join('|')})`, parseStatus)
@@ -54,6 +69,7 @@ export function registerRuns(program: Command, ctx: () => CliContext): void {
             'source',
             'date',
             'status',
+            'retry at',
             'attempt',
             'pages',
             'records',
@@ -74,7 +90,8 @@ export function registerRuns(program: Command, ctx: () => CliContext): void {
       if (opts.json) return printJson(run);
       const ui = c.config.temporal.uiUrl;
       const fields: [string, string][] = [
-        ...Object.entries(row(run)),
+        // The show has the full time of the next attempt below.
+        ...Object.entries(row(run)).filter(([k]) => k !== 'retry at'),
         ['workflow', run.workflowId],
         ['temporal run', run.workflowRunId ?? ''],
         ['idempotency key', run.idempotencyKey],
@@ -83,7 +100,12 @@ export function registerRuns(program: Command, ctx: () => CliContext): void {
         ['started', run.startedAt?.toISOString() ?? ''],
         ['finished', run.finishedAt?.toISOString() ?? ''],
         ['lease until', run.leaseUntil?.toISOString() ?? ''],
-        ['error', run.errorClass ? `${run.errorClass}: ${run.errorMessage ?? ''}` : ''],
+        ['next attempt', nextAttempt(run, new Date())],
+        [
+          // A live run's error is its last failed attempt's; an ended run's is why it ended.
+          isLiveStatus(run.status) ? 'last error' : 'error',
+          run.errorClass ? `${run.errorClass}: ${run.errorMessage ?? ''}` : '',
+        ],
         ['web ui', ui ? workflowUrl(ui, c.config.temporal.namespace, run.workflowId) : ''],
       ];
       const width = Math.max(...fields.map(([k]) => k.length));

@@ -12,8 +12,8 @@ A backlog risk is flagged only when, over the window, the oldest waiting task ke
 (nothing drains the queue) or completion stays below arrival in every sample with tasks waiting —
 not on a short spike. The trend comes from the samples every worker takes (DURABLE_FETCH_METRICS_SAMPLE_MS)
 plus one taken now; with less than half a window of history it says so.
-A stuck run is one still 'running' whose lease has run out while the latest execution of its
-workflow is closed or gone: listed, and a problem, until a worker's sweep or
+A stuck run is one still 'running' or 'retry_wait' whose lease has run out while the latest
+execution of its workflow is closed or gone: listed, and a problem, until a worker's sweep or
 durable-fetch reconcile --stuck settles it.
 An orphaned action is a downstream action (ledger row) that still needs settling — attempting,
 unknown, compensating, or confirmed for a run that did not succeed — while its run has no live
@@ -67,6 +67,11 @@ function print(s: Status): void {
   const lettersOpen = s.jobType === null ? d.deadLettersOpen : (s.jobs[0]?.deadLettersOpen ?? 0);
   console.log(
     `runs in window${of}: ${s.runs.started} started, ${s.runs.finished} finished, ${s.runs.retried} taken up again (retries)`,
+  );
+  const w = s.retryWait;
+  const classes = Object.entries(w.byErrorClass).map(([c, n]) => `${c} ${n}`);
+  console.log(
+    `runs waiting for a retry${of}: ${w.runs}${w.runs === 0 ? '' : ` (${classes.join(', ')}), next attempt due ${w.nextDueAt ?? '?'}`}`,
   );
   console.log(
     `outbox: ${d.outboxPending} pending (${d.outboxRetrying} retrying), oldest ${age(d.outboxOldestPendingAgeSeconds)}, ${d.outboxDead} dead`,

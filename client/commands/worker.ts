@@ -23,8 +23,8 @@ It runs DURABLE_FETCH_WORKER_ACTIVITY_SLOTS activities at once (default 20) and 
 database connections plus 3 (health sampler, cleanup, stuck-run sweep); each session waits at most
 5 s for a lock, is ended by PostgreSQL after 10 s idle inside a transaction, and a connection
 attempt gives up after 5 s. Every DURABLE_FETCH_SWEEP_INTERVAL_MS (default 60000; 0 = off) it
-settles stuck runs: rows still 'running' whose lease ran out (DURABLE_FETCH_LEASE_TTL_MS) while
-their workflow is closed or gone (e.g. terminated in the Web UI); see durable-fetch reconcile --stuck.
+settles stuck runs: rows still 'running' or 'retry_wait' whose lease ran out
+(DURABLE_FETCH_LEASE_TTL_MS) while their workflow is closed or gone (e.g. terminated in the Web UI); see durable-fetch reconcile --stuck.
 It stamps its build on every workflow task it completes (deployment 'durable-fetch', build id
 DURABLE_FETCH_BUILD_ID, else <package version>+<git commit> in a git checkout, '.dirty' with changed
 tracked files, else the package version): the Web UI shows it on each WorkflowTaskCompleted event.

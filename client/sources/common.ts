@@ -3,6 +3,7 @@
  * the row lock every change takes before it reads what it changes.
  */
 import type { Client } from '@temporalio/client';
+import { LIVE_RUN_STATUSES } from '../../db/fence.ts';
 import { lockSource } from '../../db/sources.ts';
 import type { Prisma, PrismaClient, Source } from '../../prisma/generated/client.ts';
 import { UserFacingError } from '../../runtime/errors.ts';
@@ -58,9 +59,9 @@ export async function changeLiveSource<T>(
   return outcome.value;
 }
 
-/** Runs of the source in status `running`. Read-only. */
+/** Runs of the source that are live: `running`, or `retry_wait` (a step waits for its retry). Read-only. */
 export async function countRunning(ctx: PrismaCtx, sourceId: string): Promise<number> {
-  return ctx.prisma.fetchRun.count({ where: { sourceId, status: 'running' } });
+  return ctx.prisma.fetchRun.count({ where: { sourceId, status: { in: [...LIVE_RUN_STATUSES] } } });
 }
 
 /** `removed <iso> by <who>`: how messages about a removed source say so. */

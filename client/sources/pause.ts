@@ -12,6 +12,7 @@
 import { ScheduleNotFoundError, WorkflowNotFoundError } from '@temporalio/client';
 import type { Source } from '../../prisma/generated/client.ts';
 import { recordAudit } from '../../db/audit.ts';
+import { LIVE_RUN_STATUSES } from '../../db/fence.ts';
 import { errorMessage, UserFacingError } from '../../runtime/errors.ts';
 import { SOURCE_RESUMED_SIGNAL } from '../../workflows/types.ts';
 import { checkActor } from '../audit.ts';
@@ -39,7 +40,7 @@ export interface PausedSource {
   scheduleId: string;
   /** True when the source has a Temporal Schedule (on this task queue) and it is now paused. */
   schedulePaused: boolean;
-  /** Runs of the source in status `running`: each stops at its next page boundary and waits. */
+  /** Live runs of the source (`running`, `retry_wait`): each stops at its next page boundary and waits. */
   runningRuns: number;
 }
 
@@ -109,7 +110,7 @@ export interface ResumedSource {
   scheduleId: string;
   /** True when the source's schedule was paused and is now unpaused. */
   scheduleResumed: boolean;
-  /** Runs of the source in status `running` (waiting, or about to notice the pause was lifted). */
+  /** Live runs of the source (waiting, or about to notice the pause was lifted). */
   runningRuns: number;
   /** Of those, how many workflows received the resume signal (the rest had ended meanwhile). */
   signalled: number;
@@ -176,7 +177,8 @@ export async function resumeSource(
   }
 
   const running = await ctx.prisma.fetchRun.findMany({
-    where: { sourceId: id, status: 'running' },
+    // A run waiting for a step's retry may be waiting at a page boundary too.
+    where: { sourceId: id, status: { in: [...LIVE_RUN_STATUSES] } },
     select: { workflowId: true },
   });
   let signalled = 0;

@@ -1,11 +1,13 @@
 /**
- * Finding stuck runs: `fetch_run` rows that say `running` while their workflow is closed or gone.
+ * Finding stuck runs: `fetch_run` rows that say `running` (or `retry_wait`: a step waiting for its
+ * next attempt is just as live) while their workflow is closed or gone.
  *
  * A row is a candidate once its lease has run out (`lease_until < now()`, DURABLE_FETCH_LEASE_TTL_MS
  * after its last renewal): a live workflow keeps renewing its lease, so only rows whose owner went
  * quiet cost a call to Temporal. Finding changes nothing; settling is client/stuck-runs/sweep.ts.
  */
 import type { Client } from '@temporalio/client';
+import { isLive } from '../../db/fence.ts';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { errorMessage } from '../../runtime/errors.ts';
 import { redactUrlsIn } from '../../runtime/redact.ts';
@@ -20,7 +22,7 @@ export interface StuckRunsContext {
   temporal: Client;
 }
 
-/** A run whose row says `running` while its workflow is closed or gone, and how to record it. */
+/** A run whose row says it is live while its workflow is closed or gone, and how to record it. */
 export interface StuckRun {
   fetchRunId: string;
   workflowId: string;
@@ -60,7 +62,7 @@ export interface Found extends StuckRun {
 }
 
 /**
- * Walks the candidates (running, lease run out) oldest lease first, at most `maxRuns`, and hands
+ * Walks the candidates (live, lease run out) oldest lease first, at most `maxRuns`, and hands
  * each stuck one to `onStuck`. Runs whose workflow is still open are skipped, untouched.
  */
 export async function scan(
@@ -76,7 +78,7 @@ export async function scan(
       SELECT id::text AS id, workflow_id, lease_token::text AS lease_token, attempt, job_type, source_id,
              to_char(business_date, 'YYYY-MM-DD') AS business_date, lease_until
         FROM fetch_run
-       WHERE status = 'running' AND lease_until < now() AND lease_token IS NOT NULL
+       WHERE ${isLive()} AND lease_until < now() AND lease_token IS NOT NULL
          AND (lease_until, id) > (${after.leaseUntil}::timestamptz, ${after.id}::uuid)
        ORDER BY lease_until, id
        LIMIT ${Math.min(BATCH, maxRuns - checked)}`;
