@@ -9,21 +9,18 @@
 // The judge is the database and the partner's ledger; the workflow's own checker says which
 // inputs are valid, the workflow must agree with it.
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
-import { type Client, WorkflowFailedError } from '@temporalio/client';
+import { before, describe, it } from 'node:test';
+import { WorkflowFailedError } from '@temporalio/client';
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
 import fc from 'fast-check';
 import { startFetch } from '../client/start-fetch.ts';
 import { partnerRecordSchema } from '../jobs/fetch-records/records-api.ts';
-import { startPartner, type PartnerServer } from '../partner/server.ts';
 import { NON_RETRYABLE_ERROR_TYPES, RETRYABLE_ERROR_TYPES } from '../workflows/error-types.ts';
 import { checkFetchInput } from '../workflows/input-check.ts';
-import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource } from './helpers/deps.ts';
 import { inputCase, nested, partnerPage } from './helpers/hostile-values.ts';
-import { spawnWorker, type Spawned, within } from './helpers/process.ts';
-import { temporalAddress, testClient } from './helpers/temporal.ts';
+import { within } from './helpers/process.ts';
+import { useWorkerStack } from './helpers/worker-stack.ts';
 
 const SEED = Number(process.env.DF_PROPERTY_SEED ?? 20261201);
 const CASES = 30;
@@ -32,38 +29,14 @@ const DATE = '2026-06-06';
 const RECORDS = 12;
 const DESIGN_TYPES: readonly string[] = [...RETRYABLE_ERROR_TYPES, ...NON_RETRYABLE_ERROR_TYPES];
 
-let db: TestDatabase;
-let partner: PartnerServer;
-let client: Client;
-let worker: Spawned;
-const taskQueue = `test-input-properties-${randomUUID()}`;
-
-before(async () => {
+const stack = useWorkerStack({ name: 'input-properties', records: RECORDS });
+before(() => {
   console.log(`input properties: seed ${SEED} (DF_PROPERTY_SEED), ${CASES} cases each`);
-  [db, partner, client] = await Promise.all([
-    useTestDatabase(),
-    startPartner({ port: 0, recordCount: () => RECORDS }),
-    testClient(),
-  ]);
-  worker = spawnWorker({
-    DATABASE_URL: db.url,
-    TEMPORAL_ADDRESS: temporalAddress(),
-    DURABLE_FETCH_TASK_QUEUE: taskQueue,
-    PARTNER_PAGE_LIMIT: '50',
-    LOG_LEVEL: 'warn',
-  });
-  await worker.waitFor(/worker polling task queue/, 60_000);
-});
-after(async () => {
-  await worker?.stop('SIGKILL', 5_000);
-  await client?.connection.close();
-  await partner?.close();
-  await db?.drop();
 });
 
 /** How a workflow ended, once it has: within a bound, so a crash loop fails the test. */
 async function endOf(workflowId: string) {
-  const handle = client.workflow.getHandle(workflowId);
+  const handle = stack.client.workflow.getHandle(workflowId);
   const outcome = await within(
     handle.result().then(
       (result: unknown) => ({ result, failure: undefined }),
@@ -84,16 +57,16 @@ async function endOf(workflowId: string) {
 
 /** What the database holds for a source's key: run, dead letters, staged pages, stored record ids. */
 async function stateOf(sourceId: string) {
-  const run = await db.prisma.fetchRun.findFirst({ where: { sourceId } });
-  const letters = await db.prisma.deadLetter.findMany({ where: { sourceId, status: 'open' } });
+  const run = await stack.db.prisma.fetchRun.findFirst({ where: { sourceId } });
+  const letters = await stack.db.prisma.deadLetter.findMany({ where: { sourceId, status: 'open' } });
   const staged = (
-    await db.prisma.fetchedPage.findMany({
+    await stack.db.prisma.fetchedPage.findMany({
       where: { key: { startsWith: `fetch-records:${sourceId}:` } },
       select: { key: true },
     })
   ).map((p) => p.key);
   const ids = (
-    await db.prisma.fetchedRecord.findMany({ where: { sourceId }, select: { externalId: true } })
+    await stack.db.prisma.fetchedRecord.findMany({ where: { sourceId }, select: { externalId: true } })
   ).map((r) => r.externalId);
   return { run, letters, staged, ids };
 }
@@ -138,11 +111,17 @@ void describe('input properties', () => {
       },
     );
     assert.ok(keyed);
-    await Promise.all(keyed.map((_, n) => createSource(db.prisma, `ip-${n}`, partner.url, { pageSize: 5 })));
+    await Promise.all(
+      keyed.map((_, n) => createSource(stack.db.prisma, `ip-${n}`, stack.partner.url, { pageSize: 5 })),
+    );
     let succeeded = 0;
     await everyCase(keyed, async ({ workflowId, input }, n) => {
       const sourceId = `ip-${n}`;
-      await client.workflow.start('fetchRecordsWorkflow', { workflowId, taskQueue, args: [input] as never });
+      await stack.client.workflow.start('fetchRecordsWorkflow', {
+        workflowId,
+        taskQueue: stack.taskQueue,
+        args: [input] as never,
+      });
       const end = await endOf(workflowId);
       assert.equal(end.taskFailures, 0, 'no workflow task failed');
       const state = await stateOf(sourceId);
@@ -162,7 +141,7 @@ void describe('input properties', () => {
         return;
       }
       assert.equal(end.failed?.type, 'InvalidInput', 'an invalid input fails as InvalidInput');
-      assert.equal(partner.ledger.count({ sourceId }), 0, 'the partner was never called');
+      assert.equal(stack.partner.ledger.count({ sourceId }), 0, 'the partner was never called');
       assert.equal(state.ids.length, 0, 'nothing stored');
       assertClassifiedFailure(
         'invalid input',
@@ -198,10 +177,15 @@ void describe('input properties', () => {
     const outcomes: string[] = [];
     await everyCase(pages, async (page, n) => {
       const sourceId = `pp-${n}`;
-      await createSource(db.prisma, sourceId, partner.url, { pageSize: 50 });
-      partner.faults.add({ sourceId, cursor: null, kind: 'page', page });
+      await createSource(stack.db.prisma, sourceId, stack.partner.url, { pageSize: 50 });
+      stack.partner.faults.add({ sourceId, cursor: null, kind: 'page', page });
       const started = await startFetch(
-        { temporal: client, prisma: db.prisma, taskQueue, now: () => new Date('2026-11-29T12:00:00Z') },
+        {
+          temporal: stack.client,
+          prisma: stack.db.prisma,
+          taskQueue: stack.taskQueue,
+          now: () => new Date('2026-11-29T12:00:00Z'),
+        },
         { sourceId, date: DATE, requestedBy: 'test' },
       );
       const end = await endOf(started.workflowId);

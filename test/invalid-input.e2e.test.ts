@@ -9,44 +9,17 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
-import { after, before, describe, it } from 'node:test';
-import { type Client, WorkflowFailedError } from '@temporalio/client';
+import { describe, it } from 'node:test';
+import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { startPartner, type PartnerServer } from '../partner/server.ts';
-import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource } from './helpers/deps.ts';
-import { spawnWorker, type Spawned, within } from './helpers/process.ts';
-import { temporalAddress, testClient } from './helpers/temporal.ts';
+import { within } from './helpers/process.ts';
+import { temporalAddress } from './helpers/temporal.ts';
+import { useWorkerStack } from './helpers/worker-stack.ts';
 
 const DATE = '2026-06-06';
 const RECORDS = 120;
-let db: TestDatabase;
-let partner: PartnerServer;
-let client: Client;
-let worker: Spawned;
-const taskQueue = `test-invalid-input-${randomUUID()}`;
-
-before(async () => {
-  [db, partner, client] = await Promise.all([
-    useTestDatabase(),
-    startPartner({ port: 0, recordCount: () => RECORDS }),
-    testClient(),
-  ]);
-  worker = spawnWorker({
-    DATABASE_URL: db.url,
-    TEMPORAL_ADDRESS: temporalAddress(),
-    DURABLE_FETCH_TASK_QUEUE: taskQueue,
-    PARTNER_PAGE_LIMIT: '50',
-    LOG_LEVEL: 'warn',
-  });
-  await worker.waitFor(/worker polling task queue/, 60_000);
-});
-after(async () => {
-  await worker?.stop('SIGKILL', 5_000);
-  await client?.connection.close();
-  await partner?.close();
-  await db?.drop();
-});
+const stack = useWorkerStack({ name: 'invalid-input', records: RECORDS });
 
 const idOf = (sourceId: string) => `fetch/fetch-records/${sourceId}/${DATE}`;
 const inputOf = (sourceId: string) => ({
@@ -59,9 +32,9 @@ const inputOf = (sourceId: string) => ({
 
 /** Starts `fetchRecordsWorkflow` with `input` as is, as the Web UI's "Start Workflow" does. */
 async function startRaw(workflowId: string, input: unknown): Promise<void> {
-  await client.workflow.start('fetchRecordsWorkflow', {
+  await stack.client.workflow.start('fetchRecordsWorkflow', {
     workflowId,
-    taskQueue,
+    taskQueue: stack.taskQueue,
     args: [input] as never,
     workflowIdReusePolicy: 'ALLOW_DUPLICATE',
   });
@@ -74,21 +47,21 @@ async function startWithCli(workflowId: string, input: unknown): Promise<void> {
   await promisify(execFile)(cli, [
     'workflow',
     'start',
-    ...['--type', 'fetchRecordsWorkflow', '--task-queue', taskQueue, '--workflow-id', workflowId],
+    ...['--type', 'fetchRecordsWorkflow', '--task-queue', stack.taskQueue, '--workflow-id', workflowId],
     ...['--input', JSON.stringify(input), '--address', temporalAddress()],
   ]);
 }
 
 /** How the workflow ended: its failure (must be a failed workflow) and its workflow task failures. */
 async function refusal(workflowId: string) {
-  const handle = client.workflow.getHandle(workflowId);
+  const handle = stack.client.workflow.getHandle(workflowId);
   const err = await within(
     handle.result().then(
       () => undefined,
       (e: unknown) => e,
     ),
     60_000,
-    () => `no end of ${workflowId}: ${worker.output()}`,
+    () => `no end of ${workflowId}: ${stack.worker.output()}`,
   );
   assert.ok(err instanceof WorkflowFailedError, `${workflowId} failed, not ${String(err)}`);
   const cause = err.cause;
@@ -107,12 +80,12 @@ async function refusal(workflowId: string) {
 }
 
 async function rowsOf(sourceId: string) {
-  const run = await db.prisma.fetchRun.findFirst({ where: { sourceId } });
-  const letters = await db.prisma.deadLetter.findMany({ where: { sourceId } });
-  const staged = await db.prisma.fetchedPage.count({
+  const run = await stack.db.prisma.fetchRun.findFirst({ where: { sourceId } });
+  const letters = await stack.db.prisma.deadLetter.findMany({ where: { sourceId } });
+  const staged = await stack.db.prisma.fetchedPage.count({
     where: { key: { startsWith: `fetch-records:${sourceId}:` } },
   });
-  const records = await db.prisma.fetchedRecord.count({ where: { sourceId } });
+  const records = await stack.db.prisma.fetchedRecord.count({ where: { sourceId } });
   return { run, letters, staged, records };
 }
 
@@ -172,7 +145,7 @@ void describe('inputs that bypass the client', () => {
     await Promise.all(
       CASES.map(async (c) => {
         const sourceId = `ii-${c.name}`;
-        if (!c.noSource) await createSource(db.prisma, sourceId, partner.url, { pageSize: 50 });
+        if (!c.noSource) await createSource(stack.db.prisma, sourceId, stack.partner.url, { pageSize: 50 });
         const input = c.change === null ? null : { ...inputOf(sourceId), ...c.change };
         const workflowId = c.workflowId ?? idOf(sourceId);
         await (c.cli ? startWithCli(workflowId, input) : startRaw(workflowId, input));
@@ -185,7 +158,7 @@ void describe('inputs that bypass the client', () => {
         assert.equal(end.taskFailures, 0, `${c.name}: no workflow task failed`);
         // Recorded against the key whenever the workflow id names one (the activity finds no source for `ghost`).
         assert.deepEqual(end.activities, c.workflowId ? [] : ['recordInvalidStart'], c.name);
-        assert.equal(partner.ledger.count({ sourceId }), 0, `${c.name}: the partner was never called`);
+        assert.equal(stack.partner.ledger.count({ sourceId }), 0, `${c.name}: the partner was never called`);
         const rows = await rowsOf(sourceId);
         assert.equal(rows.staged + rows.records, 0, `${c.name}: nothing staged or stored`);
         if (c.deadLetter) {
@@ -205,22 +178,25 @@ void describe('inputs that bypass the client', () => {
 
   it('an invalid start never takes a key from its live owner, nor dead-letters a succeeded key', async () => {
     const sourceId = 'ii-owned';
-    await createSource(db.prisma, sourceId, partner.url, { pageSize: 50 });
+    await createSource(stack.db.prisma, sourceId, stack.partner.url, { pageSize: 50 });
     // A Schedule-style id owns the key and is held in its second page fetch.
-    partner.faults.add({ sourceId, kind: 'delay', delayMs: 4_000, afterRequests: 1 });
+    stack.partner.faults.add({ sourceId, kind: 'delay', delayMs: 4_000, afterRequests: 1 });
     const owner = `${idOf(sourceId)}-2026-11-29T02:00:00Z`;
     await startRaw(owner, inputOf(sourceId));
     await within(
       (async () => {
-        while (partner.faults.list().some((f) => f.sourceId === sourceId))
+        while (stack.partner.faults.list().some((f) => f.sourceId === sourceId))
           await new Promise((r) => setTimeout(r, 100));
       })(),
       60_000,
-      () => worker.output(),
+      () => stack.worker.output(),
     );
     await startRaw(idOf(sourceId), { ...inputOf(sourceId), pageSize: 0 });
     assert.equal((await refusal(idOf(sourceId))).type, 'InvalidInput');
-    const result = (await client.workflow.getHandle(owner).result()) as { status: string; records: number };
+    const result = (await stack.client.workflow.getHandle(owner).result()) as {
+      status: string;
+      records: number;
+    };
     assert.deepEqual([result.status, result.records], ['succeeded', RECORDS]);
     // Now succeeded: a second invalid start of the key changes nothing either.
     await startRaw(idOf(sourceId), { ...inputOf(sourceId), pagesPerExecution: 0 });

@@ -6,49 +6,25 @@
 // and ledger are the judge.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
-import { after, before, describe, it } from 'node:test';
-import type { Client } from '@temporalio/client';
+import { describe, it } from 'node:test';
 import { startFetch } from '../client/start-fetch.ts';
-import { startPartner, type PartnerServer } from '../partner/server.ts';
-import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource } from './helpers/deps.ts';
 import { waitFor } from './helpers/outbox.ts';
-import { spawnWorker, type Spawned, within } from './helpers/process.ts';
-import { temporalAddress, testClient } from './helpers/temporal.ts';
+import { within } from './helpers/process.ts';
+import { temporalAddress } from './helpers/temporal.ts';
+import { useWorkerStack } from './helpers/worker-stack.ts';
 
 const DATE = '2026-06-06';
 const RECORDS = 120;
 
-let db: TestDatabase;
-let partner: PartnerServer;
-let client: Client;
-let worker: Spawned;
-const taskQueue = `test-reset-${randomUUID()}`;
-
-before(async () => {
-  [db, partner, client] = await Promise.all([
-    useTestDatabase(),
-    startPartner({ port: 0, recordCount: () => RECORDS }),
-    testClient(),
-  ]);
-  worker = spawnWorker({
-    DATABASE_URL: db.url,
-    TEMPORAL_ADDRESS: temporalAddress(),
-    DURABLE_FETCH_TASK_QUEUE: taskQueue,
-    PARTNER_PAGE_LIMIT: '50',
+const stack = useWorkerStack({
+  name: 'reset',
+  records: RECORDS,
+  env: {
     HTTP_CONNECT_TIMEOUT_MS: '1000',
     HTTP_RESPONSE_TIMEOUT_MS: '2000',
-    LOG_LEVEL: 'warn',
-  });
-  await worker.waitFor(/worker polling task queue/, 60_000);
-});
-after(async () => {
-  await worker?.stop('SIGKILL', 5_000);
-  await client?.connection.close();
-  await partner?.close();
-  await db?.drop();
+  },
 });
 
 const referenceOf = (sourceId: string, round: number) =>
@@ -56,7 +32,7 @@ const referenceOf = (sourceId: string, round: number) =>
 
 async function submittingSource(sourceId: string): Promise<void> {
   // The partner applies a submission within 2 s of receiving it, or never.
-  await createSource(db.prisma, sourceId, partner.url, {
+  await createSource(stack.db.prisma, sourceId, stack.partner.url, {
     pageSize: 50,
     submitSummary: true,
     submitMaxProcessingMs: 2_000,
@@ -65,7 +41,12 @@ async function submittingSource(sourceId: string): Promise<void> {
 
 async function start(sourceId: string) {
   const started = await startFetch(
-    { temporal: client, prisma: db.prisma, taskQueue, now: () => new Date('2026-11-29T12:00:00Z') },
+    {
+      temporal: stack.client,
+      prisma: stack.db.prisma,
+      taskQueue: stack.taskQueue,
+      now: () => new Date('2026-11-29T12:00:00Z'),
+    },
     { sourceId, date: DATE, requestedBy: 'test' },
   );
   return started.workflowId;
@@ -97,7 +78,7 @@ async function reset(
 /** Waits until the partner holds (has taken up) the fault set on the source's first reference. */
 async function heldAtPartner(sourceId: string, what: string): Promise<void> {
   await waitFor(
-    () => partner.faults.list().every((f) => f.reference !== referenceOf(sourceId, 1)),
+    () => stack.partner.faults.list().every((f) => f.reference !== referenceOf(sourceId, 1)),
     what,
     60_000,
   );
@@ -105,25 +86,25 @@ async function heldAtPartner(sourceId: string, what: string): Promise<void> {
 
 /** The result of the key's latest execution (the one a reset started). */
 async function latestResult(workflowId: string) {
-  const handle = client.workflow.getHandle(workflowId);
-  return within(handle.result() as Promise<{ status: string }>, 120_000, () => worker.output());
+  const handle = stack.client.workflow.getHandle(workflowId);
+  return within(handle.result() as Promise<{ status: string }>, 120_000, () => stack.worker.output());
 }
 
 /** Submit requests that created a submission, under any round's reference of the source. */
 function submitEffects(sourceId: string): number {
-  return partner.ledger
+  return stack.partner.ledger
     .entries({ action: 'submit' })
     .filter((e) => e.effect && e.reference?.startsWith(`fetch-records:${sourceId}:`)).length;
 }
 
 function liveAtPartner(sourceId: string) {
-  return partner.submissions
+  return stack.partner.submissions
     .list()
     .filter((s) => s.reference.startsWith(`fetch-records:${sourceId}:`) && s.status !== 'voided');
 }
 
 async function runOf(sourceId: string) {
-  return db.prisma.fetchRun.findFirstOrThrow({
+  return stack.db.prisma.fetchRun.findFirstOrThrow({
     where: { sourceId },
     include: { downstreamActions: true, deadLetters: true },
   });
@@ -133,7 +114,7 @@ describe('reset', { concurrency: true }, () => {
   it('a reset while the run is held in its confirm call: the new execution adopts the submission; one live, confirmed, no dead letter', async () => {
     const sourceId = 'reset-confirm';
     await submittingSource(sourceId);
-    partner.faults.add({
+    stack.partner.faults.add({
       route: 'submissions',
       action: 'confirm',
       reference: referenceOf(sourceId, 1),
@@ -163,7 +144,7 @@ describe('reset', { concurrency: true }, () => {
     const sourceId = 'reset-submit';
     await submittingSource(sourceId);
     // The partner holds the first submit longer than the client waits: it never takes effect.
-    partner.faults.add({
+    stack.partner.faults.add({
       route: 'submissions',
       action: 'submit',
       reference: referenceOf(sourceId, 1),
@@ -196,12 +177,12 @@ describe('reset', { concurrency: true }, () => {
     const sourceId = 'reset-intent';
     // The held call takes effect 4 s after it was received, though its client gave up at 2 s; the
     // partner declares 5 s of processing.
-    await createSource(db.prisma, sourceId, partner.url, {
+    await createSource(stack.db.prisma, sourceId, stack.partner.url, {
       pageSize: 50,
       submitSummary: true,
       submitMaxProcessingMs: 5_000,
     });
-    partner.faults.add({
+    stack.partner.faults.add({
       route: 'submissions',
       action: 'submit',
       reference: referenceOf(sourceId, 1),
@@ -213,7 +194,7 @@ describe('reset', { concurrency: true }, () => {
     await heldAtPartner(sourceId, 'the partner holding the submit call');
     // The workflow task that scheduled the intent: the new execution keeps the claim (same round,
     // same token) and writes the intent again, finding the call counted on it.
-    const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+    const events = (await stack.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
     const intentAt = events.findIndex(
       (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'recordDownstreamIntent',
     );
@@ -240,11 +221,11 @@ describe('reset', { concurrency: true }, () => {
 
   it('a reset during a page fetch: the run goes on from its stored pages; each record stored once', async () => {
     const sourceId = 'reset-page';
-    await createSource(db.prisma, sourceId, partner.url, { pageSize: 50 });
-    partner.faults.add({ sourceId, kind: 'delay', delayMs: 5_000, afterRequests: 1 });
+    await createSource(stack.db.prisma, sourceId, stack.partner.url, { pageSize: 50 });
+    stack.partner.faults.add({ sourceId, kind: 'delay', delayMs: 5_000, afterRequests: 1 });
     const workflowId = await start(sourceId);
     await waitFor(
-      () => partner.faults.list().every((f) => f.sourceId !== sourceId),
+      () => stack.partner.faults.list().every((f) => f.sourceId !== sourceId),
       'the second page held',
       60_000,
     );
@@ -252,8 +233,8 @@ describe('reset', { concurrency: true }, () => {
     assert.equal((await latestResult(workflowId)).status, 'succeeded');
     const run = await runOf(sourceId);
     assert.deepEqual([run.status, run.recordsStored, run.deadLetters.length], ['succeeded', RECORDS, 0]);
-    assert.equal(await db.prisma.fetchedRecord.count({ where: { sourceId } }), RECORDS);
-    assert.equal(await db.prisma.outboxEvent.count({ where: { aggregateId: run.id } }), 3 + 1);
+    assert.equal(await stack.db.prisma.fetchedRecord.count({ where: { sourceId } }), RECORDS);
+    assert.equal(await stack.db.prisma.outboxEvent.count({ where: { aggregateId: run.id } }), 3 + 1);
   });
 
   it('a reset of a succeeded run changes nothing: no new submission, no new event', async () => {
@@ -262,12 +243,12 @@ describe('reset', { concurrency: true }, () => {
     const workflowId = await start(sourceId);
     assert.equal((await latestResult(workflowId)).status, 'succeeded');
     const { id } = await runOf(sourceId);
-    const events = await db.prisma.outboxEvent.count({ where: { aggregateId: id } });
+    const events = await stack.db.prisma.outboxEvent.count({ where: { aggregateId: id } });
     await reset(workflowId, 'FirstWorkflowTask');
     assert.equal((await latestResult(workflowId)).status, 'succeeded');
     assert.equal(submitEffects(sourceId), 1);
     assert.equal(liveAtPartner(sourceId).length, 1);
-    assert.equal(await db.prisma.outboxEvent.count({ where: { aggregateId: id } }), events);
+    assert.equal(await stack.db.prisma.outboxEvent.count({ where: { aggregateId: id } }), events);
     const run = await runOf(sourceId);
     assert.deepEqual([run.status, run.deadLetters.length], ['succeeded', 0]);
   });
@@ -275,7 +256,7 @@ describe('reset', { concurrency: true }, () => {
   it('a reset to the last workflow task while confirming: the row names the execution that owns the run now', async () => {
     const sourceId = 'reset-last';
     await submittingSource(sourceId);
-    partner.faults.add({
+    stack.partner.faults.add({
       route: 'submissions',
       action: 'confirm',
       reference: referenceOf(sourceId, 1),
@@ -283,11 +264,11 @@ describe('reset', { concurrency: true }, () => {
       delayMs: 8_000,
     });
     const workflowId = await start(sourceId);
-    const first = (await client.workflow.getHandle(workflowId).describe()).runId;
+    const first = (await stack.client.workflow.getHandle(workflowId).describe()).runId;
     await heldAtPartner(sourceId, 'the partner holding the confirm call');
     await reset(workflowId, 'LastWorkflowTask');
     assert.equal((await latestResult(workflowId)).status, 'succeeded');
-    const latest = (await client.workflow.getHandle(workflowId).describe()).runId;
+    const latest = (await stack.client.workflow.getHandle(workflowId).describe()).runId;
     assert.notEqual(latest, first);
     const run = await runOf(sourceId);
     assert.deepEqual([run.status, run.workflowRunId, run.attempt], ['succeeded', latest, 1]);

@@ -5,20 +5,17 @@
 // `durable-fetch worker`, the shared Temporal dev server, a cloned database and the demo partner,
 // whose ledger and submissions are the judge. Source ids start with `rdl-`.
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
-import { type Client, WorkflowFailedError } from '@temporalio/client';
+import { describe, it } from 'node:test';
+import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { pauseSource } from '../client/sources.ts';
 import { launchFetch, prepareFetch } from '../client/start-fetch.ts';
 import { encodeCursor } from '../partner/records.ts';
-import { startPartner, type PartnerServer } from '../partner/server.ts';
 import { compensationWorkflowIdFor } from '../workflows/business-key.ts';
-import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource } from './helpers/deps.ts';
 import { waitFor } from './helpers/outbox.ts';
-import { spawnWorker, type Spawned, within } from './helpers/process.ts';
-import { temporalAddress, testClient } from './helpers/temporal.ts';
+import { within } from './helpers/process.ts';
+import { useWorkerStack } from './helpers/worker-stack.ts';
 
 const DATE = '2026-08-08';
 /** Three stored pages of 100 (the partner serves 50 a request: page n starts at seq 100n+1). */
@@ -28,39 +25,18 @@ const MAX_RUN_TIME_MS = 30_000;
 /** A held partner call outlasts any run here: only the deadline can end it. */
 const HOLD_MS = 300_000;
 
-let db: TestDatabase;
-let partner: PartnerServer;
-let client: Client;
-let worker: Spawned;
-const taskQueue = `test-deadline-${randomUUID()}`;
-
-before(async () => {
-  [db, partner, client] = await Promise.all([
-    useTestDatabase(),
-    startPartner({ port: 0, recordCount: () => RECORDS }),
-    testClient(),
-  ]);
-  worker = spawnWorker({
-    DATABASE_URL: db.url,
-    TEMPORAL_ADDRESS: temporalAddress(),
-    DURABLE_FETCH_TASK_QUEUE: taskQueue,
-    PARTNER_PAGE_LIMIT: '50',
+const stack = useWorkerStack({
+  name: 'deadline',
+  records: RECORDS,
+  env: {
     // The partner calls would not time out by themselves before the deadline.
     HTTP_RESPONSE_TIMEOUT_MS: String(HOLD_MS),
-    LOG_LEVEL: 'warn',
-  });
-  await worker.waitFor(/worker polling task queue/, 60_000);
-});
-after(async () => {
-  await worker?.stop('SIGKILL', 5_000);
-  await client?.connection.close();
-  await partner?.close();
-  await db?.drop();
+  },
 });
 
 /** Starts the source's run, `pagesPerExecution` pages per workflow execution. */
 async function start(sourceId: string, pagesPerExecution?: number) {
-  const ctx = { temporal: client, prisma: db.prisma, taskQueue };
+  const ctx = { temporal: stack.client, prisma: stack.db.prisma, taskQueue: stack.taskQueue };
   const prepared = await prepareFetch(ctx, { sourceId, date: DATE, requestedBy: 'test' });
   return launchFetch(ctx, {
     ...prepared,
@@ -70,11 +46,11 @@ async function start(sourceId: string, pagesPerExecution?: number) {
 
 /** How the workflow ended: its result, or the error `result()` threw. */
 async function outcomeOf(workflowId: string): Promise<unknown> {
-  const result = client.workflow.getHandle(workflowId).result();
+  const result = stack.client.workflow.getHandle(workflowId).result();
   return within(
     result.catch((e: unknown) => e),
     120_000,
-    () => worker.output(),
+    () => stack.worker.output(),
   );
 }
 
@@ -85,7 +61,7 @@ function assertDeadlineExceeded(err: unknown): void {
 }
 
 async function runOf(sourceId: string) {
-  return db.prisma.fetchRun.findFirstOrThrow({
+  return stack.db.prisma.fetchRun.findFirstOrThrow({
     where: { sourceId },
     include: { deadLetters: true, downstreamActions: true },
   });
@@ -93,7 +69,7 @@ async function runOf(sourceId: string) {
 
 /** `startToFireTimeout` of every timer an execution started, in ms. */
 async function timersOf(workflowId: string, runId: string): Promise<number[]> {
-  const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+  const history = await stack.client.workflow.getHandle(workflowId, runId).fetchHistory();
   return (history.events ?? []).flatMap((e) => {
     const t = e.timerStartedEventAttributes?.startToFireTimeout;
     return t ? [Number(t.seconds ?? 0) * 1000 + Math.round((t.nanos ?? 0) / 1e6)] : [];
@@ -105,13 +81,16 @@ const reference = (sourceId: string) => `fetch-records:${sourceId}:${DATE}:submi
 describe('run deadline', { concurrency: true }, () => {
   it('a run held in a slow page fetch past its max run time ends DeadlineExceeded with a dead letter; no later page is asked for', async () => {
     const sourceId = 'rdl-fetch';
-    await createSource(db.prisma, sourceId, partner.url, { pageSize: 100, maxRunTimeMs: MAX_RUN_TIME_MS });
-    // Page 1 (in the second execution: one page per execution) hangs at the partner.
-    partner.faults.add({ sourceId, cursor: encodeCursor(101), kind: 'delay', delayMs: HOLD_MS });
+    await createSource(stack.db.prisma, sourceId, stack.partner.url, {
+      pageSize: 100,
+      maxRunTimeMs: MAX_RUN_TIME_MS,
+    });
+    // Page 1 (in the second execution: one page per execution) hangs at the stack.partner.
+    stack.partner.faults.add({ sourceId, cursor: encodeCursor(101), kind: 'delay', delayMs: HOLD_MS });
     const started = await start(sourceId, 1);
     const err = await outcomeOf(started.workflowId);
     assert.ok(
-      !partner.faults.list().some((f) => f.sourceId === sourceId),
+      !stack.partner.faults.list().some((f) => f.sourceId === sourceId),
       'the partner held page 1 (the run got that far before its deadline)',
     );
     assertDeadlineExceeded(err);
@@ -123,11 +102,19 @@ describe('run deadline', { concurrency: true }, () => {
       [['DeadlineExceeded', 'RUN_DEADLINE']],
     );
     assert.match(run.deadLetters[0]?.errorMessage ?? '', /maximum run time/);
-    assert.equal(partner.ledger.count({ sourceId, cursor: encodeCursor(151) }), 0, 'page 1 not finished');
-    assert.equal(partner.ledger.count({ sourceId, cursor: encodeCursor(201) }), 0, 'page 2 never asked for');
+    assert.equal(
+      stack.partner.ledger.count({ sourceId, cursor: encodeCursor(151) }),
+      0,
+      'page 1 not finished',
+    );
+    assert.equal(
+      stack.partner.ledger.count({ sourceId, cursor: encodeCursor(201) }),
+      0,
+      'page 2 never asked for',
+    );
 
     // The deadline was fixed at the claim: the second execution armed what was left of it.
-    const second = (await client.workflow.getHandle(started.workflowId).describe()).runId;
+    const second = (await stack.client.workflow.getHandle(started.workflowId).describe()).runId;
     assert.notEqual(second, started.runId, 'the run continued as new before page 1');
     const [first] = await timersOf(started.workflowId, started.runId);
     const [rest] = await timersOf(started.workflowId, second);
@@ -137,13 +124,13 @@ describe('run deadline', { concurrency: true }, () => {
 
   it('a run past its deadline while its confirmed-to-be submission is held: the submission is voided once by the compensation', async () => {
     const sourceId = 'rdl-submit';
-    await createSource(db.prisma, sourceId, partner.url, {
+    await createSource(stack.db.prisma, sourceId, stack.partner.url, {
       pageSize: 100,
       submitSummary: true,
       submitMaxProcessingMs: 2_000,
       maxRunTimeMs: MAX_RUN_TIME_MS,
     });
-    partner.faults.add({
+    stack.partner.faults.add({
       route: 'submissions',
       action: 'confirm',
       reference: reference(sourceId),
@@ -153,28 +140,28 @@ describe('run deadline', { concurrency: true }, () => {
     const started = await start(sourceId);
     const err = await outcomeOf(started.workflowId);
     assert.ok(
-      partner.faults.list().every((f) => f.reference !== reference(sourceId)),
+      stack.partner.faults.list().every((f) => f.reference !== reference(sourceId)),
       'the partner held the confirm call (the run got that far before its deadline)',
     );
     assertDeadlineExceeded(err);
 
     const key = { jobType: 'fetch-records', sourceId, businessDate: DATE };
-    const compensation = client.workflow.getHandle(compensationWorkflowIdFor(key, 1));
-    assert.deepEqual(await within(compensation.result(), 120_000, () => worker.output()), {
+    const compensation = stack.client.workflow.getHandle(compensationWorkflowIdFor(key, 1));
+    assert.deepEqual(await within(compensation.result(), 120_000, () => stack.worker.output()), {
       compensated: 1,
       notApplied: 0,
       needsManual: 0,
       runStatus: 'compensated',
     });
-    const submitted = partner.ledger
+    const submitted = stack.partner.ledger
       .entries({ action: 'submit', reference: reference(sourceId) })
       .filter((e) => e.effect);
-    const voided = partner.ledger
+    const voided = stack.partner.ledger
       .entries({ action: 'void', reference: reference(sourceId) })
       .filter((e) => e.effect);
     assert.deepEqual([submitted.length, voided.length], [1, 1], 'one submission, voided once');
     assert.deepEqual(
-      partner.submissions.byReference(reference(sourceId)).map((s) => s.status),
+      stack.partner.submissions.byReference(reference(sourceId)).map((s) => s.status),
       ['voided'],
     );
     const run = await runOf(sourceId);
@@ -191,12 +178,19 @@ describe('run deadline', { concurrency: true }, () => {
 
   it('a run waiting while its source is paused is bounded too: past its max run time it ends DeadlineExceeded', async () => {
     const sourceId = 'rdl-paused';
-    await createSource(db.prisma, sourceId, partner.url, { pageSize: 100, maxRunTimeMs: MAX_RUN_TIME_MS });
+    await createSource(stack.db.prisma, sourceId, stack.partner.url, {
+      pageSize: 100,
+      maxRunTimeMs: MAX_RUN_TIME_MS,
+    });
     // Page 1 is held a moment: the pause lands while it is fetched, the run stops once it is stored.
-    partner.faults.add({ sourceId, cursor: encodeCursor(101), kind: 'delay', delayMs: 3_000 });
+    stack.partner.faults.add({ sourceId, cursor: encodeCursor(101), kind: 'delay', delayMs: 3_000 });
     const started = await start(sourceId);
-    await waitFor(() => !partner.faults.list().some((f) => f.sourceId === sourceId), 'page 1 held', 60_000);
-    const ctx = { prisma: db.prisma, temporal: client, taskQueue };
+    await waitFor(
+      () => !stack.partner.faults.list().some((f) => f.sourceId === sourceId),
+      'page 1 held',
+      60_000,
+    );
+    const ctx = { prisma: stack.db.prisma, temporal: stack.client, taskQueue: stack.taskQueue };
     await pauseSource(ctx, sourceId, { reason: 'partner maintenance', actor: 'test' });
     const err = await outcomeOf(started.workflowId);
     assertDeadlineExceeded(err);
@@ -207,8 +201,12 @@ describe('run deadline', { concurrency: true }, () => {
       run.deadLetters.map((d) => [d.errorType, d.errorCode]),
       [['DeadlineExceeded', 'RUN_DEADLINE']],
     );
-    assert.equal(partner.ledger.count({ sourceId, cursor: encodeCursor(201) }), 0, 'page 2 never asked for');
-    const history = await client.workflow.getHandle(started.workflowId).fetchHistory();
+    assert.equal(
+      stack.partner.ledger.count({ sourceId, cursor: encodeCursor(201) }),
+      0,
+      'page 2 never asked for',
+    );
+    const history = await stack.client.workflow.getHandle(started.workflowId).fetchHistory();
     const scheduled = (history.events ?? []).map(
       (e) => e.activityTaskScheduledEventAttributes?.activityType?.name,
     );
@@ -221,7 +219,10 @@ describe('run deadline', { concurrency: true }, () => {
 
   it('a run within its max run time is unaffected: it succeeds, its deadline armed and then disarmed', async () => {
     const sourceId = 'rdl-within';
-    await createSource(db.prisma, sourceId, partner.url, { pageSize: 100, maxRunTimeMs: 600_000 });
+    await createSource(stack.db.prisma, sourceId, stack.partner.url, {
+      pageSize: 100,
+      maxRunTimeMs: 600_000,
+    });
     const started = await start(sourceId);
     const result = await outcomeOf(started.workflowId);
     assert.deepEqual(result, {
@@ -232,7 +233,7 @@ describe('run deadline', { concurrency: true }, () => {
     });
     const run = await runOf(sourceId);
     assert.deepEqual([run.status, run.errorClass, run.deadLetters.length], ['succeeded', null, 0]);
-    const history = await client.workflow.getHandle(started.workflowId, started.runId).fetchHistory();
+    const history = await stack.client.workflow.getHandle(started.workflowId, started.runId).fetchHistory();
     const events = history.events ?? [];
     assert.deepEqual(await timersOf(started.workflowId, started.runId), [600_000], 'the deadline was armed');
     assert.ok(

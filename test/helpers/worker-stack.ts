@@ -1,0 +1,61 @@
+/**
+ * The stack most end-to-end tests of runs stand on: the file's own cloned database, the demo
+ * partner on a free port, a client of the shared Temporal dev server, and one real
+ * `durable-fetch worker` process on a task queue of the file's own — started before the file's
+ * tests, stopped after them.
+ */
+import { randomUUID } from 'node:crypto';
+import { after, before } from 'node:test';
+import type { Client } from '@temporalio/client';
+import { startPartner, type PartnerServer } from '../../partner/server.ts';
+import { useTestDatabase, type TestDatabase } from './database.ts';
+import { spawnWorker, type Spawned } from './process.ts';
+import { temporalAddress, testClient } from './temporal.ts';
+
+export interface WorkerStack {
+  db: TestDatabase;
+  partner: PartnerServer;
+  client: Client;
+  worker: Spawned;
+  taskQueue: string;
+}
+
+export interface WorkerStackOptions {
+  /** Names the task queue (`test-<name>-<uuid>`). */
+  name: string;
+  /** Records the partner serves for every source and date. */
+  records: number;
+  /** The worker's environment on top of the stack's (database, Temporal, queue, 50-record pages). */
+  env?: Record<string, string>;
+}
+
+/**
+ * Registers the `before` and `after` hooks of the stack and returns it; its fields are set once
+ * `before` has run (use them inside tests and hooks only).
+ */
+export function useWorkerStack(options: WorkerStackOptions): WorkerStack {
+  const stack = { taskQueue: `test-${options.name}-${randomUUID()}` } as WorkerStack;
+  before(async () => {
+    [stack.db, stack.partner, stack.client] = await Promise.all([
+      useTestDatabase(),
+      startPartner({ port: 0, recordCount: () => options.records }),
+      testClient(),
+    ]);
+    stack.worker = spawnWorker({
+      DATABASE_URL: stack.db.url,
+      TEMPORAL_ADDRESS: temporalAddress(),
+      DURABLE_FETCH_TASK_QUEUE: stack.taskQueue,
+      PARTNER_PAGE_LIMIT: '50',
+      LOG_LEVEL: 'warn',
+      ...options.env,
+    });
+    await stack.worker.waitFor(/worker polling task queue/, 60_000);
+  });
+  after(async () => {
+    await stack.worker?.stop('SIGKILL', 5_000);
+    await stack.client?.connection.close();
+    await stack.partner?.close();
+    await stack.db?.drop();
+  });
+  return stack;
+}
