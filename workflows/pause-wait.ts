@@ -30,7 +30,7 @@ const db = proxyActivities<Pick<FetchActivities, 'checkSourcePause'>>(RETRY_PRES
 // Per execution: Temporal gives every workflow execution its own module globals.
 let resumeSignalled = false;
 
-/** Registers the `sourceResumed` handler: call first thing in the workflow, before any await. */
+/** Registers the `sourceResumed` handler of this execution (a signal sent before it is buffered). */
 export function listenForResume(): void {
   setHandler(sourceResumed, () => {
     resumeSignalled = true;
