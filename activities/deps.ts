@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { Metrics } from '../runtime/metrics.ts';
+import type { DownstreamSettings } from '../db/downstreams.ts';
 import type { CrashPoint } from './crash-points.ts';
 import type { HttpClient } from './http.ts';
 import type { JobRegistry } from './job-api/registry.ts';
@@ -20,6 +21,11 @@ export interface ActivityDeps {
   leaseTtlMs: number;
   /** How long idempotency records are kept (the dedupe window of a step). */
   idempotencyRetentionMs: number;
+  /**
+   * The settings of a downstream (R8: its breaker and retry budget), read on every partner call;
+   * the production wiring caches them for a few seconds (db/downstreams.ts).
+   */
+  downstreams: (id: string) => Promise<DownstreamSettings>;
   /** Largest partner page requested at once. */
   partnerPageLimit: number;
   /** The process's Prometheus metrics (issue #8): runs, retries, partner calls. */

@@ -19,6 +19,7 @@ import { jobTypeOf, pageKeyFor } from '../workflows/business-key.ts';
 import type { FetchPageInput, FetchPageResult } from '../workflows/types.ts';
 import type { PageFence } from '../db/fence.ts';
 import type { ActivityDeps } from './deps.ts';
+import { throughBreaker } from './breaker-guard.ts';
 import { failure } from './errors.ts';
 import { crashPoint } from './crash-points.ts';
 import { heartbeatEvery } from './heartbeat.ts';
@@ -46,7 +47,8 @@ export interface FetchProgress {
  *   while this one fetched it),
  *   InvalidResponse (a page off the partner contract: its shape, more records than asked for, a
  *   cursor too long or not advancing, `CURSOR_LOOP` for a cursor the run reached before, an empty
- *   page with a cursor, a body over the byte cap), and
+ *   page with a cursor, a body over the byte cap), CircuitOpen (the downstream's breaker or
+ *   retry budget held the call back: activities/breaker-guard.ts), and
  *   the HTTP client's typed failures.
  */
 export function createFetchPage(deps: ActivityDeps) {
@@ -89,6 +91,9 @@ export function createFetchPage(deps: ActivityDeps) {
       complete: s?.complete ?? false,
     });
     let at = state(staged);
+    const settings = await deps.downstreams(source.downstream);
+    // Only the first partner call of a retried attempt is a retry (R8's budget counts those).
+    let retry = ctx.info.attempt > 1;
     const progress = (): FetchProgress => ({
       pageNo: input.pageNo,
       cursor: at.cursor,
@@ -99,19 +104,23 @@ export function createFetchPage(deps: ActivityDeps) {
     try {
       while (!at.complete && at.recordCount < input.pageSize) {
         const limit = Math.min(deps.partnerPageLimit, input.pageSize - at.recordCount);
-        const fetched = await observed(
-          deps,
-          source.id,
-          inJob(job, 'fetchPage', () =>
-            job.fetchPage({
-              ...access,
-              source: view,
-              businessDate: input.businessDate,
-              cursor: at.cursor,
-              limit,
-              idempotencyKey: key,
-              pagesFetched,
-            }),
+        const guard = { settings, retry, what };
+        retry = false;
+        const fetched = await throughBreaker(deps, guard, () =>
+          observed(
+            deps,
+            source.id,
+            inJob(job, 'fetchPage', () =>
+              job.fetchPage({
+                ...access,
+                source: view,
+                businessDate: input.businessDate,
+                cursor: at.cursor,
+                limit,
+                idempotencyKey: key,
+                pagesFetched,
+              }),
+            ),
           ),
         );
         const page = checkedPage(job, fetched, limit, what);

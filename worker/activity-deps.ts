@@ -6,6 +6,7 @@ import type { PrismaClient } from './db.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { defaultJobs } from './jobs.ts';
 import { createMetrics, type Metrics } from '../runtime/metrics.ts';
+import { cachedDownstreams } from '../db/downstreams.ts';
 
 // The shape of credentials references lives in runtime/ (jobs check it too); re-exported here.
 export { isSecretRef, SECRET_REF_PREFIX, SECRET_REF_RE } from '../runtime/secret-refs.ts';
@@ -32,6 +33,7 @@ export function createActivityDeps(
     secret: (ref) => (isSecretRef(ref) ? process.env[ref] : undefined),
     leaseTtlMs: config.runs.leaseTtlMs,
     idempotencyRetentionMs: config.runs.idempotencyRetentionMs,
+    downstreams: cachedDownstreams(prisma),
     partnerPageLimit: config.partner.pageLimit,
     ...(config.crashPoint ? { crashPoint: config.crashPoint } : {}),
   };

@@ -2,6 +2,7 @@ import { pino } from 'pino';
 import type { ActivityDeps } from '../../activities/index.ts';
 import { createHttpClient } from '../../activities/http.ts';
 import type { Prisma, PrismaClient } from '../../prisma/generated/client.ts';
+import { findDownstream } from '../../db/downstreams.ts';
 import { defaultJobs } from '../../worker/jobs.ts';
 import { createMetrics } from '../../runtime/metrics.ts';
 
@@ -16,6 +17,7 @@ export function testDeps(prisma: PrismaClient, overrides: Partial<ActivityDeps> 
     secret: () => undefined,
     leaseTtlMs: 60_000,
     idempotencyRetentionMs: 86_400_000,
+    downstreams: (id) => findDownstream(prisma, id),
     partnerPageLimit: 50,
     metrics: createMetrics(),
     ...overrides,

@@ -1,0 +1,97 @@
+/**
+ * Partner calls through their downstream's shared circuit breaker and retry budget (R8,
+ * db/breaker.ts): a refused call never reaches the partner and fails with CircuitOpen, whose
+ * retry delay is when to ask again, so Temporal waits instead of hammering a partner that is down.
+ */
+import { ApplicationFailure, CancelledFailure } from '@temporalio/activity';
+import { admitCall, recordFailure, recordTrial, type Refusal, type Transition } from '../db/breaker.ts';
+import type { DownstreamSettings } from '../db/downstreams.ts';
+import { errorMessage } from '../runtime/errors.ts';
+import type { ActivityDeps } from './deps.ts';
+import { classify, failure } from './errors.ts';
+
+/** The failures that say a partner is unwell: only these count toward opening its breaker. */
+export const UNWELL_ERROR_TYPES: ReadonlySet<string> = new Set([
+  'Timeout',
+  'NetworkError',
+  'UpstreamUnavailable',
+  'RateLimited',
+]);
+
+/** Whether `err` (as thrown by a partner call) says the partner is unwell. */
+export function isUnwell(err: unknown): boolean {
+  if (err instanceof CancelledFailure) return false;
+  const classified = classify(err, 'partner call');
+  return classified instanceof ApplicationFailure && UNWELL_ERROR_TYPES.has(classified.type ?? '');
+}
+
+const REFUSALS: Record<Refusal, { code: string; says: string }> = {
+  open: { code: 'BREAKER_OPEN', says: 'its circuit breaker is open' },
+  forced_open: { code: 'BREAKER_FORCED_OPEN', says: 'an operator opened its circuit breaker' },
+  trials_busy: { code: 'BREAKER_TRIALS_BUSY', says: 'its breaker is half-open and its trial calls are out' },
+  retry_budget: { code: 'RETRY_BUDGET_EXHAUSTED', says: 'its retry budget is spent' },
+};
+
+/** What {@link throughBreaker} needs of the call it guards. */
+export interface GuardedCall {
+  settings: DownstreamSettings;
+  /** The first call of a retried attempt: counted against the retry budget. */
+  retry: boolean;
+  /** What the call is, for the refusal's message (never a URL). */
+  what: string;
+}
+
+/**
+ * Runs `call` when the breaker of `guard.settings` lets it through, and records its outcome: an
+ * unwell failure (may open the breaker), a trial's success or failure (closes or re-opens it).
+ * A failure to record is logged, never put in place of the call's own outcome.
+ * @throws ApplicationFailure CircuitOpen (`BREAKER_OPEN`, `BREAKER_FORCED_OPEN`,
+ *   `BREAKER_TRIALS_BUSY`, `RETRY_BUDGET_EXHAUSTED`) with `retryAfterMs`, without calling; else
+ *   what `call` throws.
+ */
+export async function throughBreaker<T>(
+  deps: Pick<ActivityDeps, 'prisma' | 'metrics' | 'log'>,
+  guard: GuardedCall,
+  call: () => Promise<T>,
+): Promise<T> {
+  const { settings } = guard;
+  const downstream = settings.id;
+  const admission = await admitCall(deps.prisma, settings, guard.retry);
+  if (!admission.admitted) {
+    deps.metrics.breakerRefusedCalls.inc({ downstream, reason: admission.refusal });
+    if (admission.refusal === 'retry_budget') deps.metrics.retryBudgetExhausted.inc({ downstream });
+    const { code, says } = REFUSALS[admission.refusal];
+    throw failure('CircuitOpen', code, `${guard.what}: not called, ${says} (downstream ${downstream})`, {
+      retryAfterMs: admission.waitMs,
+    });
+  }
+  let value: T;
+  try {
+    value = await call();
+  } catch (err) {
+    const unwell = isUnwell(err);
+    if (admission.trial && !(err instanceof CancelledFailure)) {
+      await recorded(deps, downstream, () => recordTrial(deps.prisma, settings, !unwell));
+    } else if (unwell) {
+      await recorded(deps, downstream, () => recordFailure(deps.prisma, settings));
+    }
+    throw err;
+  }
+  if (admission.trial) await recorded(deps, downstream, () => recordTrial(deps.prisma, settings, true));
+  return value;
+}
+
+async function recorded(
+  deps: Pick<ActivityDeps, 'metrics' | 'log'>,
+  downstream: string,
+  write: () => Promise<Transition | undefined>,
+): Promise<void> {
+  try {
+    const transition = await write();
+    if (!transition) return;
+    deps.metrics.breakerTransitions.inc({ downstream, from: transition.from, to: transition.to });
+    deps.log.warn({ downstream, ...transition }, 'circuit breaker changed state');
+  } catch (err) {
+    deps.log.warn({ downstream, err: errorMessage(err) }, 'could not record a partner call at the breaker');
+  }
+}

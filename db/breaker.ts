@@ -1,0 +1,275 @@
+/**
+ * The circuit breaker and retry budget of a downstream (R8), shared by every worker through
+ * PostgreSQL: one statement lets a partner call through or refuses it, one records a failure
+ * (and opens the breaker when the window says so), one records a trial's outcome. A call that
+ * succeeds while the breaker is closed writes nothing more than its admission. Every statement
+ * uses the database's clock, so workers with skewed clocks agree on the window.
+ */
+import type { PrismaClient } from '../prisma/generated/client.ts';
+import type { DownstreamSettings } from './downstreams.ts';
+
+type Db = Pick<PrismaClient, '$queryRaw'>;
+
+/** Why a call was refused. */
+export type Refusal = 'open' | 'forced_open' | 'trials_busy' | 'retry_budget';
+
+/** What {@link admitCall} decided. */
+export type Admission =
+  | { admitted: true; trial: boolean }
+  | { admitted: false; refusal: Refusal; waitMs: number; window: { calls: number; retries: number } };
+
+/** The actor of the transitions the breaker makes on its own. */
+export const BREAKER_ACTOR = 'system:breaker';
+
+const secs = (ms: number) => ms / 1000;
+
+/**
+ * Lets one call to `settings.id` through or refuses it, and counts it when let through (a retry
+ * also counts as a retry). Closed: every first attempt goes; a retry goes while the window's
+ * retries stay within the budget (`max(minRetries, ratio × calls)`). Open: nothing goes until
+ * `half_open_at`; then up to `trialCalls` trials go (half-open); a trial that never reports back
+ * frees its place after the open time. Forced open (an operator): nothing goes. `waitMs` of a
+ * refusal is when to ask again. Concurrent admissions of trials are settled by the row's lock.
+ */
+export async function admitCall(db: Db, settings: DownstreamSettings, retry: boolean): Promise<Admission> {
+  const { id, breaker, retryBudget } = settings;
+  const open = secs(breaker.openMs);
+  const rows = await db.$queryRaw<
+    { verdict: string; wait_ms: number | null; trial_won: boolean; calls: number; retries: number }[]
+  >`
+    WITH b AS (
+      SELECT state, forced, half_open_at, half_open_since, trials_started FROM breaker WHERE downstream = ${id}
+    ), w AS (
+      SELECT COALESCE(sum(calls), 0)::int AS calls, COALESCE(sum(retries), 0)::int AS retries
+        FROM downstream_calls
+       WHERE downstream = ${id} AND second > now() - make_interval(secs => ${secs(retryBudget.windowMs)}::float8)
+    ), decision AS (
+      SELECT CASE
+               WHEN b.state IS NULL OR b.state = 'closed' THEN
+                 CASE WHEN ${retry}::boolean
+                        AND w.retries + 1 > GREATEST(${retryBudget.minRetries}::int, ${retryBudget.ratio}::float8 * (w.calls + 1))
+                      THEN 'retry_budget' ELSE 'closed' END
+               WHEN b.forced THEN 'forced_open'
+               WHEN b.state = 'open' AND b.half_open_at > now() THEN 'open'
+               WHEN b.state = 'open' THEN 'trial'
+               WHEN b.trials_started < ${breaker.trialCalls}::int
+                 OR b.half_open_since <= now() - make_interval(secs => ${open}::float8) THEN 'trial'
+               ELSE 'trials_busy'
+             END AS verdict,
+             CASE WHEN b.state = 'open' AND NOT b.forced
+                  THEN GREATEST(0, EXTRACT(EPOCH FROM (b.half_open_at - now())) * 1000)::int END AS wait_ms
+        FROM (SELECT 1) AS one LEFT JOIN b ON true CROSS JOIN w
+    ), trial AS (
+      UPDATE breaker
+         SET state = 'half_open',
+             trials_started = CASE WHEN state = 'open' OR half_open_since <= now() - make_interval(secs => ${open}::float8)
+                                   THEN 1 ELSE trials_started + 1 END,
+             half_open_since = CASE WHEN state = 'open' OR half_open_since <= now() - make_interval(secs => ${open}::float8)
+                                    THEN now() ELSE half_open_since END,
+             changed_at = CASE WHEN state = 'open' THEN now() ELSE changed_at END
+       WHERE downstream = ${id} AND (SELECT verdict FROM decision) = 'trial' AND NOT forced
+         AND ((state = 'open' AND half_open_at <= now())
+           OR (state = 'half_open' AND (trials_started < ${breaker.trialCalls}::int
+                 OR half_open_since <= now() - make_interval(secs => ${open}::float8))))
+      RETURNING 1
+    ), counted AS (
+      INSERT INTO downstream_calls (downstream, second, calls, retries)
+      SELECT ${id}, date_trunc('second', now()), 1, CASE WHEN ${retry}::boolean THEN 1 ELSE 0 END
+        FROM decision
+       WHERE verdict = 'closed' OR (verdict = 'trial' AND EXISTS (SELECT 1 FROM trial))
+      ON CONFLICT (downstream, second) DO UPDATE
+        SET calls = downstream_calls.calls + 1, retries = downstream_calls.retries + excluded.retries
+      RETURNING 1
+    )
+    SELECT d.verdict, d.wait_ms, EXISTS (SELECT 1 FROM trial) AS trial_won, w.calls, w.retries
+      FROM decision d CROSS JOIN w`;
+  const row = rows[0];
+  if (!row) throw new Error('admitCall: no row');
+  const window = { calls: row.calls, retries: row.retries };
+  switch (row.verdict) {
+    case 'closed':
+      return { admitted: true, trial: false };
+    case 'trial':
+      if (row.trial_won) return { admitted: true, trial: true };
+      // Another worker took the last trial place meanwhile.
+      return { admitted: false, refusal: 'trials_busy', waitMs: trialWait(settings), window };
+    case 'open':
+      return { admitted: false, refusal: 'open', waitMs: Math.max(1, row.wait_ms ?? breaker.openMs), window };
+    case 'forced_open':
+      return { admitted: false, refusal: 'forced_open', waitMs: breaker.openMs, window };
+    case 'trials_busy':
+      return { admitted: false, refusal: 'trials_busy', waitMs: trialWait(settings), window };
+    default:
+      // A retry over budget waits for calls to leave the window.
+      return { admitted: false, refusal: 'retry_budget', waitMs: budgetWait(settings), window };
+  }
+}
+
+/** How long a call refused while trials are out waits: a quarter of the open time, at least 1 s. */
+const trialWait = (s: DownstreamSettings) => Math.max(1_000, Math.round(s.breaker.openMs / 4));
+/** How long a retry over budget waits: a tenth of the budget's window, at least 1 s. */
+const budgetWait = (s: DownstreamSettings) => Math.max(1_000, Math.round(s.retryBudget.windowMs / 10));
+
+/** A change of a breaker's state. */
+export interface Transition {
+  from: 'closed' | 'open' | 'half_open';
+  to: 'closed' | 'open' | 'half_open';
+  reason: string;
+}
+
+/**
+ * Records a failed call that says the partner is unwell (timeout, network error, 5xx, 429) and
+ * opens the breaker when, since it last closed, the window holds at least `minCalls` calls of
+ * which at least `failureRate` failed. Returns the transition it made, if any.
+ */
+export async function recordFailure(db: Db, settings: DownstreamSettings): Promise<Transition | undefined> {
+  const { id, breaker } = settings;
+  const rows = await db.$queryRaw<{ calls: number; failures: number }[]>`
+    WITH f AS (
+      INSERT INTO downstream_calls (downstream, second, failures)
+      VALUES (${id}, date_trunc('second', now()), 1)
+      ON CONFLICT (downstream, second) DO UPDATE SET failures = downstream_calls.failures + 1
+      RETURNING 1
+    ), w AS (
+      SELECT COALESCE(sum(calls), 0)::int AS calls, COALESCE(sum(failures), 0)::int + 1 AS failures
+        FROM downstream_calls
+       WHERE downstream = ${id}
+         AND second > now() - make_interval(secs => ${secs(breaker.windowMs)}::float8)
+         AND second > date_trunc('second', COALESCE(
+               (SELECT count_from FROM breaker WHERE downstream = ${id}), '-infinity'::timestamptz))
+    ), opened AS (
+      INSERT INTO breaker AS b (downstream, state, half_open_at, reason, changed_by, changed_at, count_from)
+      SELECT ${id}, 'open', now() + make_interval(secs => ${secs(breaker.openMs)}::float8),
+             format('%s of %s calls failed', w.failures, w.calls), ${BREAKER_ACTOR}, now(),
+             '-infinity'::timestamptz
+        FROM w
+       WHERE w.calls >= ${breaker.minCalls}::int AND w.failures >= ${breaker.failureRate}::float8 * w.calls
+      ON CONFLICT (downstream) DO UPDATE
+        SET state = 'open', half_open_at = excluded.half_open_at, half_open_since = NULL,
+            trials_started = 0, reason = excluded.reason, changed_by = excluded.changed_by,
+            changed_at = excluded.changed_at
+        WHERE b.state = 'closed' AND NOT b.forced
+      RETURNING 1
+    )
+    SELECT w.calls, w.failures FROM w WHERE EXISTS (SELECT 1 FROM opened)`;
+  const row = rows[0];
+  return row ? { from: 'closed', to: 'open', reason: `${row.failures} of ${row.calls} calls failed` } : undefined;
+}
+
+/**
+ * Records a trial call's outcome: success closes the breaker (calls before now no longer count),
+ * failure opens it again for the open time. Only the first outcome of a half-open breaker acts.
+ */
+export async function recordTrial(
+  db: Db,
+  settings: DownstreamSettings,
+  ok: boolean,
+): Promise<Transition | undefined> {
+  const { id, breaker } = settings;
+  const reason = ok ? 'a trial call succeeded' : 'a trial call failed';
+  const rows = ok
+    ? await db.$queryRaw<{ n: number }[]>`
+        UPDATE breaker
+           SET state = 'closed', count_from = now(), half_open_at = NULL, half_open_since = NULL,
+               trials_started = 0, reason = ${reason}, changed_by = ${BREAKER_ACTOR}, changed_at = now()
+         WHERE downstream = ${id} AND state = 'half_open' AND NOT forced
+        RETURNING 1 AS n`
+    : await db.$queryRaw<{ n: number }[]>`
+        UPDATE breaker
+           SET state = 'open', half_open_at = now() + make_interval(secs => ${secs(breaker.openMs)}::float8),
+               half_open_since = NULL, trials_started = 0, reason = ${reason},
+               changed_by = ${BREAKER_ACTOR}, changed_at = now()
+         WHERE downstream = ${id} AND state = 'half_open' AND NOT forced
+        RETURNING 1 AS n`;
+  if (rows.length === 0) return undefined;
+  return { from: 'half_open', to: ok ? 'closed' : 'open', reason };
+}
+
+/** A breaker as operators see it. */
+export interface BreakerView {
+  downstream: string;
+  state: 'closed' | 'open' | 'half_open';
+  forced: boolean;
+  halfOpenAt: Date | null;
+  reason: string | null;
+  changedBy: string | null;
+  changedAt: Date | null;
+  /** Over the breaker's window: calls, failures (since it last closed), retries over the budget's. */
+  window: { calls: number; failures: number; retries: number };
+}
+
+/** The breakers of `downstreams` (closed with an empty window when it has no row). */
+export async function readBreakers(
+  db: Db,
+  downstreams: readonly DownstreamSettings[],
+): Promise<BreakerView[]> {
+  const views: BreakerView[] = [];
+  for (const s of downstreams) {
+    const rows = await db.$queryRaw<
+      {
+        state: BreakerView['state'] | null;
+        forced: boolean | null;
+        half_open_at: Date | null;
+        reason: string | null;
+        changed_by: string | null;
+        changed_at: Date | null;
+        calls: number;
+        failures: number;
+        retries: number;
+      }[]
+    >`
+      SELECT b.state, b.forced, b.half_open_at, b.reason, b.changed_by, b.changed_at,
+             (SELECT COALESCE(sum(calls), 0)::int FROM downstream_calls c
+               WHERE c.downstream = ${s.id} AND c.second > now() - make_interval(secs => ${secs(s.breaker.windowMs)}::float8)
+                 AND c.second > date_trunc('second', COALESCE(b.count_from, '-infinity'::timestamptz))) AS calls,
+             (SELECT COALESCE(sum(failures), 0)::int FROM downstream_calls c
+               WHERE c.downstream = ${s.id} AND c.second > now() - make_interval(secs => ${secs(s.breaker.windowMs)}::float8)
+                 AND c.second > date_trunc('second', COALESCE(b.count_from, '-infinity'::timestamptz))) AS failures,
+             (SELECT COALESCE(sum(retries), 0)::int FROM downstream_calls c
+               WHERE c.downstream = ${s.id} AND c.second > now() - make_interval(secs => ${secs(s.retryBudget.windowMs)}::float8)) AS retries
+        FROM (SELECT 1) AS one LEFT JOIN breaker b ON b.downstream = ${s.id}`;
+    const r = rows[0];
+    views.push({
+      downstream: s.id,
+      state: r?.state ?? 'closed',
+      forced: r?.forced ?? false,
+      halfOpenAt: r?.half_open_at ?? null,
+      reason: r?.reason ?? null,
+      changedBy: r?.changed_by ?? null,
+      changedAt: r?.changed_at ?? null,
+      window: { calls: r?.calls ?? 0, failures: r?.failures ?? 0, retries: r?.retries ?? 0 },
+    });
+  }
+  return views;
+}
+
+/**
+ * An operator's override: `open` forces the breaker open until someone closes it; `close` closes
+ * it and forgets the calls before now. Returns the state before. Through `db` (a transaction
+ * client, shared with the audit entry).
+ */
+export async function setBreaker(
+  db: Db,
+  downstream: string,
+  to: 'open' | 'closed',
+  by: { actor: string; reason: string },
+): Promise<{ state: BreakerView['state']; forced: boolean }> {
+  const rows = await db.$queryRaw<{ state: BreakerView['state']; forced: boolean }[]>`
+    WITH before AS (SELECT state, forced FROM breaker WHERE downstream = ${downstream})
+    INSERT INTO breaker AS b (downstream, state, forced, reason, changed_by, changed_at, count_from)
+    VALUES (${downstream}, ${to}::breaker_state, ${to === 'open'}, ${by.reason}, ${by.actor}, now(), now())
+    ON CONFLICT (downstream) DO UPDATE
+      SET state = excluded.state, forced = excluded.forced, half_open_at = NULL, half_open_since = NULL,
+          trials_started = 0, reason = excluded.reason, changed_by = excluded.changed_by,
+          changed_at = excluded.changed_at,
+          count_from = CASE WHEN excluded.state = 'closed' THEN now() ELSE b.count_from END
+    RETURNING (SELECT state FROM before) AS state, (SELECT forced FROM before) AS forced`;
+  const before = rows[0];
+  return { state: before?.state ?? 'closed', forced: before?.forced ?? false };
+}
+
+/** Deletes call counts older than `olderThanMs` (longer than every window). Returns how many. */
+export async function pruneCallCounts(db: Pick<PrismaClient, '$executeRaw'>, olderThanMs: number): Promise<number> {
+  return db.$executeRaw`
+    DELETE FROM downstream_calls WHERE second < now() - make_interval(secs => ${secs(olderThanMs)}::float8)`;
+}
