@@ -153,7 +153,9 @@ export async function recordFailure(db: Db, settings: DownstreamSettings): Promi
     )
     SELECT w.calls, w.failures FROM w WHERE EXISTS (SELECT 1 FROM opened)`;
   const row = rows[0];
-  return row ? { from: 'closed', to: 'open', reason: `${row.failures} of ${row.calls} calls failed` } : undefined;
+  return row
+    ? { from: 'closed', to: 'open', reason: `${row.failures} of ${row.calls} calls failed` }
+    : undefined;
 }
 
 /**
@@ -269,7 +271,10 @@ export async function setBreaker(
 }
 
 /** Deletes call counts older than `olderThanMs` (longer than every window). Returns how many. */
-export async function pruneCallCounts(db: Pick<PrismaClient, '$executeRaw'>, olderThanMs: number): Promise<number> {
+export async function pruneCallCounts(
+  db: Pick<PrismaClient, '$executeRaw'>,
+  olderThanMs: number,
+): Promise<number> {
   return db.$executeRaw`
     DELETE FROM downstream_calls WHERE second < now() - make_interval(secs => ${secs(olderThanMs)}::float8)`;
 }

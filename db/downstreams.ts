@@ -12,43 +12,43 @@ export const DOWNSTREAM_ID_RE = /^[a-z][a-z0-9_-]{0,62}$/;
 /** The downstream of a source that names none (the column default). */
 export const DEFAULT_DOWNSTREAM = 'default';
 
-const ms = (what: string, min: number, max: number) =>
+// Messages leave the setting's name to the caller: a problem line starts with its path.
+const ms = (min: number, max: number) =>
   z
     .number()
-    .int(`${what} must be a whole number of milliseconds`)
-    .min(min, `${what} must be at least ${min} ms`)
-    .max(max, `${what} must be at most ${max} ms`);
-const count = (what: string, min: number, max: number) =>
+    .int('expected a whole number of milliseconds')
+    .min(min, `must be at least ${min} ms`)
+    .max(max, `must be at most ${max} ms`);
+const count = (min: number, max: number) =>
   z
     .number()
-    .int(`${what} must be a whole number`)
-    .min(min, `${what} must be at least ${min}`)
-    .max(max, `${what} must be at most ${max}`);
-const share = (what: string) =>
+    .int('expected a whole number')
+    .min(min, `must be at least ${min}`)
+    .max(max, `must be at most ${max}`);
+const share = () =>
   z
     .number()
-    .gt(0, `${what} must be above 0 (a share of the calls)`)
-    .max(1, `${what} must be at most 1 (a share of the calls)`);
-const perSecond = (what: string) =>
-  z
-    .number()
-    .gt(0, `${what} must be above 0 (leave it out for no limit)`)
-    .max(100_000, `${what} must be at most 100000`);
+    .gt(0, 'must be above 0 (a share of the calls)')
+    .max(1, 'must be at most 1 (a share of the calls)');
+const perSecond = () =>
+  z.number().gt(0, 'must be above 0 (leave it out for no limit)').max(100_000, 'must be at most 100000');
 
 /** How a downstream's breaker opens and recovers. Defaults: 50 % over 20 calls in a minute, 30 s open. */
 export const breakerSchema = z.strictObject({
-  failureRate: share('failureRate').default(0.5).describe('Opens at this share of failed calls (0..1].'),
-  minCalls: count('minCalls', 1, 100_000).default(20).describe('…once the window holds this many calls.'),
-  windowMs: ms('windowMs', 1_000, 3_600_000).default(60_000).describe('The sliding window (ms).'),
-  openMs: ms('openMs', 100, 3_600_000).default(30_000).describe('How long it stays open (ms).'),
-  trialCalls: count('trialCalls', 1, 100).default(3).describe('Trial calls let through half-open.'),
+  failureRate: share()
+    .default(0.5)
+    .describe('It opens when this share of the calls in the window failed (0..1].'),
+  minCalls: count(1, 100_000).default(20).describe('…and the window holds at least this many calls.'),
+  windowMs: ms(1_000, 3_600_000).default(60_000).describe("The breaker's sliding window (ms)."),
+  openMs: ms(100, 3_600_000).default(30_000).describe('How long it stays open before trial calls (ms).'),
+  trialCalls: count(1, 100).default(3).describe('How many trial calls go out at once when half-open.'),
 });
 
 /** How many retries a downstream receives. Default: 20 % of the calls of a minute, at least 10. */
 export const retryBudgetSchema = z.strictObject({
-  ratio: share('ratio').default(0.2).describe('Retries are at most this share of the calls.'),
-  minRetries: count('minRetries', 0, 100_000).default(10).describe('…or this many, whichever is more.'),
-  windowMs: ms('windowMs', 1_000, 3_600_000).default(60_000).describe('The sliding window (ms).'),
+  ratio: share().default(0.2).describe('Retries are at most this share of the calls.'),
+  minRetries: count(0, 100_000).default(10).describe('…or this many per window, whichever is more.'),
+  windowMs: ms(1_000, 3_600_000).default(60_000).describe("The budget's sliding window (ms)."),
 });
 
 /** One downstream of a sources file. */
@@ -61,17 +61,20 @@ export const downstreamSettingsSchema = z.strictObject({
     .boolean()
     .default(false)
     .describe('Its partner calls go to a task queue of their own, with their own worker slots.'),
-  maxConcurrentCalls: count('maxConcurrentCalls', 1, 1_000)
+  maxConcurrentCalls: count(1, 1_000)
     .default(10)
     .describe('Worker slots of its task queue, per worker process (isolated downstreams).'),
-  callsPerSecond: perSecond('callsPerSecond')
+  callsPerSecond: perSecond()
     .optional()
     .describe("Temporal's server-side limit on its partner calls, across every worker (isolated)."),
-  sourceCallsPerSecond: perSecond('sourceCallsPerSecond')
+  sourceCallsPerSecond: perSecond()
     .optional()
     .describe('The same limit per source (fairness key) on its task queue (isolated).'),
   sourceWeights: z
-    .record(z.string(), z.number().gt(0, 'a weight must be above 0').max(1_000, 'a weight must be at most 1000'))
+    .record(
+      z.string(),
+      z.number().gt(0, 'a weight must be above 0').max(1_000, 'a weight must be at most 1000'),
+    )
     .default({})
     .describe("Sources' fair shares of its task queue (source id → weight, default 1)."),
   breaker: breakerSchema.default(breakerSchema.parse({})),
@@ -143,6 +146,18 @@ export async function findDownstream(
 export async function listDownstreams(db: Pick<PrismaClient, 'downstream'>): Promise<DownstreamSettings[]> {
   const rows = await db.downstream.findMany({ orderBy: { id: 'asc' } });
   return rows.map(settingsOf);
+}
+
+/**
+ * Every downstream with a row; with `lock` (inside a transaction that changes them), locked
+ * first in id order, so that what it read holds until that transaction ends.
+ */
+export async function readDownstreamRows(
+  db: Prisma.TransactionClient,
+  opts: { lock: boolean },
+): Promise<DownstreamSettings[]> {
+  if (opts.lock) await db.$executeRaw`SELECT 1 FROM downstream ORDER BY id FOR UPDATE`;
+  return listDownstreams(db);
 }
 
 /**

@@ -68,7 +68,10 @@ void describe('circuit breaker', () => {
     const refused = await admitCall(db.prisma, s, false);
     assert.equal(refused.admitted, false);
     assert.ok(!refused.admitted && refused.refusal === 'open');
-    assert.ok(!refused.admitted && refused.waitMs > 25_000 && refused.waitMs <= 30_000, 'wait until half-open');
+    assert.ok(
+      !refused.admitted && refused.waitMs > 25_000 && refused.waitMs <= 30_000,
+      'wait until half-open',
+    );
     assert.equal((await state(s)).window.calls, 4, 'a refused call is not counted');
   });
 
@@ -121,7 +124,10 @@ void describe('circuit breaker', () => {
 
   void it('breaker: forced open by an operator refuses calls until an operator closes it, and closing forgets the window', async () => {
     const s = downstream({ openMs: 100 });
-    const before = await setBreaker(db.prisma, s.id, 'open', { actor: 'alice', reason: 'partner maintenance' });
+    const before = await setBreaker(db.prisma, s.id, 'open', {
+      actor: 'alice',
+      reason: 'partner maintenance',
+    });
     assert.deepEqual(before, { state: 'closed', forced: false });
     await new Promise((r) => setTimeout(r, 150));
     const refused = await admitCall(db.prisma, s, false);

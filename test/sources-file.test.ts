@@ -80,7 +80,7 @@ describe('sources files', () => {
   it("a file's shape: one line per problem, with its path or its line and column", () => {
     assert.deepEqual(problems('- 1\n'), ['f.yaml: expected a mapping with a "sources" list']);
     assert.deepEqual(problems('source: []\n'), [
-      'f.yaml: source: unknown key (expected: $schema, sources)',
+      'f.yaml: source: unknown key (expected: $schema, sources, downstreams)',
       'f.yaml: sources: required (a list of sources)',
     ]);
     assert.deepEqual(

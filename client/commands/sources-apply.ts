@@ -31,7 +31,18 @@ takes, camelCase, checked by the same rules (config by the source's job):
 Other keys: name, timezone, pageSize, retryPolicy, downstream, submitSummary,
 submitMaxProcessingMs, maxRunTimeMs, enabled. A setting left out means its default (what \`sources add\` gives),
 so removing a line resets the value. sources.schema.json (\`npm run schema:sources\`) is the
-file's JSON Schema, for editors. Each problem is one line: <file>: <path>: <message>.`;
+file's JSON Schema, for editors. Each problem is one line: <file>: <path>: <message>.
+
+An optional "downstreams" list sets each partner's R8 limits (a source names its partner with
+\`downstream\`; a name the list leaves out runs on the defaults, on the shared task queue):
+
+  downstreams:
+    - id: acme-api
+      isolated: true            # its own task queue and worker slots (maxConcurrentCalls: 10)
+      callsPerSecond: 20        # Temporal's server-side limit, across every worker
+      sourceCallsPerSecond: 5   # per source (fairness key); sourceWeights: { acme: 2 }
+      breaker: { failureRate: 0.5, minCalls: 20, windowMs: 60000, openMs: 30000, trialCalls: 3 }
+      retryBudget: { ratio: 0.2, minRetries: 10, windowMs: 60000 }`;
 
 const APPLY_HELP = `${FILE_HELP}
 
@@ -41,7 +52,10 @@ of the sources it changed are synced before it commits. A file with any problem 
 and so does one that changes a source's job type or names a removed source (ids are never reused).
 With --prune, every live source the file leaves out is removed as \`sources remove\` removes it;
 one with open runs or unsettled actions is refused (exit 1) while the rest applies.
-Applying the same file again changes nothing and writes no audit entry.
+When the file lists downstreams, the downstream table is made to match it in the same
+transaction (audited downstream.set / downstream.remove, with before and after); a change that
+moves a downstream's partner calls to another task queue while its sources have live runs is
+refused. Applying the same file again changes nothing and writes no audit entry.
 
 Examples:
   durable-fetch sources apply -f sources.yaml --dry-run
@@ -51,7 +65,8 @@ const VALIDATE_HELP = `${FILE_HELP}
 
 Opens neither the database nor Temporal: it checks the syntax, every setting and each job's
 config against the jobs this deployment registers (and schedules against
-DURABLE_FETCH_MAX_FUTURE_DAYS). Prints "ok: N sources", or the problems (exit 1).
+DURABLE_FETCH_MAX_FUTURE_DAYS). Prints "ok: N sources" (and ", M downstreams" when it lists
+them), or the problems (exit 1).
 
 Example:
   durable-fetch sources validate -f sources.yaml`;
@@ -78,6 +93,14 @@ function printReport(report: ApplyReport): void {
   if (report.changes.length > 0) {
     const rows = report.changes.map((c) => ({ source: c.id, action: c.action, fields: c.fields.join(', ') }));
     console.log(table(rows, ['source', 'action', 'fields']));
+  }
+  if (report.downstreams.length > 0) {
+    const rows = report.downstreams.map((c) => ({
+      downstream: c.id,
+      action: c.action,
+      settings: c.fields.join(', '),
+    }));
+    console.log(table(rows, ['downstream', 'action', 'settings']));
   }
   const words = report.dryRun ? PLANNED : DONE;
   const counts = (Object.keys(words) as PlanAction[])
@@ -109,7 +132,10 @@ export function registerSourcesApply(sources: Command, ctx: () => CliContext): v
     .option('--prune', 'remove the live sources the file leaves out (as `sources remove`, with its refusals)')
     .option('--reason <text>', 'why (1..1000 characters; audited; default "sources apply -f <file>")')
     .option('--by <who>', 'who (default: the OS user)')
-    .option('--json', 'print JSON: { file, dryRun, changes: [{ id, action, fields }], counts, schedules }')
+    .option(
+      '--json',
+      'print JSON: { file, dryRun, changes: [{ id, action, fields }], counts, schedules, downstreams: [{ id, action, fields }] }',
+    )
     .addHelpText('after', APPLY_HELP)
     .action(async (opts: ApplyOpts) => {
       const c = ctx();
@@ -149,7 +175,10 @@ export function registerSourcesApply(sources: Command, ctx: () => CliContext): v
     .command('validate')
     .description('check a sources file (syntax, settings, job configs) without the database or Temporal')
     .requiredOption('-f, --file <path>', 'the sources file (YAML or JSON)')
-    .option('--json', 'print JSON: { file, ok, sources, problems }')
+    .option(
+      '--json',
+      'print JSON: { file, ok, sources, downstreams, problems } (downstreams: how many it lists)',
+    )
     .addHelpText('after', VALIDATE_HELP)
     .action(async (opts: { file: string; json?: boolean }) => {
       // Configuration only (the future-date policy): the CLI context, which opens the database
@@ -158,8 +187,13 @@ export function registerSourcesApply(sources: Command, ctx: () => CliContext): v
       const read = await readSourcesFile(opts.file, { jobs: defaultJobs(), maxFutureDays });
       const problems = read.ok ? [] : read.problems;
       const count = read.ok ? read.file.sources.length : 0;
-      if (opts.json) printJson({ file: opts.file, ok: read.ok, sources: count, problems });
-      else if (read.ok) console.log(`ok: ${plural(count, 'source', 'sources')}`);
+      const downstreams = read.ok ? read.file.downstreams?.length : undefined;
+      if (opts.json) printJson({ file: opts.file, ok: read.ok, sources: count, downstreams, problems });
+      else if (read.ok) {
+        const listed =
+          downstreams === undefined ? '' : `, ${plural(downstreams, 'downstream', 'downstreams')}`;
+        console.log(`ok: ${plural(count, 'source', 'sources')}${listed}`);
+      }
       if (!read.ok) throw fileProblemsError(opts.file, problems);
     });
 }

@@ -1,5 +1,6 @@
 /**
- * `sources apply`: makes the `source` table match a sources file. Every change goes through the
+ * `sources apply`: makes the `source` table (and, when the file lists them, the `downstream`
+ * table: apply-downstreams.ts) match a sources file. Every change goes through the
  * code of the command that makes it by hand (`sources add`, `update`, `remove`: the same rows, the
  * same audit entries), all of them in one transaction, and the schedules of the sources it
  * touched are synced before that transaction commits, as `sources add` does: a schedule Temporal
@@ -19,6 +20,7 @@ import { checkReason, oneLine, type PrismaCtx } from './common.ts';
 import { fileProblemsError, readSourcesFile, type SourcesFile } from './file.ts';
 import { type Plan, type PlanAction, type PlannedChange, planSources, type PlanStep } from './plan.ts';
 import { markRemoved } from './remove.ts';
+import { type DownstreamStep, planDownstreams, writeDownstream } from './apply-downstreams.ts';
 import { writeSourceUpdate } from './update.ts';
 
 export interface ApplyContext extends PrismaCtx {
@@ -51,17 +53,26 @@ export interface ApplyReport {
   counts: Record<PlanAction, number>;
   /** What happened to the schedules of the sources it created, updated or removed (none in a dry run). */
   schedules: SyncChange[];
+  /** One per downstream of the file (file order), then one per row it leaves out; none when it lists none. */
+  downstreams: PlannedChange[];
 }
 
 const TOUCHES: ReadonlySet<PlanAction> = new Set(['create', 'update', 'remove']);
 
-function reportOf(file: SourcesFile, plan: Plan, dryRun: boolean, schedules: SyncChange[]): ApplyReport {
+function reportOf(
+  file: SourcesFile,
+  plan: Plan,
+  downstreams: readonly DownstreamStep[],
+  dryRun: boolean,
+  schedules: SyncChange[],
+): ApplyReport {
   const counts: Record<PlanAction, number> = { create: 0, update: 0, unchanged: 0, remove: 0, refused: 0 };
   const changes = plan.steps.map(({ id, action, fields, problem }) => {
     counts[action]++;
     return { id, action, fields, ...(problem === undefined ? {} : { problem }) };
   });
-  return { file: file.file, dryRun, changes, counts, schedules };
+  const lines = downstreams.map(({ id, action, fields }) => ({ id, action, fields }));
+  return { file: file.file, dryRun, changes, counts, schedules, downstreams: lines };
 }
 
 async function write(
@@ -131,8 +142,10 @@ export async function applySources(
   }
   if (options.dryRun) {
     const plan = await planSources(ctx.prisma, file, { prune, lock: false });
-    if (plan.problems.length > 0) throw fileProblemsError(file.file, plan.problems, 'nothing would change');
-    return reportOf(file, plan, true, []);
+    const ds = await planDownstreams(ctx.prisma, file.file, file.downstreams, { lock: false });
+    const problems = [...plan.problems, ...ds.problems];
+    if (problems.length > 0) throw fileProblemsError(file.file, problems, 'nothing would change');
+    return reportOf(file, plan, ds.steps, true, []);
   }
   const temporal = await ctx.temporal();
   const synced: string[] = [];
@@ -140,8 +153,10 @@ export async function applySources(
     return await ctx.prisma.$transaction(
       async (tx) => {
         const plan = await planSources(tx, file, { prune, lock: true });
-        if (plan.problems.length > 0)
-          throw fileProblemsError(file.file, plan.problems, 'nothing was changed');
+        const ds = await planDownstreams(tx, file.file, file.downstreams, { lock: true });
+        const problems = [...plan.problems, ...ds.problems];
+        if (problems.length > 0) throw fileProblemsError(file.file, problems, 'nothing was changed');
+        for (const step of ds.steps) await writeDownstream(tx, step, { actor, reason });
         for (const step of plan.steps) await write(tx, ctx, step, { actor, reason });
         const schedules: SyncChange[] = [];
         for (const step of plan.steps.filter((s) => TOUCHES.has(s.action))) {
@@ -150,7 +165,7 @@ export async function applySources(
           const change = await syncSourceSchedule({ ...ctx, temporal, prisma: tx }, step.id);
           if (change) schedules.push(change);
         }
-        return reportOf(file, plan, false, schedules);
+        return reportOf(file, plan, ds.steps, false, schedules);
       },
       // Each source may wait on its schedule's Temporal calls.
       { timeout: 30_000 + 1_000 * file.sources.length },

@@ -5,6 +5,7 @@
  * the job config, checked by the job's own schema.
  */
 import { z } from 'zod';
+import { DOWNSTREAM_ID_RE } from '../../db/downstreams.ts';
 import type { JobRegistry } from '../../activities/job-api/registry.ts';
 import { parseJobConfig } from '../../activities/job-api/registry.ts';
 import { SECRET_REF_RE } from '../../worker/activity-deps.ts';
@@ -171,7 +172,7 @@ export const FIELD_SCHEMAS = {
 /** The name of the downstream a source's actions go to. */
 export const downstreamSchema = z
   .string()
-  .regex(/^[a-z][a-z0-9_-]{0,62}$/, "expected a name of 1..63 a-z, 0-9, '-' and '_'");
+  .regex(DOWNSTREAM_ID_RE, "expected a name of 1..63 a-z, 0-9, '-' and '_'");
 
 const changesSchema = z.strictObject({
   name: FIELD_SCHEMAS.name.optional(),

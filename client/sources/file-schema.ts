@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { JobRegistry } from '../../activities/job-api/registry.ts';
 import { FETCH_RECORDS, SOURCE_ID_RE } from '../../workflows/business-key.ts';
 import { sourceScheduleSchema } from '../schedule-spec.ts';
+import { downstreamSettingsSchema } from '../../db/downstreams.ts';
 import { downstreamSchema, FIELD_SCHEMAS } from './fields.ts';
 
 /** The job of a source that names none (the column default). */
@@ -76,12 +77,18 @@ function sourceSchema(jobTypes: readonly string[]) {
 export const SOURCE_KEYS: readonly string[] = Object.keys(sourceSchema([]).shape);
 
 /** The top-level keys of the file: `$schema` lets JSON files name their schema as YAML's comment does. */
-export const FILE_KEYS: readonly string[] = ['$schema', 'sources'];
+export const FILE_KEYS: readonly string[] = ['$schema', 'sources', 'downstreams'];
 
 function fileSchema(jobTypes: readonly string[]) {
   return z.strictObject({
     $schema: z.string().optional().describe('Where this JSON Schema is, for editors.'),
     sources: z.array(sourceSchema(jobTypes)).describe('Every source; `sources apply` makes the table match.'),
+    downstreams: z
+      .array(downstreamSettingsSchema)
+      .optional()
+      .describe(
+        'The partners sources call (R8: isolation, rate limits, breaker, retry budget); when given, `sources apply` makes the table match (left out: the table stays as it is).',
+      ),
   });
 }
 

@@ -9,6 +9,8 @@ import { LineCounter, parseDocument } from 'yaml';
 import { errorMessage, UserFacingError } from '../../runtime/errors.ts';
 import { type CheckContext, type CheckedSource, checkNewSource, type NewSource } from './check.ts';
 import { oneLine } from './common.ts';
+import type { DownstreamSettings } from '../../db/downstreams.ts';
+import { readDownstreams, unlistedDownstreams } from './file-downstreams.ts';
 import { pathNaming } from './fields.ts';
 import { DEFAULT_JOB, FILE_KEYS, SOURCE_KEYS } from './file-schema.ts';
 
@@ -22,10 +24,14 @@ export interface DesiredSource {
   checked: CheckedSource;
 }
 
-/** A valid sources file: its name (as given, for messages) and its sources, in file order. */
+/**
+ * A valid sources file: its name (as given, for messages), its sources in file order, and its
+ * downstreams when it lists them (none: the `downstream` table is left as it is).
+ */
 export interface SourcesFile {
   file: string;
   sources: DesiredSource[];
+  downstreams?: DownstreamSettings[];
 }
 
 export type ReadFile = { ok: true; file: SourcesFile } | { ok: false; problems: string[] };
@@ -121,7 +127,12 @@ export function parseSourcesFile(text: string, file: string, ctx: CheckContext):
     else seen.set(id, at);
     if (read.source) sources.push(read.source);
   }
-  return problems.length > 0 ? fail(problems) : { ok: true, file: { file, sources } };
+  if (value.downstreams === undefined) {
+    return problems.length > 0 ? fail(problems) : { ok: true, file: { file, sources } };
+  }
+  const { downstreams, problems: more } = readDownstreams(value.downstreams);
+  problems.push(...more, ...unlistedDownstreams(sources, downstreams));
+  return problems.length > 0 ? fail(problems) : { ok: true, file: { file, sources, downstreams } };
 }
 
 /** Reads and checks the sources file at `path` (see {@link parseSourcesFile}); an unreadable file is a problem. */
