@@ -15,93 +15,43 @@ export type Refusal = 'open' | 'forced_open' | 'trials_busy' | 'retry_budget';
 
 /** What {@link admitCall} decided. */
 export type Admission =
-  | { admitted: true; trial: boolean }
-  | { admitted: false; refusal: Refusal; waitMs: number; window: { calls: number; retries: number } };
+  { admitted: true; trial: boolean } | { admitted: false; refusal: Refusal; waitMs: number };
 
 /** The actor of the transitions the breaker makes on its own. */
 export const BREAKER_ACTOR = 'system:breaker';
 
 const secs = (ms: number) => ms / 1000;
-
 /**
  * Lets one call to `settings.id` through or refuses it, and counts it when let through (a retry
  * also counts as a retry). Closed: every first attempt goes; a retry goes while the window's
  * retries stay within the budget (`max(minRetries, ratio × calls)`). Open: nothing goes until
  * `half_open_at`; then up to `trialCalls` trials go (half-open); a trial that never reports back
  * frees its place after the open time. Forced open (an operator): nothing goes. `waitMs` of a
- * refusal is when to ask again. Concurrent admissions of trials are settled by the row's lock.
+ * refusal is when to ask again. One statement: the migration's `df_admit_call`, whose plans are
+ * kept per session (every partner call runs it).
  */
 export async function admitCall(db: Db, settings: DownstreamSettings, retry: boolean): Promise<Admission> {
   const { id, breaker, retryBudget } = settings;
-  const open = secs(breaker.openMs);
-  const rows = await db.$queryRaw<
-    { verdict: string; wait_ms: number | null; trial_won: boolean; calls: number; retries: number }[]
-  >`
-    WITH b AS (
-      SELECT state, forced, half_open_at, half_open_since, trials_started FROM breaker WHERE downstream = ${id}
-    ), w AS (
-      SELECT COALESCE(sum(calls), 0)::int AS calls, COALESCE(sum(retries), 0)::int AS retries
-        FROM downstream_calls
-       WHERE downstream = ${id} AND second > now() - make_interval(secs => ${secs(retryBudget.windowMs)}::float8)
-    ), decision AS (
-      SELECT CASE
-               WHEN b.state IS NULL OR b.state = 'closed' THEN
-                 CASE WHEN ${retry}::boolean
-                        AND w.retries + 1 > GREATEST(${retryBudget.minRetries}::int, ${retryBudget.ratio}::float8 * (w.calls + 1))
-                      THEN 'retry_budget' ELSE 'closed' END
-               WHEN b.forced THEN 'forced_open'
-               WHEN b.state = 'open' AND b.half_open_at > now() THEN 'open'
-               WHEN b.state = 'open' THEN 'trial'
-               WHEN b.trials_started < ${breaker.trialCalls}::int
-                 OR b.half_open_since <= now() - make_interval(secs => ${open}::float8) THEN 'trial'
-               ELSE 'trials_busy'
-             END AS verdict,
-             CASE WHEN b.state = 'open' AND NOT b.forced
-                  THEN GREATEST(0, EXTRACT(EPOCH FROM (b.half_open_at - now())) * 1000)::int END AS wait_ms
-        FROM (SELECT 1) AS one LEFT JOIN b ON true CROSS JOIN w
-    ), trial AS (
-      UPDATE breaker
-         SET state = 'half_open',
-             trials_started = CASE WHEN state = 'open' OR half_open_since <= now() - make_interval(secs => ${open}::float8)
-                                   THEN 1 ELSE trials_started + 1 END,
-             half_open_since = CASE WHEN state = 'open' OR half_open_since <= now() - make_interval(secs => ${open}::float8)
-                                    THEN now() ELSE half_open_since END,
-             changed_at = CASE WHEN state = 'open' THEN now() ELSE changed_at END
-       WHERE downstream = ${id} AND (SELECT verdict FROM decision) = 'trial' AND NOT forced
-         AND ((state = 'open' AND half_open_at <= now())
-           OR (state = 'half_open' AND (trials_started < ${breaker.trialCalls}::int
-                 OR half_open_since <= now() - make_interval(secs => ${open}::float8))))
-      RETURNING 1
-    ), counted AS (
-      INSERT INTO downstream_calls (downstream, second, calls, retries)
-      SELECT ${id}, date_trunc('second', now()), 1, CASE WHEN ${retry}::boolean THEN 1 ELSE 0 END
-        FROM decision
-       WHERE verdict = 'closed' OR (verdict = 'trial' AND EXISTS (SELECT 1 FROM trial))
-      ON CONFLICT (downstream, second) DO UPDATE
-        SET calls = downstream_calls.calls + 1, retries = downstream_calls.retries + excluded.retries
-      RETURNING 1
-    )
-    SELECT d.verdict, d.wait_ms, EXISTS (SELECT 1 FROM trial) AS trial_won, w.calls, w.retries
-      FROM decision d CROSS JOIN w`;
+  const rows = await db.$queryRaw<{ verdict: string; wait_ms: number | null }[]>`
+    SELECT verdict, wait_ms FROM df_admit_call(${id}, ${retry}, ${breaker.trialCalls}::int,
+      ${breaker.openMs}::int, ${retryBudget.ratio}::float8, ${retryBudget.minRetries}::int,
+      ${retryBudget.windowMs}::int)`;
   const row = rows[0];
-  if (!row) throw new Error('admitCall: no row');
-  const window = { calls: row.calls, retries: row.retries };
+  if (!row) throw new Error('df_admit_call returned no row');
   switch (row.verdict) {
     case 'closed':
       return { admitted: true, trial: false };
     case 'trial':
-      if (row.trial_won) return { admitted: true, trial: true };
-      // Another worker took the last trial place meanwhile.
-      return { admitted: false, refusal: 'trials_busy', waitMs: trialWait(settings), window };
+      return { admitted: true, trial: true };
     case 'open':
-      return { admitted: false, refusal: 'open', waitMs: Math.max(1, row.wait_ms ?? breaker.openMs), window };
+      return { admitted: false, refusal: 'open', waitMs: Math.max(1, row.wait_ms ?? breaker.openMs) };
     case 'forced_open':
-      return { admitted: false, refusal: 'forced_open', waitMs: breaker.openMs, window };
+      return { admitted: false, refusal: 'forced_open', waitMs: breaker.openMs };
     case 'trials_busy':
-      return { admitted: false, refusal: 'trials_busy', waitMs: trialWait(settings), window };
+      return { admitted: false, refusal: 'trials_busy', waitMs: trialWait(settings) };
     default:
       // A retry over budget waits for calls to leave the window.
-      return { admitted: false, refusal: 'retry_budget', waitMs: budgetWait(settings), window };
+      return { admitted: false, refusal: 'retry_budget', waitMs: budgetWait(settings) };
   }
 }
 
