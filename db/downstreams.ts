@@ -109,15 +109,19 @@ export function rowOf(settings: DownstreamSettings): Omit<Prisma.DownstreamCreat
   };
 }
 
-/** The settings a row holds. */
+/**
+ * The settings a row holds, checked by the same rules as a file's: a row changed behind the
+ * project's back (by SQL) fails every read of it, naming the setting, instead of running on it.
+ * @throws Error `downstream '<id>' in the database: <setting>: <problem>`.
+ */
 export function settingsOf(row: Downstream): DownstreamSettings {
-  return {
+  const parsed = downstreamSettingsSchema.safeParse({
     id: row.id,
     isolated: row.isolated,
     maxConcurrentCalls: row.maxConcurrentCalls,
     ...(row.callsPerSecond === null ? {} : { callsPerSecond: row.callsPerSecond }),
     ...(row.sourceCallsPerSecond === null ? {} : { sourceCallsPerSecond: row.sourceCallsPerSecond }),
-    sourceWeights: row.sourceWeights as Record<string, number>,
+    sourceWeights: row.sourceWeights,
     breaker: {
       failureRate: row.breakerFailureRate,
       minCalls: row.breakerMinCalls,
@@ -130,7 +134,10 @@ export function settingsOf(row: Downstream): DownstreamSettings {
       minRetries: row.retryBudgetMinRetries,
       windowMs: row.retryBudgetWindowMs,
     },
-  };
+  });
+  if (parsed.success) return parsed.data;
+  const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+  throw new Error(`downstream '${row.id}' in the database: ${problems.join('; ')}`);
 }
 
 /** The settings of downstream `id`: its row's, or the defaults. */

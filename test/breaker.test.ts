@@ -4,7 +4,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { admitCall, readBreakers, recordFailure, recordTrial, setBreaker } from '../db/breaker.ts';
-import { type DownstreamSettings, downstreamSettingsSchema } from '../db/downstreams.ts';
+import {
+  type DownstreamSettings,
+  downstreamSettingsSchema,
+  findDownstream,
+  rowOf,
+} from '../db/downstreams.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 
 let db: TestDatabase;
@@ -163,5 +168,17 @@ void describe('retry budget', () => {
     const s = downstream({}, { ratio: 0.5, minRetries: 0 });
     const a = await admitCall(db.prisma, s, true);
     assert.ok(!a.admitted && a.refusal === 'retry_budget');
+  });
+});
+
+void describe('downstream settings in the database', () => {
+  void it('settings: a row changed by SQL to an impossible setting fails its read, naming the setting, rather than running on it', async () => {
+    const s = downstream();
+    await db.prisma.downstream.create({ data: { id: s.id, ...rowOf(s) } });
+    assert.equal((await findDownstream(db.prisma, s.id)).breaker.minCalls, 4);
+    await db.prisma.$executeRaw`UPDATE downstream SET breaker_failure_rate = 2 WHERE id = ${s.id}`;
+    await assert.rejects(findDownstream(db.prisma, s.id), {
+      message: `downstream '${s.id}' in the database: breaker.failureRate: must be at most 1 (a share of the calls)`,
+    });
   });
 });
