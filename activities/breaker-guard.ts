@@ -41,44 +41,72 @@ export interface GuardedCall {
   what: string;
 }
 
+/** A call the breaker let through: what settling its outcome needs. */
+export interface AdmittedCall {
+  settings: DownstreamSettings;
+  trial: boolean;
+}
+
 /**
- * Runs `call` when the breaker of `guard.settings` lets it through, and records its outcome: an
- * unwell failure (may open the breaker), a trial's success or failure (closes or re-opens it).
- * A failure to record is logged, never put in place of the call's own outcome.
+ * Asks the breaker of `guard.settings` to let one call through (counting it when it does).
  * @throws ApplicationFailure CircuitOpen (`BREAKER_OPEN`, `BREAKER_FORCED_OPEN`,
- *   `BREAKER_TRIALS_BUSY`, `RETRY_BUDGET_EXHAUSTED`) with `retryAfterMs`, without calling; else
- *   what `call` throws.
+ *   `BREAKER_TRIALS_BUSY`, `RETRY_BUDGET_EXHAUSTED`) with `retryAfterMs`: do not call.
  */
-export async function throughBreaker<T>(
-  deps: Pick<ActivityDeps, 'prisma' | 'metrics' | 'log'>,
+export async function admitPartnerCall(
+  deps: Pick<ActivityDeps, 'prisma' | 'metrics'>,
   guard: GuardedCall,
-  call: () => Promise<T>,
-): Promise<T> {
+): Promise<AdmittedCall> {
   const { settings } = guard;
   const downstream = settings.id;
   const admission = await admitCall(deps.prisma, settings, guard.retry);
-  if (!admission.admitted) {
-    deps.metrics.breakerRefusedCalls.inc({ downstream, reason: admission.refusal });
-    if (admission.refusal === 'retry_budget') deps.metrics.retryBudgetExhausted.inc({ downstream });
-    const { code, says } = REFUSALS[admission.refusal];
-    throw failure('CircuitOpen', code, `${guard.what}: not called, ${says} (downstream ${downstream})`, {
-      retryAfterMs: admission.waitMs,
-    });
-  }
+  if (admission.admitted) return { settings, trial: admission.trial };
+  deps.metrics.breakerRefusedCalls.inc({ downstream, reason: admission.refusal });
+  if (admission.refusal === 'retry_budget') deps.metrics.retryBudgetExhausted.inc({ downstream });
+  const { code, says } = REFUSALS[admission.refusal];
+  throw failure('CircuitOpen', code, `${guard.what}: not called, ${says} (downstream ${downstream})`, {
+    retryAfterMs: admission.waitMs,
+  });
+}
+
+/**
+ * Runs `call`, admitted already, and records its outcome at the breaker: an unwell failure (may
+ * open it), a trial's success or failure (closes or re-opens it). A failure to record is logged,
+ * never put in place of the call's own outcome. @throws what `call` throws.
+ */
+export async function settledCall<T>(
+  deps: Pick<ActivityDeps, 'prisma' | 'metrics' | 'log'>,
+  admitted: AdmittedCall,
+  call: () => Promise<T>,
+): Promise<T> {
+  const { settings, trial } = admitted;
+  const downstream = settings.id;
   let value: T;
   try {
     value = await call();
   } catch (err) {
     const unwell = isUnwell(err);
-    if (admission.trial && !(err instanceof CancelledFailure)) {
+    if (trial && !(err instanceof CancelledFailure)) {
       await recorded(deps, downstream, () => recordTrial(deps.prisma, settings, !unwell));
     } else if (unwell) {
       await recorded(deps, downstream, () => recordFailure(deps.prisma, settings));
     }
     throw err;
   }
-  if (admission.trial) await recorded(deps, downstream, () => recordTrial(deps.prisma, settings, true));
+  if (trial) await recorded(deps, downstream, () => recordTrial(deps.prisma, settings, true));
   return value;
+}
+
+/**
+ * Runs `call` when the breaker of `guard.settings` lets it through ({@link admitPartnerCall}) and
+ * records its outcome ({@link settledCall}).
+ * @throws ApplicationFailure CircuitOpen without calling; else what `call` throws.
+ */
+export async function throughBreaker<T>(
+  deps: Pick<ActivityDeps, 'prisma' | 'metrics' | 'log'>,
+  guard: GuardedCall,
+  call: () => Promise<T>,
+): Promise<T> {
+  return settledCall(deps, await admitPartnerCall(deps, guard), call);
 }
 
 async function recorded(

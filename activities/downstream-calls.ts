@@ -1,7 +1,8 @@
 /**
  * How the ledger's activities call a job's downstream action: the source's job and its hooks, as
  * whom (the source's token, resolved at call time), with heartbeats (a hanging call still sees a
- * cancellation), the activity's cancellation signal, and the call counted for the source's metrics.
+ * cancellation), the activity's cancellation signal, through the downstream's circuit breaker and
+ * retry budget (R8), and the call counted for the source's metrics.
  */
 import { Context } from '@temporalio/activity';
 import { recordLastError } from '../db/ledger.ts';
@@ -10,21 +11,38 @@ import type { ActivityDeps } from './deps.ts';
 import { errorFields } from './downstream-ledger.ts';
 import { heartbeatEvery } from './heartbeat.ts';
 import { observed } from './observe.ts';
+import { admitPartnerCall, type AdmittedCall, settledCall } from './breaker-guard.ts';
 import { failure } from './errors.ts';
 import type { DownstreamAction, DownstreamContext } from './job-api/define.ts';
 import { inJob, jobOf, partnerAccess } from './job-runtime.ts';
 
 export function createPartnerCalls(deps: ActivityDeps) {
+  /**
+   * Asks the breaker of the source's downstream (R8) to let one call of `hook` through: for a
+   * caller that must know before it records the call (a non-idempotent submit).
+   * @throws ApplicationFailure CircuitOpen: do not call.
+   */
+  async function admit(source: Source, hook: string): Promise<AdmittedCall> {
+    const settings = await deps.downstreams(source.downstream);
+    const retry = Context.current().info.attempt > 1;
+    return admitPartnerCall(deps, { settings, retry, what: `partner ${source.id} ${hook}` });
+  }
+
   return {
+    admit,
+
     /**
      * Runs one hook of the source's downstream action with heartbeats and the activity's cancel
-     * signal, counting its outcome; what the hook throws is classified.
-     * @throws ApplicationFailure InvalidInput `NO_DOWNSTREAM_ACTION` when the source's job has none.
+     * signal, through its downstream's breaker (`admitted` by `admit` already, or asked here),
+     * counting its outcome; what the hook throws is classified.
+     * @throws ApplicationFailure InvalidInput `NO_DOWNSTREAM_ACTION` when the source's job has
+     *   none; CircuitOpen when the breaker refuses the call (it is not made).
      */
     async call<T>(
       source: Source,
       hook: string,
       run: (action: DownstreamAction<unknown>, ctx: DownstreamContext<unknown>) => Promise<T>,
+      admitted?: AdmittedCall,
     ): Promise<T> {
       const { job, view } = jobOf(deps, source);
       const action = job.downstream;
@@ -33,12 +51,15 @@ export function createPartnerCalls(deps: ActivityDeps) {
       }
       const ctx = Context.current();
       const access = { ...partnerAccess(deps, source, ctx.cancellationSignal), source: view };
+      const ticket = admitted ?? (await admit(source, hook));
       const stop = heartbeatEvery(ctx);
       try {
-        return await observed(
-          deps,
-          source.id,
-          inJob(job, `downstream ${hook}`, () => run(action, access)),
+        return await settledCall(deps, ticket, () =>
+          observed(
+            deps,
+            source.id,
+            inJob(job, `downstream ${hook}`, () => run(action, access)),
+          ),
         );
       } finally {
         stop();

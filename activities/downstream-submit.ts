@@ -46,7 +46,8 @@ export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) 
      * @throws ApplicationFailure OutcomeUnknown (non-retryable) whenever the effect may exist
      *   without our knowing its id: the workflow reconciles by reference, never calls blindly;
      *   InvalidInput/PermissionDenied/NotFound when the partner refused outright (`not_applied`);
-     *   LeaseLost.
+     *   LeaseLost; CircuitOpen (retryable) when the downstream's breaker refused the call before
+     *   it was counted: nothing was sent.
      */
     async submitSummary(input: SubmitSummaryInput): Promise<{ partnerId: string }> {
       const source = await loadEnabledSource(prisma, input.sourceId);
@@ -57,6 +58,9 @@ export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) 
       // at most its maximum processing time after receiving it.
       const sendWindowMs = connectTimeoutMs + responseTimeoutMs;
       const settleMs = sendWindowMs + source.submitMaxProcessingMs;
+      // Asked before the call is counted: a call the breaker refuses is never counted, so the
+      // next attempt finds the ledger as this one did and calls (R8) instead of reconciling.
+      const admitted = await calls.admit(source, 'submit');
       const countedFrom = performance.now();
       const intent = await countCall(prisma, input, {
         actionId: input.actionId,
@@ -72,19 +76,23 @@ export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) 
 
       let submission: DownstreamEffect;
       try {
-        submission = await calls.call(source, 'submit', (action, ctx) =>
-          action.submit({
-            ...ctx,
-            reference: intent.reference,
-            run: {
-              fetchRunId: input.fetchRunId,
-              sourceId: source.id,
-              businessDate: intent.business_date,
-              pages: intent.pages,
-              records: intent.records,
-            },
-            sendBy: countedFrom + sendWindowMs,
-          }),
+        submission = await calls.call(
+          source,
+          'submit',
+          (action, ctx) =>
+            action.submit({
+              ...ctx,
+              reference: intent.reference,
+              run: {
+                fetchRunId: input.fetchRunId,
+                sourceId: source.id,
+                businessDate: intent.business_date,
+                pages: intent.pages,
+                records: intent.records,
+              },
+              sendBy: countedFrom + sendWindowMs,
+            }),
+          admitted,
         );
       } catch (err) {
         const { type, message } = errorFields(err, `partner ${source.id} submit`);
