@@ -8,6 +8,7 @@
  * is still there, so deleting it changes nothing anyone may rely on. A staged page that old belongs
  * to a run abandoned for the whole window; resuming such a run fetches the page again.
  */
+import { pruneCallCounts } from '../db/breaker.ts';
 import { deleteExpiredPages, deleteExpiredRecords, deletePublishedEvents } from '../db/cleanup.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { Logger } from '../runtime/logger.ts';
@@ -31,7 +32,12 @@ export interface Deleted {
   idempotencyRecords: number;
   stagedPages: number;
   publishedEvents: number;
+  /** Per-second partner call counts past every breaker and budget window (R8). */
+  callCounts: number;
 }
+
+/** How old a partner call count must be to go: twice the longest window a downstream may have. */
+export const CALL_COUNT_RETENTION_MS = 2 * 3_600_000;
 
 type Db = Pick<PrismaClient, '$executeRaw'>;
 
@@ -66,6 +72,8 @@ export async function deleteExpired(db: Db, options: DeleteExpiredOptions = {}):
         : await drain(batchSize, maxBatches, () =>
             deletePublishedEvents(db, cutoff, publishedEventRetentionMs, batchSize),
           ),
+    // Small by construction (a row per downstream and second of the last two hours): one statement.
+    callCounts: await pruneCallCounts(db, cutoff, CALL_COUNT_RETENTION_MS),
   };
 }
 
@@ -116,7 +124,7 @@ export function startPeriodicCleanup(db: Db, options: PeriodicCleanupOptions): P
       const total = deleted.idempotencyRecords + deleted.stagedPages + deleted.publishedEvents;
       log[total > 0 ? 'info' : 'debug'](
         { ...deleted, ms: Date.now() - t0 },
-        'deleted expired idempotency records, staged pages and published outbox events',
+        'deleted expired idempotency records, staged pages, published outbox events and old call counts',
       );
     } catch (err) {
       log.warn({ err }, `cleanup of expired rows failed; next attempt in ${intervalMs} ms`);

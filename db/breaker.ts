@@ -220,11 +220,16 @@ export async function setBreaker(
   return { state: before?.state ?? 'closed', forced: before?.forced ?? false };
 }
 
-/** Deletes call counts older than `olderThanMs` (longer than every window). Returns how many. */
-export async function pruneCallCounts(
+/**
+ * Deletes the per-second call counts older than `olderThanMs` before `cutoff` (null: the
+ * database's clock); returns how many. The cleanup pass passes more than the longest window.
+ */
+export function pruneCallCounts(
   db: Pick<PrismaClient, '$executeRaw'>,
+  cutoff: Date | null,
   olderThanMs: number,
 ): Promise<number> {
   return db.$executeRaw`
-    DELETE FROM downstream_calls WHERE second < now() - make_interval(secs => ${secs(olderThanMs)}::float8)`;
+    DELETE FROM downstream_calls
+     WHERE second < COALESCE(${cutoff}::timestamptz, now()) - make_interval(secs => ${secs(olderThanMs)}::float8)`;
 }

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import pg from 'pg';
 import { pino } from 'pino';
-import { deleteExpired, startPeriodicCleanup } from '../activities/cleanup.ts';
+import { CALL_COUNT_RETENTION_MS, deleteExpired, startPeriodicCleanup } from '../activities/cleanup.ts';
 import { buildProgram } from '../client/cli.ts';
 import { createPrisma } from '../worker/db.ts';
 import { runCli } from './helpers/cli.ts';
@@ -63,6 +63,7 @@ describe('deleteExpired', () => {
       idempotencyRecords: 3,
       stagedPages: 3,
       publishedEvents: 0,
+      callCounts: 0,
     });
     assert.deepEqual(await keys(), { records: ['new-0', 'new-1'], pages: ['new-0', 'new-1'] });
     // Repeating the pass is harmless and reports nothing.
@@ -70,6 +71,7 @@ describe('deleteExpired', () => {
       idempotencyRecords: 0,
       stagedPages: 0,
       publishedEvents: 0,
+      callCounts: 0,
     });
   });
 
@@ -81,6 +83,7 @@ describe('deleteExpired', () => {
       idempotencyRecords: 2,
       stagedPages: 2,
       publishedEvents: 0,
+      callCounts: 0,
     });
     assert.deepEqual(await keys(), { records: ['later-0'], pages: ['later-0'] });
   });
@@ -89,10 +92,10 @@ describe('deleteExpired', () => {
     await insert('old', 5, -HOUR);
     await insert('new', 1, HOUR);
     const first = await deleteExpired(db.prisma, { batchSize: 2, maxBatches: 2 });
-    assert.deepEqual(first, { idempotencyRecords: 4, stagedPages: 4, publishedEvents: 0 });
+    assert.deepEqual(first, { idempotencyRecords: 4, stagedPages: 4, publishedEvents: 0, callCounts: 0 });
     assert.deepEqual(await keys(), { records: ['new-0', 'old-4'], pages: ['new-0', 'old-4'] });
     const second = await deleteExpired(db.prisma, { batchSize: 2, maxBatches: 2 });
-    assert.deepEqual(second, { idempotencyRecords: 1, stagedPages: 1, publishedEvents: 0 });
+    assert.deepEqual(second, { idempotencyRecords: 1, stagedPages: 1, publishedEvents: 0, callCounts: 0 });
     assert.deepEqual(await keys(), { records: ['new-0'], pages: ['new-0'] });
   });
 
@@ -132,7 +135,7 @@ describe('deleteExpired', () => {
           setTimeout(() => reject(new Error('pass blocked on a lock')), 5_000),
         ),
       ]);
-      assert.deepEqual(deleted, { idempotencyRecords: 3, stagedPages: 3, publishedEvents: 0 });
+      assert.deepEqual(deleted, { idempotencyRecords: 3, stagedPages: 3, publishedEvents: 0, callCounts: 0 });
       assert.deepEqual(await keys(), { records: ['old-0'], pages: ['old-1'] });
       await holder.query('COMMIT');
     } finally {
@@ -142,6 +145,7 @@ describe('deleteExpired', () => {
       idempotencyRecords: 1,
       stagedPages: 1,
       publishedEvents: 0,
+      callCounts: 0,
     });
   });
 
@@ -204,10 +208,12 @@ describe('startPeriodicCleanup', () => {
     assert.equal(stopped, false, 'stop() resolved while a batch was still running');
     release(0); // idempotency records done; the staged pages' batch follows
     await until(() => calls === 2, 'the second batch');
+    release(0); // then the old partner call counts' statement
+    await until(() => calls === 3, 'the call counts');
     release(0);
     await stopping;
     await new Promise((resolve) => setTimeout(resolve, 50));
-    assert.equal(calls, 2, 'no pass after stop()');
+    assert.equal(calls, 3, 'no pass after stop()');
   });
 
   it('cleanup: a failing pass is logged as a warning and the next one still runs', async () => {
@@ -240,6 +246,25 @@ describe('startPeriodicCleanup', () => {
   });
 });
 
+describe('deleteExpired: partner call counts', () => {
+  it('cleanup: per-second call counts older than twice the longest breaker window go, recent ones stay (R8)', async () => {
+    const at = (ms: number) => new Date(Date.now() - ms);
+    for (const [i, age] of [
+      CALL_COUNT_RETENTION_MS + HOUR,
+      CALL_COUNT_RETENTION_MS + 1_000,
+      HOUR,
+    ].entries()) {
+      await db.prisma.downstreamCalls.create({ data: { downstream: 'ds', second: at(age), calls: i + 1 } });
+    }
+    assert.equal((await deleteExpired(db.prisma)).callCounts, 2);
+    const left = await db.prisma.downstreamCalls.findMany();
+    assert.deepEqual(
+      left.map((r) => r.calls),
+      [3],
+    );
+  });
+});
+
 describe('cli cleanup', () => {
   it('cleanup: `durable-fetch cleanup --json` prints the counts; a second run deletes nothing', async () => {
     await insert('old', 2, -HOUR);
@@ -247,13 +272,18 @@ describe('cli cleanup', () => {
     const env = { DATABASE_URL: db.url, TEMPORAL_ADDRESS: temporalAddress() };
     const first = await runCli(['cleanup', '--json'], env);
     assert.equal(first.code, 0, first.stderr);
-    assert.deepEqual(JSON.parse(first.stdout), { idempotencyRecords: 2, stagedPages: 2, publishedEvents: 0 });
+    assert.deepEqual(JSON.parse(first.stdout), {
+      idempotencyRecords: 2,
+      stagedPages: 2,
+      publishedEvents: 0,
+      callCounts: 0,
+    });
     assert.deepEqual(await keys(), { records: ['new-0'], pages: ['new-0'] });
     const second = await runCli(['cleanup'], env);
     assert.equal(second.code, 0, second.stderr);
     assert.equal(
       second.stdout,
-      'deleted 0 idempotency records, 0 staged pages and 0 published outbox events\n',
+      'deleted 0 idempotency records, 0 staged pages, 0 published outbox events and 0 old partner call counts\n',
     );
   });
 
@@ -307,12 +337,14 @@ describe('deleteExpired: published outbox events', () => {
         idempotencyRecords: 0,
         stagedPages: 0,
         publishedEvents: 0,
+        callCounts: 0,
       });
       const options = { publishedEventRetentionMs: HOUR, batchSize: 2, maxBatches: 2 };
       assert.deepEqual(await deleteExpired(db.prisma, options), {
         idempotencyRecords: 0,
         stagedPages: 0,
         publishedEvents: 4,
+        callCounts: 0,
       });
       assert.deepEqual(await names(), ['dead', 'old-4', 'pending', 'recent'], 'the four oldest went first');
       assert.equal((await deleteExpired(db.prisma, options)).publishedEvents, 1);

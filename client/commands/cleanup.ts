@@ -8,7 +8,9 @@ Idempotency records and staged pages expire DURABLE_FETCH_IDEMPOTENCY_RETENTION_
 after they were written. That retention is the dedupe window: a step repeated within it returns its
 stored result, a step repeated after it is no longer recognised as a repeat, so expired rows can go.
 Published outbox events go after DURABLE_FETCH_OUTBOX_RETENTION_DAYS (default 7); pending and dead
-ones are never deleted. Workers (expired rows) and publishers (expired rows and published events)
+ones are never deleted. Per-second partner call counts (the circuit breakers' and retry budgets'
+windows, R8) go two hours after their second. Workers (expired rows) and publishers (expired
+rows and published events)
 run a pass every DURABLE_FETCH_CLEANUP_INTERVAL_MS (default 600000 = 10 min; 0 turns it off); this
 command runs one pass now. Safe to
 run while workers and publishers run: concurrent passes skip each other's rows and never delete a
@@ -30,8 +32,8 @@ export function registerCleanup(program: Command, ctx: () => CliContext): void {
       });
       if (opts.json) return printJson(deleted);
       console.log(
-        `deleted ${deleted.idempotencyRecords} idempotency records, ${deleted.stagedPages} staged pages ` +
-          `and ${deleted.publishedEvents} published outbox events`,
+        `deleted ${deleted.idempotencyRecords} idempotency records, ${deleted.stagedPages} staged pages` +
+          `, ${deleted.publishedEvents} published outbox events and ${deleted.callCounts} old partner call counts`,
       );
     });
 }
