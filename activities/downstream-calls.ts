@@ -5,6 +5,7 @@
  * retry budget (R8), and the call counted for the source's metrics.
  */
 import { Context } from '@temporalio/activity';
+import { breakerScope } from '../db/downstreams.ts';
 import { recordLastError } from '../db/ledger.ts';
 import type { Source } from '../prisma/generated/client.ts';
 import type { ActivityDeps } from './deps.ts';
@@ -23,7 +24,7 @@ export function createPartnerCalls(deps: ActivityDeps) {
    * @throws ApplicationFailure CircuitOpen: do not call.
    */
   async function admit(source: Source, hook: string): Promise<AdmittedCall> {
-    const settings = await deps.downstreams(source.downstream);
+    const settings = breakerScope(await deps.downstreams(source.downstream), source.id);
     const retry = Context.current().info.attempt > 1;
     return admitPartnerCall(deps, { settings, retry, what: `partner ${source.id} ${hook}` });
   }

@@ -14,6 +14,7 @@ import {
   type StagedPage,
   startPageCursors,
 } from '../db/staging.ts';
+import { breakerScope } from '../db/downstreams.ts';
 import { findStoredPageOfClaim } from '../db/stored-page.ts';
 import { jobTypeOf, pageKeyFor } from '../workflows/business-key.ts';
 import type { FetchPageInput, FetchPageResult } from '../workflows/types.ts';
@@ -91,7 +92,7 @@ export function createFetchPage(deps: ActivityDeps) {
       complete: s?.complete ?? false,
     });
     let at = state(staged);
-    const settings = await deps.downstreams(source.downstream);
+    const settings = breakerScope(await deps.downstreams(source.downstream), source.id);
     // Only the first partner call of a retried attempt is a retry (R8's budget counts those).
     let retry = ctx.info.attempt > 1;
     const progress = (): FetchProgress => ({

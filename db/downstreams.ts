@@ -184,6 +184,18 @@ export function cachedDownstreams(db: Pick<PrismaClient, 'downstream'>, ttlMs = 
   };
 }
 
+/**
+ * The breaker a source's calls go through: its downstream's — except for a source that names
+ * none (`default`), which gets one of its own, `default.<source id>`, with the default
+ * downstream's settings: unrelated partners that were never told apart must not open each
+ * other's breaker.
+ */
+export function breakerScope(settings: DownstreamSettings, sourceId: string): DownstreamSettings {
+  return settings.id === DEFAULT_DOWNSTREAM
+    ? { ...settings, id: `${DEFAULT_DOWNSTREAM}.${sourceId}` }
+    : settings;
+}
+
 /** The task queue of an isolated downstream's partner calls, on the deployment's `taskQueue`. */
 export function downstreamTaskQueue(taskQueue: string, downstream: string): string {
   return `${taskQueue}-ds-${downstream}`;

@@ -5,6 +5,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { admitCall, readBreakers, recordFailure, recordTrial, setBreaker } from '../db/breaker.ts';
 import {
+  breakerScope,
+  defaultSettings,
   type DownstreamSettings,
   downstreamSettingsSchema,
   findDownstream,
@@ -180,5 +182,13 @@ void describe('downstream settings in the database', () => {
     await assert.rejects(findDownstream(db.prisma, s.id), {
       message: `downstream '${s.id}' in the database: breaker.failureRate: must be at most 1 (a share of the calls)`,
     });
+  });
+});
+
+void describe('breaker scope', () => {
+  void it('scope: sources that name no downstream get a breaker each (default.<source>), named downstreams share theirs', () => {
+    assert.equal(breakerScope(defaultSettings('default'), 'acme').id, 'default.acme');
+    assert.equal(breakerScope(defaultSettings('default'), 'other').id, 'default.other');
+    assert.equal(breakerScope(defaultSettings('acme-api'), 'acme').id, 'acme-api');
   });
 });
