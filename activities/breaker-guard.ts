@@ -32,6 +32,15 @@ const REFUSALS: Record<Refusal, { code: string; says: string }> = {
   retry_budget: { code: 'RETRY_BUDGET_EXHAUSTED', says: 'its retry budget is spent' },
 };
 
+/**
+ * A refusal's wait, stretched by up to half at random: the runs refused together would otherwise
+ * all come back at the same instant, and once the breaker closes they would reach the partner as
+ * one burst.
+ */
+export function spread(waitMs: number, random: () => number = Math.random): number {
+  return Math.round(waitMs * (1 + random() / 2));
+}
+
 /** What {@link throughBreaker} needs of the call it guards. */
 export interface GuardedCall {
   settings: DownstreamSettings;
@@ -64,7 +73,7 @@ export async function admitPartnerCall(
   if (admission.refusal === 'retry_budget') deps.metrics.retryBudgetExhausted.inc({ downstream });
   const { code, says } = REFUSALS[admission.refusal];
   throw failure('CircuitOpen', code, `${guard.what}: not called, ${says} (downstream ${downstream})`, {
-    retryAfterMs: admission.waitMs,
+    retryAfterMs: spread(admission.waitMs),
   });
 }
 
