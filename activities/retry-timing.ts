@@ -43,9 +43,10 @@ export function withRetryTiming(err: unknown, now = Date.now(), random: () => nu
     random,
   });
   if ('deadlineExceeded' in decision) {
-    // Our own database still down at the step's deadline: the workflow waits and runs the step
-    // again (workflows/database-outage.ts), so the failure keeps saying what it is.
-    if (err.type === 'DatabaseUnavailable') {
+    // Our own database still down, or the partner's breaker still holding calls back, at the
+    // step's deadline: the workflow waits and runs the step again (workflows/database-outage.ts),
+    // so the failure keeps saying what it is.
+    if (err.type === 'DatabaseUnavailable' || err.type === 'CircuitOpen') {
       return ApplicationFailure.create({
         type: err.type,
         message: `${err.message} until the step's deadline`,

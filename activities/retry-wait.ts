@@ -31,15 +31,18 @@ export function fenceOf(input: unknown): Fence | undefined {
 /**
  * The delay Temporal waits after attempt `info.attempt` failed with `failure`: its
  * `nextRetryDelay` (activities/retry-timing.ts sets one on every retryable failure it can), else
- * what Temporal computes from the retry policy (initial × coefficient^(attempt−1), capped at the
+ * the wait a breaker's refusal names (`retryAfterMs`), else what Temporal computes from the retry policy (initial × coefficient^(attempt−1), capped at the
  * maximum interval; Temporal's defaults where the policy is silent). Pure.
  */
 export function retryDelayMs(
-  failure: Pick<ApplicationFailure, 'nextRetryDelay'>,
+  failure: Pick<ApplicationFailure, 'nextRetryDelay' | 'details'>,
   info: Pick<Info, 'attempt' | 'retryPolicy'>,
 ): number {
   const given = msOptionalToNumber(failure.nextRetryDelay);
   if (given !== undefined) return given;
+  // A breaker's refusal at a step's last attempt: the workflow runs the step again after this.
+  const [details] = (failure.details ?? []) as { retryAfterMs?: unknown }[];
+  if (typeof details?.retryAfterMs === 'number') return details.retryAfterMs;
   const policy = info.retryPolicy;
   const initial = msOptionalToNumber(policy?.initialInterval) ?? 1000;
   const coefficient = policy?.backoffCoefficient ?? 2;

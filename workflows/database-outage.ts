@@ -1,9 +1,12 @@
 /**
- * Our own database being unavailable — a failover, a maintenance window, a restart — pauses a run
- * instead of failing it. Activities retry `DatabaseUnavailable` within their preset; a step that
- * still ends with it is run again after a wait (every step is repeat-safe), for up to
- * {@link DATABASE_OUTAGE_WAITS} waits, after which the failure ends the run like any other (its
- * end is then recorded once the database is back: the `recordOutcome` preset never gives up).
+ * Outages a run outlasts instead of failing. Our own database being unavailable — a failover, a
+ * maintenance window, a restart — and a partner's circuit breaker holding its calls back (R8: the
+ * partner is down, or an operator opened the breaker) pause a run. Activities retry
+ * `DatabaseUnavailable` and `CircuitOpen` within their preset; a step that still ends with one is
+ * run again after a wait (every step is repeat-safe, and a call the breaker refused was never
+ * made), for up to {@link DATABASE_OUTAGE_WAITS} or {@link BREAKER_WAITS} waits, after which the
+ * failure ends the run like any other (its end is then recorded once the database is back: the
+ * `recordOutcome` preset never gives up). The run's maximum run time bounds both.
  */
 import { ApplicationFailure, log, patched, sleep } from '@temporalio/workflow';
 
@@ -13,32 +16,71 @@ export const DATABASE_WAIT = '30 seconds';
 /** Waits per step at most: an hour of outage, on top of what the activity's own retries cover. */
 export const DATABASE_OUTAGE_WAITS = 120;
 
-/** Patch id of this behaviour: histories recorded before it fail the run at once instead. */
-const PATCH = 'outlast-database-outage';
+/**
+ * Waits per step at most behind an open breaker: each follows a whole activity's attempts (up to
+ * 10 of them a breaker's open time apart), so 120 cover many hours while adding ~6 events each.
+ */
+export const BREAKER_WAITS = 120;
 
-/** Runs `step`, and again after {@link DATABASE_WAIT} each time it fails with DatabaseUnavailable. */
+/** The wait behind an open breaker: what its refusal said (the time until half-open), 1 s – 5 min. */
+const BREAKER_WAIT_MS = { min: 1_000, max: 300_000, fallback: 30_000 } as const;
+
+/** Patch ids of these behaviours: histories recorded before them fail the run at once instead. */
+const PATCH = 'outlast-database-outage';
+const BREAKER_PATCH = 'outlast-open-breaker';
+
+/**
+ * Runs `step`, and again after a wait each time it fails with DatabaseUnavailable (after
+ * {@link DATABASE_WAIT}) or CircuitOpen (after the wait its refusal names).
+ */
 export async function outlastingDatabaseOutages<T>(what: string, step: () => Promise<T>): Promise<T> {
-  for (let waits = 0; ; waits++) {
+  let databaseWaits = 0;
+  let breakerWaits = 0;
+  for (;;) {
     try {
       return await step();
     } catch (err) {
-      if (!fromDatabaseOutage(err) || waits >= DATABASE_OUTAGE_WAITS) throw err;
-      if (!patched(PATCH)) throw err;
-      log.warn('database unavailable: the step runs again after a wait', { step: what, waits: waits + 1 });
-      await sleep(DATABASE_WAIT);
+      const cause = outageOf(err);
+      if (cause?.type === 'DatabaseUnavailable' && databaseWaits < DATABASE_OUTAGE_WAITS && patched(PATCH)) {
+        databaseWaits++;
+        log.warn('database unavailable: the step runs again after a wait', {
+          step: what,
+          waits: databaseWaits,
+        });
+        await sleep(DATABASE_WAIT);
+      } else if (cause?.type === 'CircuitOpen' && breakerWaits < BREAKER_WAITS && patched(BREAKER_PATCH)) {
+        breakerWaits++;
+        const waitMs = breakerWait(cause);
+        log.warn('partner calls held back by its circuit breaker: the step runs again after a wait', {
+          step: what,
+          waits: breakerWaits,
+          waitMs,
+        });
+        await sleep(waitMs);
+      } else {
+        throw err;
+      }
     }
   }
 }
 
 /**
- * Whether a step failed because our database was unavailable: its failure, or the last attempt's
- * failure behind Temporal's own timeout (an attempt to a database that does not answer can run
- * into the step's deadline).
+ * The failure of an outage a step ended with: its own, or the last attempt's behind Temporal's
+ * own timeout (an attempt to a database that does not answer can run into the step's deadline).
  */
-function fromDatabaseOutage(err: unknown): boolean {
+function outageOf(err: unknown): ApplicationFailure | undefined {
   for (let e: unknown = err, depth = 0; e instanceof Error && depth < 4; depth++) {
-    if (e instanceof ApplicationFailure) return e.type === 'DatabaseUnavailable';
+    if (e instanceof ApplicationFailure) {
+      return e.type === 'DatabaseUnavailable' || e.type === 'CircuitOpen' ? e : undefined;
+    }
     e = e.cause;
   }
-  return false;
+  return undefined;
+}
+
+function breakerWait(failure: ApplicationFailure): number {
+  const [details] = (failure.details ?? []) as { retryAfterMs?: unknown }[];
+  const asked = details?.retryAfterMs;
+  const ms = typeof asked === 'number' && Number.isFinite(asked) ? asked : BREAKER_WAIT_MS.fallback;
+  return Math.min(BREAKER_WAIT_MS.max, Math.max(BREAKER_WAIT_MS.min, Math.round(ms)));
 }
