@@ -1,114 +1,22 @@
 /**
  * The circuit breaker and retry budget of a downstream (R8), shared by every worker through
- * PostgreSQL: one statement lets a partner call through or refuses it, one records a failure
- * (and opens the breaker when the window says so), one records a trial's outcome. A call that
- * succeeds while the breaker is closed writes nothing more than its admission. Every statement
- * uses the database's clock, so workers with skewed clocks agree on the window.
+ * PostgreSQL: one statement lets a partner call through or refuses it (db/breaker-admit.ts), one
+ * records a failure (and opens the breaker when the window says so), one records a trial's
+ * outcome. A call that succeeds while the breaker is closed writes nothing more than its
+ * admission. Every statement uses the database's clock, so workers with skewed clocks agree on
+ * the window.
  */
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { DownstreamSettings } from './downstreams.ts';
 
 type Db = Pick<PrismaClient, '$queryRaw'>;
 
-/** Why a call was refused. */
-export type Refusal = 'open' | 'forced_open' | 'trials_busy' | 'retry_budget';
-
-/** What {@link admitCall} decided. */
-export type Admission =
-  | { admitted: true; trial: boolean }
-  | { admitted: false; refusal: Refusal; waitMs: number; window: { calls: number; retries: number } };
+export { type Admission, admitCall, type Refusal } from './breaker-admit.ts';
 
 /** The actor of the transitions the breaker makes on its own. */
 export const BREAKER_ACTOR = 'system:breaker';
 
 const secs = (ms: number) => ms / 1000;
-
-/**
- * Lets one call to `settings.id` through or refuses it, and counts it when let through (a retry
- * also counts as a retry). Closed: every first attempt goes; a retry goes while the window's
- * retries stay within the budget (`max(minRetries, ratio × calls)`). Open: nothing goes until
- * `half_open_at`; then up to `trialCalls` trials go (half-open); a trial that never reports back
- * frees its place after the open time. Forced open (an operator): nothing goes. `waitMs` of a
- * refusal is when to ask again. Concurrent admissions of trials are settled by the row's lock.
- */
-export async function admitCall(db: Db, settings: DownstreamSettings, retry: boolean): Promise<Admission> {
-  const { id, breaker, retryBudget } = settings;
-  const open = secs(breaker.openMs);
-  const rows = await db.$queryRaw<
-    { verdict: string; wait_ms: number | null; trial_won: boolean; calls: number; retries: number }[]
-  >`
-    WITH b AS (
-      SELECT state, forced, half_open_at, half_open_since, trials_started FROM breaker WHERE downstream = ${id}
-    ), w AS (
-      SELECT COALESCE(sum(calls), 0)::int AS calls, COALESCE(sum(retries), 0)::int AS retries
-        FROM downstream_calls
-       WHERE downstream = ${id} AND second > now() - make_interval(secs => ${secs(retryBudget.windowMs)}::float8)
-    ), decision AS (
-      SELECT CASE
-               WHEN b.state IS NULL OR b.state = 'closed' THEN
-                 CASE WHEN ${retry}::boolean
-                        AND w.retries + 1 > GREATEST(${retryBudget.minRetries}::int, ${retryBudget.ratio}::float8 * (w.calls + 1))
-                      THEN 'retry_budget' ELSE 'closed' END
-               WHEN b.forced THEN 'forced_open'
-               WHEN b.state = 'open' AND b.half_open_at > now() THEN 'open'
-               WHEN b.state = 'open' THEN 'trial'
-               WHEN b.trials_started < ${breaker.trialCalls}::int
-                 OR b.half_open_since <= now() - make_interval(secs => ${open}::float8) THEN 'trial'
-               ELSE 'trials_busy'
-             END AS verdict,
-             CASE WHEN b.state = 'open' AND NOT b.forced
-                  THEN GREATEST(0, EXTRACT(EPOCH FROM (b.half_open_at - now())) * 1000)::int END AS wait_ms
-        FROM (SELECT 1) AS one LEFT JOIN b ON true CROSS JOIN w
-    ), trial AS (
-      UPDATE breaker
-         SET state = 'half_open',
-             trials_started = CASE WHEN state = 'open' OR half_open_since <= now() - make_interval(secs => ${open}::float8)
-                                   THEN 1 ELSE trials_started + 1 END,
-             half_open_since = CASE WHEN state = 'open' OR half_open_since <= now() - make_interval(secs => ${open}::float8)
-                                    THEN now() ELSE half_open_since END,
-             changed_at = CASE WHEN state = 'open' THEN now() ELSE changed_at END
-       WHERE downstream = ${id} AND (SELECT verdict FROM decision) = 'trial' AND NOT forced
-         AND ((state = 'open' AND half_open_at <= now())
-           OR (state = 'half_open' AND (trials_started < ${breaker.trialCalls}::int
-                 OR half_open_since <= now() - make_interval(secs => ${open}::float8))))
-      RETURNING 1
-    ), counted AS (
-      INSERT INTO downstream_calls (downstream, second, calls, retries)
-      SELECT ${id}, date_trunc('second', now()), 1, CASE WHEN ${retry}::boolean THEN 1 ELSE 0 END
-        FROM decision
-       WHERE verdict = 'closed' OR (verdict = 'trial' AND EXISTS (SELECT 1 FROM trial))
-      ON CONFLICT (downstream, second) DO UPDATE
-        SET calls = downstream_calls.calls + 1, retries = downstream_calls.retries + excluded.retries
-      RETURNING 1
-    )
-    SELECT d.verdict, d.wait_ms, EXISTS (SELECT 1 FROM trial) AS trial_won, w.calls, w.retries
-      FROM decision d CROSS JOIN w`;
-  const row = rows[0];
-  if (!row) throw new Error('admitCall: no row');
-  const window = { calls: row.calls, retries: row.retries };
-  switch (row.verdict) {
-    case 'closed':
-      return { admitted: true, trial: false };
-    case 'trial':
-      if (row.trial_won) return { admitted: true, trial: true };
-      // Another worker took the last trial place meanwhile.
-      return { admitted: false, refusal: 'trials_busy', waitMs: trialWait(settings), window };
-    case 'open':
-      return { admitted: false, refusal: 'open', waitMs: Math.max(1, row.wait_ms ?? breaker.openMs), window };
-    case 'forced_open':
-      return { admitted: false, refusal: 'forced_open', waitMs: breaker.openMs, window };
-    case 'trials_busy':
-      return { admitted: false, refusal: 'trials_busy', waitMs: trialWait(settings), window };
-    default:
-      // A retry over budget waits for calls to leave the window.
-      return { admitted: false, refusal: 'retry_budget', waitMs: budgetWait(settings), window };
-  }
-}
-
-/** How long a call refused while trials are out waits: a quarter of the open time, at least 1 s. */
-const trialWait = (s: DownstreamSettings) => Math.max(1_000, Math.round(s.breaker.openMs / 4));
-/** How long a retry over budget waits: a tenth of the budget's window, at least 1 s. */
-const budgetWait = (s: DownstreamSettings) => Math.max(1_000, Math.round(s.retryBudget.windowMs / 10));
 
 /** A change of a breaker's state. */
 export interface Transition {
@@ -153,7 +61,9 @@ export async function recordFailure(db: Db, settings: DownstreamSettings): Promi
     )
     SELECT w.calls, w.failures FROM w WHERE EXISTS (SELECT 1 FROM opened)`;
   const row = rows[0];
-  return row ? { from: 'closed', to: 'open', reason: `${row.failures} of ${row.calls} calls failed` } : undefined;
+  return row
+    ? { from: 'closed', to: 'open', reason: `${row.failures} of ${row.calls} calls failed` }
+    : undefined;
 }
 
 /**
@@ -269,7 +179,10 @@ export async function setBreaker(
 }
 
 /** Deletes call counts older than `olderThanMs` (longer than every window). Returns how many. */
-export async function pruneCallCounts(db: Pick<PrismaClient, '$executeRaw'>, olderThanMs: number): Promise<number> {
+export async function pruneCallCounts(
+  db: Pick<PrismaClient, '$executeRaw'>,
+  olderThanMs: number,
+): Promise<number> {
   return db.$executeRaw`
     DELETE FROM downstream_calls WHERE second < now() - make_interval(secs => ${secs(olderThanMs)}::float8)`;
 }

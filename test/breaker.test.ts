@@ -68,7 +68,10 @@ void describe('circuit breaker', () => {
     const refused = await admitCall(db.prisma, s, false);
     assert.equal(refused.admitted, false);
     assert.ok(!refused.admitted && refused.refusal === 'open');
-    assert.ok(!refused.admitted && refused.waitMs > 25_000 && refused.waitMs <= 30_000, 'wait until half-open');
+    assert.ok(
+      !refused.admitted && refused.waitMs > 25_000 && refused.waitMs <= 30_000,
+      'wait until half-open',
+    );
     assert.equal((await state(s)).window.calls, 4, 'a refused call is not counted');
   });
 
@@ -121,7 +124,10 @@ void describe('circuit breaker', () => {
 
   void it('breaker: forced open by an operator refuses calls until an operator closes it, and closing forgets the window', async () => {
     const s = downstream({ openMs: 100 });
-    const before = await setBreaker(db.prisma, s.id, 'open', { actor: 'alice', reason: 'partner maintenance' });
+    const before = await setBreaker(db.prisma, s.id, 'open', {
+      actor: 'alice',
+      reason: 'partner maintenance',
+    });
     assert.deepEqual(before, { state: 'closed', forced: false });
     await new Promise((r) => setTimeout(r, 150));
     const refused = await admitCall(db.prisma, s, false);
@@ -151,6 +157,16 @@ void describe('retry budget', () => {
     // 20 calls, 2 retries: a third retry makes 3 of 21 calls, 0.2 × 21 = 4.2.
     assert.equal((await admitCall(db.prisma, s, true)).admitted, true);
     assert.deepEqual((await state(s)).window, { calls: 21, failures: 0, retries: 3 });
+  });
+
+  void it('retry budget: retries asking at the same moment are admitted one at a time, within the budget', async () => {
+    // Retries refused together wait alike and come back together: a wave.
+    for (let round = 0; round < 3; round++) {
+      const s = downstream({ minCalls: 1_000 }, { ratio: 0.2, minRetries: 2 });
+      const wave = await Promise.all(Array.from({ length: 20 }, () => admitCall(db.prisma, s, true)));
+      assert.equal(wave.filter((a) => a.admitted).length, 2, `round ${round}`);
+      assert.deepEqual((await state(s)).window, { calls: 2, failures: 0, retries: 2 });
+    }
   });
 
   void it('retry budget: its floor of 0 with no calls refuses the first retry', async () => {
