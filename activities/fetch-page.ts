@@ -93,8 +93,9 @@ export function createFetchPage(deps: ActivityDeps) {
     });
     let at = state(staged);
     const settings = breakerScope(await deps.downstreams(source.downstream), source.id);
-    // Only the first partner call of a retried attempt is a retry (R8's budget counts those).
-    let retry = ctx.info.attempt > 1;
+    // Only the first partner call of a retried attempt, or of a step run again after a wait, is a
+    // retry (R8's budget counts those).
+    let retry = ctx.info.attempt > 1 || input.rerun === true;
     const progress = (): FetchProgress => ({
       pageNo: input.pageNo,
       cursor: at.cursor,

@@ -28,7 +28,8 @@ const secs = (ms: number) => ms / 1000;
  * `half_open_at`; then up to `trialCalls` trials go (half-open); a trial that never reports back
  * frees its place after the open time. Forced open (an operator): nothing goes. `waitMs` of a
  * refusal is when to ask again. One statement: the migration's `df_admit_call`, whose plans are
- * kept per session (every partner call runs it).
+ * kept per session (every partner call runs it). Retries are admitted one at a time per
+ * downstream (an advisory lock in the function): retries refused together come back together.
  */
 export async function admitCall(db: Db, settings: DownstreamSettings, retry: boolean): Promise<Admission> {
   const { id, breaker, retryBudget } = settings;

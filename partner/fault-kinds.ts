@@ -8,6 +8,8 @@
  *   `rateLimitReset` n the answer carries `X-RateLimit-Remaining: 0` and `X-RateLimit-Reset`: the
  *   epoch second n seconds from now (rounded up), or with `rateLimitResetStyle: 'seconds'` n itself,
  *   as GitHub-style and Twitter-style limits write it (usually status 429 without `retryAfter`);
+ *   on the read routes a `delayMs` makes it a slow error: the answer comes after that wait, as an
+ *   overloaded partner's 503 does (a client that wants its worker slot back must not wait for it);
  * - `reset`: destroy the socket with a TCP RST, no response;
  * - `delay`: wait `delayMs`, then respond normally (lets clients hit their response timeout);
  * - `truncate`: send headers and half the body, then destroy the socket.

@@ -129,6 +129,14 @@ export const faultSpecSchema = z
     message: 'kind "delay" needs a "delayMs"',
     path: ['delayMs'],
   })
+  .refine(
+    (s) => s.delayMs === undefined || s.kind === 'delay' || (s.kind === 'status' && isReadRoute(s.route)),
+    {
+      message:
+        '"delayMs" is only valid with kind "delay", or kind "status" on the read routes (a slow error)',
+      path: ['delayMs'],
+    },
+  )
   .refine((s) => s.route !== 'events' || EVENTS_FAULT_KINDS.includes(s.kind), {
     message: 'route "events" takes only kinds "status", "reset" and "delay"',
     path: ['kind'],

@@ -66,7 +66,7 @@ export interface FaultSpec {
    * e.g. another server a test watches.
    */
   url?: string;
-  /** Wait before responding, for kind `delay`. */
+  /** Wait before responding, for kind `delay`; for kind `status` on the read routes, a slow error. */
   delayMs?: number;
   /**
    * Late effects of this `before` delay on an effect route, overriding the server's

@@ -126,11 +126,13 @@ export async function serveRead(
       req.socket.resetAndDestroy();
       return;
     case 'status': {
+      // A slow error waits first, as `delay` does; cancelled by close(), it leaves no ledger entry.
+      if (fault?.delayMs !== undefined && !(await delayFault(res, entry, ctx, fault.delayMs)).fired) return;
       const status = fault?.status ?? 503;
       ctx.ledger.record({ ...entry, status, fault: kind });
       const headers = fault ? statusHeaders(fault) : {};
       const message = fault?.body ?? `injected status ${status}`;
-      sendJson(res, status, { error: 'injected_fault', message }, headers);
+      if (!res.destroyed) sendJson(res, status, { error: 'injected_fault', message }, headers);
       return;
     }
     case 'malformed':

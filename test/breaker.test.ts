@@ -166,6 +166,16 @@ void describe('retry budget', () => {
     assert.deepEqual((await state(s)).window, { calls: 21, failures: 0, retries: 3 });
   });
 
+  void it('retry budget: retries asking at the same moment are admitted one at a time, within the budget', async () => {
+    // Retries refused together wait alike and come back together: a wave.
+    for (let round = 0; round < 3; round++) {
+      const s = downstream({ minCalls: 1_000 }, { ratio: 0.2, minRetries: 2 });
+      const wave = await Promise.all(Array.from({ length: 20 }, () => admitCall(db.prisma, s, true)));
+      assert.equal(wave.filter((a) => a.admitted).length, 2, `round ${round}`);
+      assert.deepEqual((await state(s)).window, { calls: 2, failures: 0, retries: 2 });
+    }
+  });
+
   void it('retry budget: its floor of 0 with no calls refuses the first retry', async () => {
     const s = downstream({}, { ratio: 0.5, minRetries: 0 });
     const a = await admitCall(db.prisma, s, true);

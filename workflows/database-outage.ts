@@ -31,14 +31,18 @@ const BREAKER_PATCH = 'outlast-open-breaker';
 
 /**
  * Runs `step`, and again after a wait each time it fails with DatabaseUnavailable (after
- * {@link DATABASE_WAIT}) or CircuitOpen (after the wait its refusal names).
+ * {@link DATABASE_WAIT}) or CircuitOpen (after the wait its refusal names); `rerun` tells the
+ * step it runs again.
  */
-export async function outlastingDatabaseOutages<T>(what: string, step: () => Promise<T>): Promise<T> {
+export async function outlastingDatabaseOutages<T>(
+  what: string,
+  step: (rerun: boolean) => Promise<T>,
+): Promise<T> {
   let databaseWaits = 0;
   let breakerWaits = 0;
   for (;;) {
     try {
-      return await step();
+      return await step(databaseWaits + breakerWaits > 0);
     } catch (err) {
       const cause = outageOf(err);
       if (cause?.type === 'DatabaseUnavailable' && databaseWaits < DATABASE_OUTAGE_WAITS && patched(PATCH)) {

@@ -181,7 +181,7 @@ async function fetchAndStore(
     if (pagesThisExecution >= pagesPerExecution || workflowInfo().continueAsNewSuggested) {
       return continueAsNew<typeof fetchRecordsWorkflow>({ ...input, resume: state });
     }
-    const page = await outlastingDatabaseOutages('fetchPage', () =>
+    const page = await outlastingDatabaseOutages('fetchPage', (rerun) =>
       partner.fetchPage({
         ...jobOf(state),
         fetchRunId: state.fetchRunId,
@@ -191,6 +191,7 @@ async function fetchAndStore(
         pageNo: state.pagesStored,
         cursor: state.cursor,
         pageSize: state.pageSize,
+        ...(rerun ? { rerun } : {}),
       }),
     );
     const stored = await outlastingDatabaseOutages('storePage', () =>

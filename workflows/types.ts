@@ -123,6 +123,11 @@ export interface FetchPageInput {
   /** Partner cursor to start from; null for the first page. */
   cursor: string | null;
   pageSize: number;
+  /**
+   * The step runs again after a wait (an open breaker, our database down): its first partner
+   * call is a retry for the downstream's retry budget (R8), as a retried attempt's is.
+   */
+  rerun?: boolean;
 }
 
 /** Records stay staged in PostgreSQL; only their count and the next cursor enter the history. */

@@ -1,8 +1,8 @@
 /**
  * The stack most end-to-end tests of runs stand on: the file's own cloned database, the demo
  * partner on a free port, a client of the shared Temporal dev server, and one real
- * `durable-fetch worker` process on a task queue of the file's own — started before the file's
- * tests, stopped after them.
+ * `durable-fetch worker` process (or several, sharing everything) on a task queue of the file's
+ * own — started before the file's tests, stopped after them.
  */
 import { randomUUID } from 'node:crypto';
 import { after, before } from 'node:test';
@@ -16,17 +16,21 @@ export interface WorkerStack {
   db: TestDatabase;
   partner: PartnerServer;
   client: Client;
+  /** The first of {@link workers}. */
   worker: Spawned;
+  workers: Spawned[];
   taskQueue: string;
 }
 
 export interface WorkerStackOptions {
   /** Names the task queue (`test-<name>-<uuid>`). */
   name: string;
-  /** Records the partner serves for every source and date. */
-  records: number;
+  /** Records the partner serves for every source and date, or per source and date. */
+  records: number | ((sourceId: string, date: string) => number);
   /** The worker's environment on top of the stack's (database, Temporal, queue, 50-record pages). */
   env?: Record<string, string>;
+  /** Worker processes on the queue; default 1. */
+  workers?: number;
 }
 
 /**
@@ -35,24 +39,28 @@ export interface WorkerStackOptions {
  */
 export function useWorkerStack(options: WorkerStackOptions): WorkerStack {
   const stack = { taskQueue: `test-${options.name}-${randomUUID()}` } as WorkerStack;
+  const { records } = options;
   before(async () => {
     [stack.db, stack.partner, stack.client] = await Promise.all([
       useTestDatabase(),
-      startPartner({ port: 0, recordCount: () => options.records }),
+      startPartner({ port: 0, recordCount: typeof records === 'number' ? () => records : records }),
       testClient(),
     ]);
-    stack.worker = spawnWorker({
-      DATABASE_URL: stack.db.url,
-      TEMPORAL_ADDRESS: temporalAddress(),
-      DURABLE_FETCH_TASK_QUEUE: stack.taskQueue,
-      PARTNER_PAGE_LIMIT: '50',
-      LOG_LEVEL: 'warn',
-      ...options.env,
-    });
-    await stack.worker.waitFor(/worker polling task queue/, 60_000);
+    stack.workers = Array.from({ length: options.workers ?? 1 }, () =>
+      spawnWorker({
+        DATABASE_URL: stack.db.url,
+        TEMPORAL_ADDRESS: temporalAddress(),
+        DURABLE_FETCH_TASK_QUEUE: stack.taskQueue,
+        PARTNER_PAGE_LIMIT: '50',
+        LOG_LEVEL: 'warn',
+        ...options.env,
+      }),
+    );
+    stack.worker = stack.workers[0] as Spawned;
+    await Promise.all(stack.workers.map((w) => w.waitFor(/worker polling task queue/, 60_000)));
   });
   after(async () => {
-    await stack.worker?.stop('SIGKILL', 5_000);
+    await Promise.all((stack.workers ?? []).map((w) => w.stop('SIGKILL', 5_000)));
     await stack.client?.connection.close();
     await stack.partner?.close();
     await stack.db?.drop();

@@ -61,7 +61,8 @@ CREATE UNLOGGED TABLE "downstream_calls" (
 -- on a closed breaker costs one primary-key read and one upsert. Returns the verdict (`closed`,
 -- `trial`: let through and counted; `open`, `forced_open`, `trials_busy`, `retry_budget`:
 -- refused), and for `open` the milliseconds until half-open. Concurrent trials are settled by
--- the breaker row's lock: the UPDATE re-checks its condition on the row as the winner left it.
+-- the breaker row's lock: the UPDATE re-checks its condition on the row as the winner left it;
+-- concurrent retries by an advisory lock per downstream (below).
 CREATE FUNCTION df_admit_call(
     p_downstream TEXT, p_retry BOOLEAN, p_trial_calls INTEGER, p_open_ms INTEGER,
     p_budget_ratio DOUBLE PRECISION, p_budget_min INTEGER, p_budget_window_ms INTEGER)
@@ -76,6 +77,11 @@ BEGIN
     SELECT * INTO b FROM breaker WHERE downstream = p_downstream;
     IF NOT FOUND OR b.state = 'closed' THEN
         IF p_retry THEN
+            -- Retries one at a time per downstream, to the end of this statement's transaction:
+            -- two admitted at once would each read the window without the other's count, and
+            -- retries refused together wait alike and come back together, far over the budget.
+            -- The read below takes its snapshot once the lock is held, so it sees the last count.
+            PERFORM pg_advisory_xact_lock(hashtext('durable-fetch:retry-budget:' || p_downstream));
             SELECT COALESCE(sum(c.calls), 0), COALESCE(sum(c.retries), 0) INTO w_calls, w_retries
               FROM downstream_calls c
              WHERE c.downstream = p_downstream
