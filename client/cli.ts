@@ -5,6 +5,7 @@
 import { Command, CommanderError } from 'commander';
 import { isUserFacingError } from '../runtime/errors.ts';
 import { type CliContext, createCliContext } from './cli-context.ts';
+import { registerBreakers } from './commands/breakers.ts';
 import { registerCleanup } from './commands/cleanup.ts';
 import { registerCompensations } from './commands/compensations.ts';
 import { registerDlq } from './commands/dlq.ts';
@@ -29,6 +30,7 @@ export function buildProgram(ctx: () => CliContext): Command {
   registerRuns(program, ctx);
   registerSchedules(program, ctx);
   registerSources(program, ctx);
+  registerBreakers(program, ctx);
   registerWorker(program, ctx);
   registerPublisher(program, ctx);
   registerOutbox(program, ctx);

@@ -2,8 +2,8 @@
  * `durable-fetch status`: one screen that says whether things are healthy (issue #8, R10) —
  * backlog per task queue with its trend and the worker builds polling it, completion against
  * arrival, retries and the runs waiting for a step's next attempt, open dead letters, outbox lag,
- * compensations needing a human, each job type's runs and dead letters, and each source's
- * downstream status.
+ * compensations needing a human, each job type's runs and dead letters, each source's
+ * downstream status, and each downstream's circuit breaker and retry budget (R8).
  */
 import type { Client } from '@temporalio/client';
 import type { PrismaClient } from '../prisma/generated/client.ts';
@@ -20,6 +20,7 @@ import { type PollingBuild, readPollingBuilds } from './status-builds.ts';
 import { type JobStatus, readJobStatus } from './status-jobs.ts';
 import { findStuckRuns, type StuckRun } from './stuck-runs.ts';
 import { type OrphanedActions, readOrphanedActions } from '../db/orphaned-actions.ts';
+import { breakerProblems, type DownstreamBreaker, listBreakers } from './breakers.ts';
 
 export type { JobStatus };
 
@@ -72,6 +73,8 @@ export interface Status {
   /** One row per job type (only the narrowed one with `jobType`). */
   jobs: JobStatus[];
   sources: SourceStatus[];
+  /** Every known downstream's circuit breaker and retry-budget use (R8; shared by every job). */
+  breakers: DownstreamBreaker[];
 }
 
 /** Candidates (running, lease run out) `status` looks up in Temporal at most. */
@@ -81,7 +84,7 @@ const MAX_STUCK_CHECKED = 100;
  * Reads Temporal (live task-queue stats) and PostgreSQL (samples, runs, outbox, dead letters,
  * compensations). Read-only. `windowMs` is the history the trend and the rates look at.
  * `jobType` narrows the run counts, the job and source rows and the open dead letters (also as a
- * problem) to that job; queues, outbox, compensations, strays and stuck runs stay
+ * problem) to that job; queues, outbox, compensations, strays, stuck runs and breakers stay
  * deployment-wide: they are shared by every job.
  */
 export async function readStatus(
@@ -132,6 +135,7 @@ export async function readStatus(
            (SELECT count(*) FROM dead_letter d WHERE d.source_id = s.id AND d.created_at >= ${since}) AS failed
       FROM source s WHERE s.enabled AND (${only}::text IS NULL OR s.job_type = ${only}) ORDER BY s.id`;
   const jobs = await readJobStatus(ctx.prisma, since, options.jobType);
+  const breakers = await listBreakers(ctx);
   const sources = sourceRows.map((s) => {
     const finished = Number(s.finished);
     const failed = Number(s.failed);
@@ -186,6 +190,7 @@ export async function readStatus(
       `outbox lag: oldest pending event is ${database.outboxOldestPendingAgeSeconds.toFixed(0)} s old`,
     );
   }
+  problems.push(...breakerProblems(breakers));
   for (const s of sources) {
     if (s.errorRate !== null && s.errorRate >= 0.5 && s.failed > 0) {
       problems.push(`source ${s.sourceId}: ${s.failed} of ${s.finished} runs failed for good in the window`);
@@ -210,5 +215,6 @@ export async function readStatus(
     orphans,
     jobs,
     sources,
+    breakers,
   };
 }

@@ -196,6 +196,12 @@ export function breakerScope(settings: DownstreamSettings, sourceId: string): Do
     : settings;
 }
 
+/** The source of a breaker name `default.<source id>` ({@link breakerScope}); else undefined. */
+export function defaultSourceOf(breaker: string): string | undefined {
+  const prefix = `${DEFAULT_DOWNSTREAM}.`;
+  return breaker.startsWith(prefix) ? breaker.slice(prefix.length) : undefined;
+}
+
 /** The task queue of an isolated downstream's partner calls, on the deployment's `taskQueue`. */
 export function downstreamTaskQueue(taskQueue: string, downstream: string): string {
   return `${taskQueue}-ds-${downstream}`;

@@ -38,3 +38,24 @@ export function breakerMetrics(registers: Registry[]) {
     }),
   };
 }
+
+/**
+ * Sets `durable_fetch_breaker_state` from every downstream's breaker as read now: 1 for its state,
+ * 0 for the other two, labelled with whether an operator forced it. The gauge is emptied first
+ * (synchronously, so no scrape sees it empty) so that a breaker whose `forced` changed, or a
+ * downstream no longer known, leaves no stale series behind.
+ */
+export function observeBreakers(
+  metrics: ReturnType<typeof breakerMetrics>,
+  breakers: readonly { downstream: string; state: (typeof BREAKER_STATES)[number]; forced: boolean }[],
+): void {
+  metrics.breakerState.reset();
+  for (const b of breakers) {
+    for (const state of BREAKER_STATES) {
+      metrics.breakerState.set(
+        { downstream: b.downstream, state, forced: String(b.forced) },
+        state === b.state ? 1 : 0,
+      );
+    }
+  }
+}

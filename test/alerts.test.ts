@@ -177,6 +177,8 @@ void describe('alerts', () => {
         'DurableFetchDownstreamFailing',
         'DurableFetchRunsStuck',
         'DurableFetchOrphanedActions',
+        'DurableFetchBreakerOpen',
+        'DurableFetchRetryBudgetExhausted',
       ],
     );
   });

@@ -6,11 +6,13 @@
  */
 import type { Client } from '@temporalio/client';
 import { databaseHealth, deleteOldQueueSamples, insertQueueSamples } from '../db/health.ts';
+import { readBreakerStates } from '../db/breaker-views.ts';
 import { readOrphanedActions } from '../db/orphaned-actions.ts';
 import { readRetryWaits } from '../db/retry-wait.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { Logger } from '../runtime/logger.ts';
 import type { Metrics } from '../runtime/metrics.ts';
+import { observeBreakers } from '../runtime/metrics-breakers.ts';
 import { observeRetryWaits } from '../runtime/metrics-runs.ts';
 
 export const TASK_QUEUE_TYPES = ['workflow', 'activity'] as const;
@@ -124,8 +126,8 @@ export interface Sampler {
 }
 
 /**
- * Every `intervalMs`: samples each task queue (workflow and activity) and the database, sets the
- * gauges, stores the queue samples for `status`, and drops samples older than a day. Errors are
+ * Every `intervalMs`: samples each task queue (workflow and activity) and the database (its
+ * health, retry waits, orphaned actions, every downstream's breaker state), sets the gauges, stores the queue samples for `status`, and drops samples older than a day. Errors are
  * logged and the next tick tries again.
  */
 export function startSampler(options: {
@@ -166,6 +168,8 @@ export function startSampler(options: {
     metrics.compensationsNeedsManual.set(db.compensationsNeedsManual);
     metrics.downstreamStraysUnsettled.set(db.straysUnsettled);
     metrics.orphanedActions.set((await readOrphanedActions(prisma, { limit: 1 })).count);
+    // R8's breakers live in PostgreSQL: every worker reports the state they all share.
+    observeBreakers(metrics, await readBreakerStates(prisma));
     if (ticks++ % 100 === 0) {
       await deleteOldQueueSamples(prisma);
     }

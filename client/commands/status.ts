@@ -2,6 +2,7 @@ import { type Command, InvalidArgumentError } from 'commander';
 import { ORPHAN_QUIET_SECONDS } from '../../db/orphaned-actions.ts';
 import { UserFacingError } from '../../runtime/errors.ts';
 import type { CliContext } from '../cli-context.ts';
+import { budgetCell, stateCell } from '../breakers.ts';
 import { table } from '../format.ts';
 import { buildName } from '../status-builds.ts';
 import { readStatus, type Status } from '../status.ts';
@@ -22,9 +23,12 @@ nothing has touched the action for ${ORPHAN_QUIET_SECONDS / 60} minutes (no comp
 Each worker build polling a queue's workflow tasks gets a line (its Worker Deployment and build
 id, docs/versioning.md): during a deploy, the old and the new one. A live worker renews its long
 poll about every minute; Temporal lists a stopped one for a few minutes, hence the last poll.
+Each downstream's circuit breaker (R8) gets a line: its state (forced: an operator opened it),
+since when, why, and its retries against the retry budget's allowance. An open breaker is a
+problem (its partner gets no calls, its runs wait); half-open is not (its trial calls settle it).
 --job <type> narrows the run counts, the job and source tables and the open dead letters (also as
-a problem for --check) to one job type; queues, outbox, compensations, strays, stuck runs and
-orphaned actions are shared by every job and always shown whole.`;
+a problem for --check) to one job type; queues, outbox, compensations, strays, stuck runs,
+orphaned actions and breakers are shared by every job and always shown whole.`;
 
 function parseWindow(value: string): number {
   const m = /^(\d{1,5})(s|m|h)$/.exec(value);
@@ -135,6 +139,21 @@ function print(s: Status): void {
       ),
     );
   }
+  if (s.breakers.length > 0) {
+    console.log('');
+    console.log(
+      table(
+        s.breakers.map((b) => ({
+          breaker: b.downstream,
+          state: stateCell(b),
+          since: b.changedAt?.toISOString() ?? '-',
+          reason: (b.reason ?? '').replace(/\s+/g, ' '),
+          'retry budget': budgetCell(b),
+        })),
+        ['breaker', 'state', 'since', 'reason', 'retry budget'],
+      ),
+    );
+  }
   if (s.sources.length > 0) {
     console.log('');
     console.log(
@@ -159,7 +178,7 @@ export function registerStatus(program: Command, ctx: () => CliContext): void {
   program
     .command('status')
     .description(
-      'is it healthy? backlog and its trend, completion vs arrival, retries, dead letters, outbox lag, compensations, sources',
+      'is it healthy? backlog and its trend, completion vs arrival, retries, dead letters, outbox lag, compensations, breakers, sources',
     )
     .option('--window <duration>', 'history to judge trends and rates by (default 10m)', parseWindow)
     .option('--task-queue <name...>', 'task queues to look at (default: the configured one)')

@@ -1,0 +1,168 @@
+/**
+ * What operators and the metrics see of R8's shared circuit breakers (db/breaker.ts): which
+ * downstreams there are, each one's breaker and retry-budget use, and the lock an operator's
+ * override takes on a breaker row. Every read uses the database's clock, like the admissions.
+ */
+import { Prisma, type PrismaClient } from '../prisma/generated/client.ts';
+import { type BreakerView, readBreakers } from './breaker.ts';
+import {
+  breakerScope,
+  DEFAULT_DOWNSTREAM,
+  defaultSettings,
+  defaultSourceOf,
+  type DownstreamSettings,
+  listDownstreams,
+} from './downstreams.ts';
+
+type Db = Pick<PrismaClient, '$queryRaw'>;
+
+/**
+ * The names of {@link knownDownstreams}, as a query of one column `id`. A source that names no
+ * downstream has a breaker of its own, `default.<source id>` (breakerScope).
+ */
+const KNOWN_IDS = Prisma.sql`
+  SELECT id FROM downstream
+  UNION SELECT CASE WHEN downstream = ${DEFAULT_DOWNSTREAM} THEN ${DEFAULT_DOWNSTREAM} || '.' || id ELSE downstream END
+          FROM source WHERE removed_at IS NULL
+  UNION SELECT downstream FROM breaker`;
+
+/**
+ * Every downstream breaker an operator may need to see: a downstream with settings (a
+ * `downstream` row), one a source not removed names (`source.downstream`; `default.<source>` for
+ * a source that names none), or one with a breaker row (it was called, or overridden). Sorted by
+ * name. Read-only.
+ */
+export async function knownDownstreams(db: Db): Promise<string[]> {
+  const rows = await db.$queryRaw<{ id: string }[]>`${KNOWN_IDS} ORDER BY 1`;
+  return rows.map((r) => r.id);
+}
+
+/** One breaker state as the state gauge reports it. */
+export interface BreakerState {
+  downstream: string;
+  state: BreakerView['state'];
+  forced: boolean;
+}
+
+/**
+ * The state of every known downstream's breaker ({@link knownDownstreams}; closed when it has no
+ * row), in one statement: what each worker's sampler reads for `durable_fetch_breaker_state`.
+ */
+export async function readBreakerStates(db: Db): Promise<BreakerState[]> {
+  return db.$queryRaw<BreakerState[]>`
+    WITH ids AS (${KNOWN_IDS})
+    SELECT ids.id AS downstream, COALESCE(b.state::text, 'closed') AS state, COALESCE(b.forced, false) AS forced
+      FROM ids LEFT JOIN breaker b ON b.downstream = ids.id
+     ORDER BY 1`;
+}
+
+/** A downstream's retry budget as it stands: the retries its window holds against what it allows. */
+export interface BudgetUse {
+  windowMs: number;
+  /** Calls (first attempts and retries) and retries let through over the budget's window. */
+  calls: number;
+  retries: number;
+  /**
+   * How many retries the window admits: `max(minRetries, ratio × (calls + 1))`, rounded down (the
+   * next retry is a call too, as the admission counts it), so the budget is spent once
+   * `retries >= allowed`.
+   */
+  allowed: number;
+  exhausted: boolean;
+}
+
+/** A downstream with its settings, its breaker and its budget use. */
+export interface DownstreamBreaker extends BreakerView {
+  /** True when a `downstream` row holds the settings; false: the defaults. */
+  configured: boolean;
+  settings: DownstreamSettings;
+  budget: BudgetUse;
+}
+
+/** The retries a budget allows with `calls` in its window (admitCall's rule, see {@link BudgetUse}). */
+export function retryAllowance(budget: DownstreamSettings['retryBudget'], calls: number): number {
+  return Math.max(budget.minRetries, Math.floor(budget.ratio * (calls + 1)));
+}
+
+/**
+ * The breakers of `ids` (default: every known downstream), with their settings (the row's, or
+ * the defaults) and their budget use. Read-only; one statement per downstream.
+ */
+export async function readDownstreamBreakers(
+  db: Db & Pick<PrismaClient, 'downstream'>,
+  ids?: readonly string[],
+): Promise<DownstreamBreaker[]> {
+  const names = ids ?? (await knownDownstreams(db));
+  const rows = new Map((await listDownstreams(db)).map((s) => [s.id, s]));
+  const settings = names.map((id) => {
+    const own = defaultSourceOf(id);
+    if (own === undefined) return rows.get(id) ?? defaultSettings(id);
+    return breakerScope(rows.get(DEFAULT_DOWNSTREAM) ?? defaultSettings(DEFAULT_DOWNSTREAM), own);
+  });
+  const views = await readBreakers(db, settings);
+  const out: DownstreamBreaker[] = [];
+  for (const [i, view] of views.entries()) {
+    const s = settings[i]!;
+    const [w] = await db.$queryRaw<{ calls: number; retries: number }[]>`
+      SELECT COALESCE(sum(calls), 0)::int AS calls, COALESCE(sum(retries), 0)::int AS retries
+        FROM downstream_calls
+       WHERE downstream = ${s.id}
+         AND second > now() - make_interval(secs => ${s.retryBudget.windowMs / 1000}::float8)`;
+    const calls = w?.calls ?? 0;
+    const retries = w?.retries ?? 0;
+    const allowed = retryAllowance(s.retryBudget, calls);
+    out.push({
+      ...view,
+      configured: rows.has(defaultSourceOf(s.id) === undefined ? s.id : DEFAULT_DOWNSTREAM),
+      settings: s,
+      budget: { windowMs: s.retryBudget.windowMs, calls, retries, allowed, exhausted: retries >= allowed },
+    });
+  }
+  return out;
+}
+
+/** A breaker row as an override found it (or `exists: false`: none yet, which reads closed). */
+export interface LockedBreaker {
+  exists: boolean;
+  state: BreakerView['state'];
+  forced: boolean;
+  reason: string | null;
+  changedBy: string | null;
+  changedAt: Date | null;
+}
+
+/**
+ * Locks the breaker row of `downstream` for the rest of the transaction `tx` and returns it, so
+ * an override decides on the state it changes and audits it exactly: two operators acting at once
+ * are serialised. A downstream without a row gets a closed one first (rolled back with `tx` when
+ * the override is refused); its window then counts from now, as any override's does.
+ */
+export async function lockBreaker(tx: Db, downstream: string): Promise<LockedBreaker> {
+  const created = await tx.$queryRaw<{ n: number }[]>`
+    INSERT INTO breaker (downstream, count_from) VALUES (${downstream}, now())
+    ON CONFLICT (downstream) DO NOTHING
+    RETURNING 1 AS n`;
+  const [row] = await tx.$queryRaw<
+    {
+      state: BreakerView['state'];
+      forced: boolean;
+      reason: string | null;
+      changed_by: string | null;
+      changed_at: Date;
+    }[]
+  >`
+    SELECT state::text AS state, forced, reason, changed_by, changed_at
+      FROM breaker WHERE downstream = ${downstream} FOR UPDATE`;
+  if (!row) throw new Error(`lockBreaker: no breaker row for ${downstream}`);
+  if (created.length > 0) {
+    return { exists: false, state: 'closed', forced: false, reason: null, changedBy: null, changedAt: null };
+  }
+  return {
+    exists: true,
+    state: row.state,
+    forced: row.forced,
+    reason: row.reason,
+    changedBy: row.changed_by,
+    changedAt: row.changed_at,
+  };
+}
