@@ -39,7 +39,8 @@ function classified<A extends unknown[], R>(
       const thrown = withRetryTiming(classify(err, name));
       if (!(thrown instanceof ApplicationFailure)) throw thrown;
       const retried = !thrown.nonRetryable && willRetry();
-      if (retried) deps.metrics.activityRetries.inc({ activity: name, error_type: thrown.type ?? 'Internal' });
+      if (retried)
+        deps.metrics.activityRetries.inc({ activity: name, error_type: thrown.type ?? 'Internal' });
       // Written before Temporal hears of the failure, so before the next attempt can start. A
       // step the breaker held back to its last attempt waits too: the workflow runs it again.
       if (retried || thrown.type === 'CircuitOpen') await markRetryWait(deps, args[0], thrown);
