@@ -1,8 +1,8 @@
 /**
  * The stack most end-to-end tests of runs stand on: the file's own cloned database, the demo
- * partner on a free port, a client of the shared Temporal dev server, and one real
- * `durable-fetch worker` process on a task queue of the file's own — started before the file's
- * tests, stopped after them.
+ * partner on a free port, a client of the shared Temporal dev server, and real
+ * `durable-fetch worker` processes (one unless told) on a task queue of the file's own — started
+ * before the file's tests, stopped after them.
  */
 import { randomUUID } from 'node:crypto';
 import { after, before } from 'node:test';
@@ -16,7 +16,10 @@ export interface WorkerStack {
   db: TestDatabase;
   partner: PartnerServer;
   client: Client;
+  /** The first worker process (of `workers`). */
   worker: Spawned;
+  /** Every worker process, all on the same task queue and database. */
+  workers: Spawned[];
   taskQueue: string;
 }
 
@@ -27,6 +30,10 @@ export interface WorkerStackOptions {
   records: number;
   /** The worker's environment on top of the stack's (database, Temporal, queue, 50-record pages). */
   env?: Record<string, string>;
+  /** How many worker processes to run; default 1. */
+  workers?: number;
+  /** Runs before the workers start (rows they must find at start, e.g. downstreams). */
+  beforeWorkers?: (stack: Pick<WorkerStack, 'db' | 'partner' | 'client' | 'taskQueue'>) => Promise<void>;
 }
 
 /**
@@ -41,18 +48,22 @@ export function useWorkerStack(options: WorkerStackOptions): WorkerStack {
       startPartner({ port: 0, recordCount: () => options.records }),
       testClient(),
     ]);
-    stack.worker = spawnWorker({
-      DATABASE_URL: stack.db.url,
-      TEMPORAL_ADDRESS: temporalAddress(),
-      DURABLE_FETCH_TASK_QUEUE: stack.taskQueue,
-      PARTNER_PAGE_LIMIT: '50',
-      LOG_LEVEL: 'warn',
-      ...options.env,
-    });
-    await stack.worker.waitFor(/worker polling task queue/, 60_000);
+    await options.beforeWorkers?.(stack);
+    stack.workers = Array.from({ length: options.workers ?? 1 }, () =>
+      spawnWorker({
+        DATABASE_URL: stack.db.url,
+        TEMPORAL_ADDRESS: temporalAddress(),
+        DURABLE_FETCH_TASK_QUEUE: stack.taskQueue,
+        PARTNER_PAGE_LIMIT: '50',
+        LOG_LEVEL: 'warn',
+        ...options.env,
+      }),
+    );
+    [stack.worker] = stack.workers as [Spawned];
+    await Promise.all(stack.workers.map((w) => w.waitFor(/worker polling task queue/, 60_000)));
   });
   after(async () => {
-    await stack.worker?.stop('SIGKILL', 5_000);
+    await Promise.all((stack.workers ?? []).map((w) => w.stop('SIGKILL', 5_000)));
     await stack.client?.connection.close();
     await stack.partner?.close();
     await stack.db?.drop();
