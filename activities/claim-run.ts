@@ -3,6 +3,7 @@
  */
 import { observeRunStarted } from '../runtime/metrics.ts';
 import { z } from 'zod';
+import { downstreamTaskQueue } from '../db/downstreams.ts';
 import { claimRun as claimRunRow, findRunByKey, insertRunIfMissing } from '../db/fetch-run.ts';
 import {
   dateColumn,
@@ -44,7 +45,9 @@ const claimInputSchema = z.object({
  * Idempotent per workflow execution: a repeat by the same run id (a retried activity) keeps the
  * token it was given; another execution of the same workflow id (a restart after a failure, a
  * reset) gets a fresh one, and only the newest token can write. Lease times use the database's
- * clock, so workers' clocks cannot move the takeover point. Re-checks the source (R2).
+ * clock, so workers' clocks cannot move the takeover point. Re-checks the source (R2). A claim
+ * also says where the run's page fetches go: its downstream's task queue when the downstream is
+ * isolated, with the source's fairness weight there (R8).
  * @throws ApplicationFailure NotFound (unknown source), PermissionDenied (source disabled).
  */
 export function createClaimRun(deps: ActivityDeps) {
@@ -64,6 +67,8 @@ export function createClaimRun(deps: ActivityDeps) {
       );
     }
     const retryPolicy = source.retryPolicy;
+    // Where the run's page fetches go, and its fair share there (R8), fixed for the run.
+    const downstream = await deps.downstreams(source.downstream);
     // The source's job runs the run; a starter that names another (or a workflow id of another)
     // was started for a different job than the source has.
     const named = input.jobType ?? parseWorkflowId(input.workflowId)?.jobType ?? source.jobType;
@@ -121,6 +126,8 @@ export function createClaimRun(deps: ActivityDeps) {
         ...(job?.downstream ? { downstreamAction: job.downstream.name } : {}),
         sourcePaused: source.pausedAt !== null,
         maxRunTimeMs: source.maxRunTimeMs,
+        ...(downstream.isolated ? { partnerQueue: downstreamTaskQueue(deps.taskQueue, downstream.id) } : {}),
+        partnerWeight: downstream.sourceWeights[source.id] ?? 1,
       };
     }
     const current = await findRunByKey(prisma, runKey);

@@ -26,6 +26,11 @@ export interface ActivityDeps {
    * the production wiring caches them for a few seconds (db/downstreams.ts).
    */
   downstreams: (id: string) => Promise<DownstreamSettings>;
+  /**
+   * The deployment's task queue (workflows and the shared activities): an isolated downstream's
+   * page fetches go to `downstreamTaskQueue(taskQueue, id)`, which its workers poll (R8).
+   */
+  taskQueue: string;
   /** Largest partner page requested at once. */
   partnerPageLimit: number;
   /** The process's Prometheus metrics (issue #8): runs, retries, partner calls. */

@@ -206,6 +206,9 @@ export function fetchStartOptions(
       { key: SEARCH_KEYS.status, value: 'queued' },
     ],
     staticSummary: `${jobType} ${sourceId} ${businessDate}`,
+    // The source is the run's fairness key (R8): its workflow tasks and activities take turns
+    // with other sources' on the task queue, so one source's backlog of runs starves no other.
+    priority: { fairnessKey: sourceId },
   };
 }
 

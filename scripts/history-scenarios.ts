@@ -21,6 +21,7 @@ import {
   retries,
   submit,
 } from './history-scenarios-fetch.ts';
+import { isolated } from './history-scenarios-downstream.ts';
 import {
   compensationCancelled,
   compensationFailed,
@@ -55,4 +56,5 @@ export const SCENARIOS: readonly Scenario[] = [
   deadlineConfirm,
   cancelBeforeContinue,
   invalidInput,
+  isolated,
 ];

@@ -119,7 +119,8 @@ async function main(options: Options): Promise<number> {
     const client = await testClient();
     stops.push(() => client.connection.close());
     const secret = (ref: string) => (ref === PLANTED_SECRET_REF ? PLANTED_SECRET : process.env[ref]);
-    const worker = await testWorker(testDeps(db.prisma, { secret }));
+    // Polling the downstreams' queues too: a scenario's isolated downstream fetches there.
+    const worker = await testWorker(testDeps(db.prisma, { secret }), { downstreams: true });
     const ctx = { temporal: client, prisma: db.prisma, taskQueue: worker.taskQueue };
 
     const recorded = new Map<string, string>();

@@ -44,7 +44,7 @@ describe('config', () => {
         maxInputBytes: 16 * 1024,
       },
       metrics: { enabled: true, host: '0.0.0.0', port: 9464, sampleMs: 15_000 },
-      worker: { shutdownGraceMs: 20_000, activitySlots: 20 },
+      worker: { shutdownGraceMs: 20_000, activitySlots: 20, downstreamRefreshMs: 10_000 },
       outbox: {
         routes: [
           { pattern: 'temporal.start_workflow', sink: 'temporal' },
@@ -204,6 +204,18 @@ describe('config', () => {
       assert.match(
         configError({ DURABLE_FETCH_SWEEP_INTERVAL_MS: bad }).message,
         /DURABLE_FETCH_SWEEP_INTERVAL_MS: /,
+      );
+    }
+  });
+
+  it('config: DURABLE_FETCH_DOWNSTREAM_REFRESH_MS is 0 (at start only) or at least a second', () => {
+    const refresh = (value: string) => loadConfig({ DURABLE_FETCH_DOWNSTREAM_REFRESH_MS: value });
+    assert.equal(refresh('0').worker.downstreamRefreshMs, 0);
+    assert.equal(refresh('2500').worker.downstreamRefreshMs, 2500);
+    for (const bad of ['-1', '999', '1.5', 'often']) {
+      assert.match(
+        configError({ DURABLE_FETCH_DOWNSTREAM_REFRESH_MS: bad }).message,
+        /DURABLE_FETCH_DOWNSTREAM_REFRESH_MS: /,
       );
     }
   });

@@ -70,6 +70,8 @@ void describe('input-check: the workflow boundary', () => {
     });
     assert.deepEqual(checkFetchInput(valid, { workflowId: `${ID}-2026-11-29T02:00:00Z` }), { ok: true });
     assert.deepEqual(checkFetchInput({ ...valid, resume }, continued), { ok: true });
+    const isolated = { ...resume, partnerQueue: 'durable-fetch-ds-partner_a', partnerWeight: 2.5 };
+    assert.deepEqual(checkFetchInput({ ...valid, resume: isolated }, continued), { ok: true });
     // Written before jobs were plug-ins: no job type anywhere, the workflow id's is taken.
     const { jobType: _, ...legacy } = valid;
     assert.deepEqual(checkFetchInput(legacy, fresh), { ok: true });
@@ -128,6 +130,11 @@ void describe('input-check: the workflow boundary', () => {
       [{ ...resume, jobType: 'http' }, 'resume.jobType'],
       [{ ...resume, downstreamAction: 'DROP' }, 'resume.downstreamAction'],
       [{ ...resume, smuggled: true }, 'resume.smuggled'],
+      // R8: page fetches may move only to a downstream's queue, with a weight the settings allow.
+      [{ ...resume, partnerQueue: 'someone-elses-queue' }, 'resume.partnerQueue'],
+      [{ ...resume, partnerQueue: 'q-ds-Bad Name' }, 'resume.partnerQueue'],
+      [{ ...resume, partnerWeight: 0 }, 'resume.partnerWeight'],
+      [{ ...resume, partnerWeight: 1001 }, 'resume.partnerWeight'],
     ];
     for (const [state, field] of cases) {
       assert.equal(refused({ ...valid, resume: state }, continued).problems[0]?.field, field);

@@ -12,6 +12,12 @@ import { useSourceCliEnv } from './helpers/source-cli-env.ts';
 import { seedOpenRun, tempFile } from './helpers/source-files.ts';
 
 const t = useSourceCliEnv('sds');
+type QueueJson = {
+  downstream: string;
+  taskQueue: string;
+  applied: boolean;
+  config?: { queueLimit?: { perSecond: number } };
+};
 const cli = (...args: string[]) => runCliInProcess(args, t.env);
 const apply = (f: string, ...args: string[]) => cli('sources', 'apply', '-f', f, '--by', 'erin', ...args);
 const source = (id: string, downstream: string) =>
@@ -49,7 +55,7 @@ describe('sources file: downstreams (R8)', { timeout: 300_000 }, () => {
     const v1 = await tempFile(
       'ds1.yaml',
       `sources:\n${source('sds-one', 'sds-api')}downstreams:\n` +
-        '  - id: sds-api\n    callsPerSecond: 20\n    breaker: { openMs: 5000 }\n' +
+        '  - id: sds-api\n    isolated: true\n    callsPerSecond: 20\n    breaker: { openMs: 5000 }\n' +
         '  - id: sds-old\n',
     );
     const validated = await cli('sources', 'validate', '-f', v1);
@@ -57,10 +63,16 @@ describe('sources file: downstreams (R8)', { timeout: 300_000 }, () => {
     assert.equal(validated.stdout.trim(), 'ok: 1 source, 2 downstreams');
     const first = await apply(v1, '--json');
     ok(first);
-    assert.deepEqual(json<{ downstreams: unknown[] }>(first).downstreams, [
-      { id: 'sds-api', action: 'create', fields: ['callsPerSecond', 'breakerOpenMs'] },
+    const report = json<{ downstreams: unknown[]; queues: QueueJson[] }>(first);
+    assert.deepEqual(report.downstreams, [
+      { id: 'sds-api', action: 'create', fields: ['isolated', 'callsPerSecond', 'breakerOpenMs'] },
       { id: 'sds-old', action: 'create', fields: [] },
     ]);
+    // Once committed, the isolated downstream's limit is Temporal's, on its own task queue.
+    assert.deepEqual(
+      report.queues.map((q) => [q.downstream, q.taskQueue, q.applied, q.config?.queueLimit?.perSecond]),
+      [['sds-api', `${t.taskQueue}-ds-sds-api`, true, 20]],
+    );
     const api = await findDownstream(t.db.prisma, 'sds-api');
     assert.equal(api.callsPerSecond, 20);
     assert.equal(api.breaker.openMs, 5000);
@@ -68,7 +80,7 @@ describe('sources file: downstreams (R8)', { timeout: 300_000 }, () => {
 
     const v2 = await tempFile(
       'ds2.yaml',
-      `sources:\n${source('sds-one', 'sds-api')}downstreams:\n  - id: sds-api\n    callsPerSecond: 20\n    breaker: { openMs: 9000 }\n`,
+      `sources:\n${source('sds-one', 'sds-api')}downstreams:\n  - id: sds-api\n    isolated: true\n    callsPerSecond: 20\n    breaker: { openMs: 9000 }\n`,
     );
     const second = await apply(v2);
     ok(second);

@@ -34,6 +34,7 @@ export function createActivityDeps(
     leaseTtlMs: config.runs.leaseTtlMs,
     idempotencyRetentionMs: config.runs.idempotencyRetentionMs,
     downstreams: cachedDownstreams(prisma),
+    taskQueue: config.temporal.taskQueue,
     partnerPageLimit: config.partner.pageLimit,
     ...(config.crashPoint ? { crashPoint: config.crashPoint } : {}),
   };

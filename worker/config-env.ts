@@ -58,6 +58,11 @@ const runsEnv = z.object({
 const workerEnv = z.object({
   DURABLE_FETCH_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(20_000),
   DURABLE_FETCH_WORKER_ACTIVITY_SLOTS: z.coerce.number().int().min(1).max(1_000).default(20),
+  DURABLE_FETCH_DOWNSTREAM_REFRESH_MS: z.coerce
+    .number()
+    .int()
+    .refine((v) => v === 0 || v >= 1_000, 'must be 0 (read at start only) or at least 1000 ms')
+    .default(10_000),
   DURABLE_FETCH_WORKFLOW_BUNDLE: z.string().min(1).optional(),
   // Temporal records it on every workflow task the worker completes (at most 255 characters).
   DURABLE_FETCH_BUILD_ID: z

@@ -71,6 +71,11 @@ export interface Config {
     /** Activities a worker runs at once; its database pool is sized from it (worker/db.ts). */
     activitySlots: number;
     /**
+     * How often a worker reads the downstreams again to poll the task queues of new ones (and apply
+     * their Temporal limits); 0 = at start only (R8).
+     */
+    downstreamRefreshMs: number;
+    /**
      * A workflow bundle built ahead (`bundleWorkflowCode` with the worker's interceptor modules,
      * written to a file): the worker loads it instead of bundling the workflows at start, which
      * costs seconds of CPU per process. Unset: bundled at start.
@@ -159,6 +164,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     worker: {
       shutdownGraceMs: e.DURABLE_FETCH_SHUTDOWN_GRACE_MS,
       activitySlots: e.DURABLE_FETCH_WORKER_ACTIVITY_SLOTS,
+      downstreamRefreshMs: e.DURABLE_FETCH_DOWNSTREAM_REFRESH_MS,
       ...(e.DURABLE_FETCH_WORKFLOW_BUNDLE === undefined
         ? {}
         : { workflowBundlePath: e.DURABLE_FETCH_WORKFLOW_BUNDLE }),

@@ -32,6 +32,7 @@ import { resolveTemporalCli } from './temporal-cli.ts';
 import { startDevServer } from './temporal-dev-server.ts';
 import { connectClient } from './temporal.ts';
 import { describeBuild } from './build-version.ts';
+import { describeDownstreamQueues } from './downstream-pollers.ts';
 import { startWorkerProcess } from './worker-process.ts';
 import { startPublisher } from './outbox/create-publisher.ts';
 
@@ -160,7 +161,6 @@ async function main(): Promise<void> {
     cleanup: false,
     say,
   });
-  const { worker } = workerProcess;
   // A worker that dies takes the stack down cleanly instead of leaving it half-alive.
   const running = workerProcess.run().catch(async (err: unknown) => {
     console.error('[durable-fetch] worker stopped with an error:', err);
@@ -170,7 +170,7 @@ async function main(): Promise<void> {
   closers.push({
     name: 'worker',
     close: async () => {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
+      workerProcess.shutdown();
       await running;
     },
   });
@@ -178,6 +178,8 @@ async function main(): Promise<void> {
     `worker polling task queue '${config.temporal.taskQueue}' with jobs ${workerProcess.jobs.types.join(', ')} ` +
       `as ${describeBuild(workerProcess.build)} — ${since()}`,
   );
+  const downstreamLine = describeDownstreamQueues(workerProcess.downstreams.polling());
+  if (downstreamLine) say(downstreamLine);
   try {
     const synced = await syncSchedules({
       temporal: client,

@@ -14,6 +14,18 @@ import { SEARCH_ATTRIBUTES } from './search-attributes.ts';
 
 export { SEARCH_ATTRIBUTES, ensureSearchAttributes } from './search-attributes.ts';
 
+/**
+ * Dynamic config every dev server gets: task-queue fairness (R8: the sources of a downstream share
+ * its task queue by weight, and a per-source rate limit needs it), on the priority matcher that
+ * implements it. Server 1.32 has the matcher on by default and fairness off; backlogs written
+ * before fairness was on (a `.data/` server of an older `npm start`) drain first
+ * (`matching.enableMigration`, on by default).
+ */
+export const DEV_SERVER_DYNAMIC_CONFIG: Readonly<Record<string, boolean | number | string>> = {
+  'matching.useNewMatcher': true,
+  'matching.enableFairness': true,
+};
+
 /** Options for {@link startDevServer}. */
 export interface DevServerOptions {
   /** The Temporal CLI binary (see resolveTemporalCli). */
@@ -34,6 +46,8 @@ export interface DevServerOptions {
   log?: (line: string) => void;
   /** Give up (and kill the server) if not ready within this; default 60000. */
   readyTimeoutMs?: number;
+  /** Dynamic config values (`--dynamic-config-value`); default {@link DEV_SERVER_DYNAMIC_CONFIG}. */
+  dynamicConfig?: Readonly<Record<string, boolean | number | string>>;
 }
 
 /** A running dev server. */
@@ -92,6 +106,9 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   if (namespace !== 'default') args.push('--namespace', namespace);
   for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES))
     args.push('--search-attribute', `${name}=${type}`);
+  // Values are JSON: strings quoted, booleans and numbers as they are.
+  for (const [key, value] of Object.entries(options.dynamicConfig ?? DEV_SERVER_DYNAMIC_CONFIG))
+    args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
 
   const logFd = openSync(logFile, 'a');
   const child = spawn(options.cliPath, args, { stdio: ['ignore', logFd, logFd] });

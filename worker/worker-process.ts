@@ -2,8 +2,9 @@
  * The worker process's one entry function: `durable-fetch worker` and `npm start` both run the
  * worker through it, so the two can never assemble it differently. It registers the jobs of
  * jobs/index.ts (a mistake in the list stops it with one line), says which sources no job of this
- * worker runs, stamps the worker's build (worker/build-version.ts) on its workflow tasks, and runs
- * the periodic stuck-run sweep (and, optionally, the cleanup) beside it.
+ * worker runs, stamps the worker's build (worker/build-version.ts) on its workflow tasks, polls
+ * the downstreams' own task queues (worker/downstream-pollers.ts, R8), and runs the periodic
+ * stuck-run sweep (and, optionally, the cleanup) beside it.
  */
 import type { Client } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
@@ -19,6 +20,7 @@ import type { Metrics } from '../runtime/metrics.ts';
 import type { Periodic } from '../runtime/periodic.ts';
 import { startStuckRunSweep } from './stuck-run-sweep.ts';
 import { resolveWorkerBuild, type WorkerBuild } from './build-version.ts';
+import { type DownstreamPollers, startDownstreamPollers } from './downstream-pollers.ts';
 import { connectNative } from './temporal.ts';
 import { buildWorker } from './worker.ts';
 
@@ -38,10 +40,17 @@ export interface WorkerProcessOptions {
 
 export interface WorkerProcess {
   worker: Worker;
+  /** The pollers of the downstreams' task queues. */
+  downstreams: DownstreamPollers;
   jobs: JobRegistry;
   /** The build it stamps on the workflow tasks it completes (docs/versioning.md). */
   build: WorkerBuild;
-  /** Runs until the worker stops (after `worker.shutdown()`), then closes what it opened. */
+  /**
+   * Stops the worker and the downstream pollers gracefully, together (each lets its running
+   * activities finish within the grace time). Idempotent; `run()` then resolves.
+   */
+  shutdown(): void;
+  /** Runs until the workers stop (after `shutdown()`), then closes what it opened. */
   run(): Promise<void>;
 }
 
@@ -68,6 +77,32 @@ export async function startWorkerProcess(options: WorkerProcessOptions): Promise
       ? { workflowBundle: { codePath: config.worker.workflowBundlePath } }
       : {}),
   });
+  let failed: Error | undefined;
+  let stopRequested = false;
+  // Set once they run: a poller may fail (and ask for a shutdown) while the others still start.
+  const started: { pollers?: DownstreamPollers } = {};
+  const shutdown = () => {
+    stopRequested = true;
+    if (worker.getState() === 'RUNNING') worker.shutdown();
+    void started.pollers?.shutdown();
+  };
+  const pollers = await startDownstreamPollers({
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    deps,
+    temporal: options.temporal,
+    log,
+    refreshMs: config.worker.downstreamRefreshMs,
+    shutdownGraceTimeMs: config.worker.shutdownGraceMs,
+    build: { deploymentName: build.deploymentName, buildId: build.buildId },
+    // A downstream's queue no worker of this process serves: stop it whole, as a worker error does.
+    onFailure: (err) => {
+      failed ??= err instanceof Error ? err : new Error(String(err));
+      shutdown();
+    },
+  });
+  started.pollers = pollers;
   const loops: Periodic[] = [
     startStuckRunSweep({
       prisma,
@@ -87,16 +122,22 @@ export async function startWorkerProcess(options: WorkerProcessOptions): Promise
       deploymentName: build.deploymentName,
       buildId: build.buildId,
       buildIdFrom: build.source,
+      downstreamQueues: pollers.polling(),
     },
     'worker running',
   );
   return {
     worker,
+    downstreams: pollers,
     jobs,
     build,
+    shutdown,
     async run() {
       try {
-        await worker.run();
+        // Stopped before it ran (a signal during start, a poller that failed already): nothing to run.
+        if (stopRequested) await pollers.shutdown();
+        else await worker.run().finally(() => pollers.shutdown());
+        if (failed !== undefined) throw failed;
       } finally {
         for (const loop of loops) await loop.stop();
         await deps.http.close();

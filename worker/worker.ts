@@ -1,6 +1,6 @@
 /**
- * The Temporal worker of durable-fetch: the fetch-records workflow and its activities on one
- * task queue.
+ * The Temporal workers of durable-fetch: the fetch-records workflow and its activities on one
+ * task queue, and the activity-only workers of isolated downstreams' task queues.
  */
 import { createRequire } from 'node:module';
 import type { WorkerDeploymentVersion } from '@temporalio/common';
@@ -63,13 +63,9 @@ export async function buildWorker(options: BuildWorkerOptions): Promise<Worker> 
   const workflows: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> = options.workflowBundle
     ? { workflowBundle: options.workflowBundle }
     : { workflowsPath: WORKFLOWS_PATH };
-  const activities: WorkerOptions['activities'] = createActivities(options.deps);
   return Worker.create({
-    connection: options.connection,
-    namespace: options.namespace,
-    taskQueue: options.taskQueue,
+    ...activityOptions(options),
     ...workflows,
-    activities,
     interceptors: {
       // Every activity's log lines carry its run's ids (activities/log-context.ts).
       activity: [activityLogContext],
@@ -78,6 +74,37 @@ export async function buildWorker(options: BuildWorkerOptions): Promise<Worker> 
     },
     // Workflows tell the worker their run's log context as they start (workflows/interceptors.ts).
     sinks: logContextSinks,
+  });
+}
+
+export interface BuildActivityWorkerOptions extends Omit<BuildWorkerOptions, 'workflowBundle'> {
+  /** The queue's dispatch limit set by this worker: where Temporal's task-queue config is refused. */
+  maxTaskQueueActivitiesPerSecond?: number;
+}
+
+/**
+ * Creates (does not run) a worker of activities only, on a queue no workflow task goes to: the
+ * task queue of an isolated downstream's partner calls (R8, worker/downstream-pollers.ts). It runs
+ * the same activities as {@link buildWorker}'s, with its own slots.
+ */
+export async function buildActivityWorker(options: BuildActivityWorkerOptions): Promise<Worker> {
+  return Worker.create({
+    ...activityOptions(options),
+    interceptors: { activity: [activityLogContext] },
+    ...(options.maxTaskQueueActivitiesPerSecond === undefined
+      ? {}
+      : { maxTaskQueueActivitiesPerSecond: options.maxTaskQueueActivitiesPerSecond }),
+  });
+}
+
+/** What every worker of the process shares: connection, activities, slots, shutdown, build stamp. */
+function activityOptions(options: BuildWorkerOptions) {
+  const activities: WorkerOptions['activities'] = createActivities(options.deps);
+  return {
+    connection: options.connection,
+    namespace: options.namespace,
+    taskQueue: options.taskQueue,
+    activities,
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivityTaskExecutions ?? 20,
     shutdownGraceTime: options.shutdownGraceTimeMs ?? 20_000,
     // Stamped, not versioned: workflow tasks go to any worker of the task queue, so an open run
@@ -90,5 +117,5 @@ export async function buildWorker(options: BuildWorkerOptions): Promise<Worker> 
     // 80 % of the heartbeat timeout), so a cancelled run stops its partner call promptly (R9).
     maxHeartbeatThrottleInterval: 2_000,
     defaultHeartbeatThrottleInterval: 2_000,
-  });
+  } satisfies Partial<WorkerOptions>;
 }

@@ -20,7 +20,8 @@ import { RUN_ENDED } from './error-types.ts';
 import { refuseInvalidInput } from './invalid-input.ts';
 import { errorOf, setStatus } from './outcome.ts';
 import { listenForResume, waitWhilePaused } from './pause-wait.ts';
-import { type PartnerPresetName, RETRY_PRESETS } from './retry-presets.ts';
+import { partnerFetches } from './partner-dispatch.ts';
+import { RETRY_PRESETS } from './retry-presets.ts';
 import { finish } from './run-end.ts';
 import { deadlineFrom, withinDeadline } from './run-deadline.ts';
 import { submitSummary } from './submit-summary.ts';
@@ -29,13 +30,6 @@ import type { FetchRecordsInput, FetchRecordsResult, ResumeState } from './types
 const db = proxyActivities<Pick<FetchActivities, 'claimRun' | 'storePage' | 'completeRun'>>(
   RETRY_PRESETS.database,
 );
-/** One proxy per partner preset: a source picks its preset by name (`Source.retryPolicy`). */
-const partnerProxy = (name: PartnerPresetName) =>
-  proxyActivities<Pick<FetchActivities, 'fetchPage'>>(RETRY_PRESETS[name]);
-const partners: Record<PartnerPresetName, ReturnType<typeof partnerProxy>> = {
-  partnerHttp: partnerProxy('partnerHttp'),
-  partnerHttpQuick: partnerProxy('partnerHttpQuick'),
-};
 
 /** Default number of pages per workflow execution before continue-as-new. */
 export const DEFAULT_PAGES_PER_EXECUTION = 50;
@@ -109,6 +103,8 @@ async function takeUp(input: FetchRecordsInput, retaken: boolean): Promise<Fetch
       submitSummary: claim.submitSummary,
       ...(claim.downstreamAction === undefined ? {} : { downstreamAction: claim.downstreamAction }),
       ...deadlineFrom(claim.maxRunTimeMs),
+      ...(claim.partnerQueue === undefined ? {} : { partnerQueue: claim.partnerQueue }),
+      ...(claim.partnerWeight === undefined ? {} : { partnerWeight: claim.partnerWeight }),
     };
     setStatus('running');
     pausedAtStart = claim.sourcePaused;
@@ -170,8 +166,7 @@ async function fetchAndStore(
   pausedAtStart: boolean,
 ): Promise<FetchRecordsResult> {
   let state = start;
-  // Resume state written before sources chose presets has none: the default preset then.
-  const partner = partners[state.retryPolicy ?? 'partnerHttp'];
+  const partner = partnerFetches(input.sourceId, state);
 
   const pagesPerExecution = Math.max(1, input.pagesPerExecution ?? DEFAULT_PAGES_PER_EXECUTION);
   let pagesThisExecution = 0;

@@ -10,8 +10,10 @@ import { isActionName, isBusinessDate, isCorrelationId, isJobType, isSourceId } 
 import { type BusinessKey, parseWorkflowId, workflowIdFor } from './business-key.ts';
 import {
   isIsoInstant,
+  isPartnerQueue,
   isUuid,
   MAX_CURSOR_LENGTH,
+  MAX_FAIRNESS_WEIGHT,
   MAX_PAGE_SIZE,
   MAX_PAGES_PER_EXECUTION,
 } from './input-limits.ts';
@@ -62,6 +64,10 @@ const oneOf =
   (values: readonly string[]): Rule =>
   (v) =>
     typeof v === 'string' && values.includes(v) ? undefined : `must be one of ${values.join(', ')}`;
+const weight: Rule = (v) =>
+  typeof v === 'number' && Number.isFinite(v) && v > 0 && v <= MAX_FAIRNESS_WEIGHT
+    ? undefined
+    : `must be a number above 0, at most ${MAX_FAIRNESS_WEIGHT}`;
 const boolean: Rule = (v) => (typeof v === 'boolean' ? undefined : 'must be true or false');
 const optional =
   (rule: Rule): Rule =>
@@ -96,6 +102,11 @@ const RESUME_RULES: { [K in keyof Required<ResumeState>]: Rule } = {
   waitingForResume: optional(boolean),
   // The run's deadline, fixed at its claim (absent from state written before runs had one).
   deadlineAt: optional(text(isIsoInstant, 'must be an ISO 8601 instant with an offset')),
+  // Where the run's page fetches go, fixed at its claim (absent from state written before).
+  partnerQueue: optional(
+    text(isPartnerQueue, 'must be a downstream task queue: <task queue>-ds-<downstream>'),
+  ),
+  partnerWeight: optional(weight),
 };
 
 /** The rules of every input field but `resume` (checked by {@link resumeProblems}). */

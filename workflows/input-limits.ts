@@ -37,3 +37,17 @@ const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 export function isUuid(value: string): boolean {
   return UUID_RE.test(value);
 }
+
+/** Largest fairness weight a source may have on its downstream's task queue (R8). */
+export const MAX_FAIRNESS_WEIGHT = 1000;
+
+/** Longest task queue name accepted (Temporal's default limit on ids and names). */
+export const MAX_TASK_QUEUE_LENGTH = 1000;
+
+/** `<deployment task queue>-ds-<downstream>`, the only queue a run's page fetches may move to. */
+const PARTNER_QUEUE_RE = /^[^\p{Cc}]+-ds-[a-z][a-z0-9_-]{0,62}$/u;
+
+/** True for the task queue of an isolated downstream's page fetches (db/downstreams.ts names them). */
+export function isPartnerQueue(value: string): boolean {
+  return value.length <= MAX_TASK_QUEUE_LENGTH && PARTNER_QUEUE_RE.test(value);
+}

@@ -63,6 +63,13 @@ export interface ResumeState {
    * (R9); absent from state written before runs had one (those run unbounded).
    */
   deadlineAt?: string;
+  /**
+   * The task queue of the run's page fetches when its source's downstream is isolated (R8),
+   * fixed at its claim; absent: the workflow's own task queue.
+   */
+  partnerQueue?: string;
+  /** The source's fairness weight on that queue (R8), fixed at its claim; absent: 1. */
+  partnerWeight?: number;
 }
 
 export type FetchRecordsResult =
@@ -99,6 +106,10 @@ export type ClaimResult =
       sourcePaused: boolean;
       /** The source's maximum run time (R9); absent from claims recorded before sources had one. */
       maxRunTimeMs?: number;
+      /** The task queue of its downstream when isolated (R8); absent: the workflow's own. */
+      partnerQueue?: string;
+      /** The source's fairness weight among its downstream's sources (R8); absent from older claims. */
+      partnerWeight?: number;
     }
   /** The business key's run already succeeded: nothing to do, its outcome is reported. */
   | { outcome: 'succeeded'; fetchRunId: string; pages: number; records: number }

@@ -102,6 +102,13 @@ function printReport(report: ApplyReport): void {
     }));
     console.log(table(rows, ['downstream', 'action', 'settings']));
   }
+  for (const q of report.queues) {
+    if (!q.applied)
+      console.log(
+        `task queue ${q.taskQueue}: Temporal refused its limits (${q.error}); the workers apply them again`,
+      );
+    else if (q.changed) console.log(`task queue ${q.taskQueue}: limits applied`);
+  }
   const words = report.dryRun ? PLANNED : DONE;
   const counts = (Object.keys(words) as PlanAction[])
     .filter((a) => a !== 'refused' || report.counts.refused > 0)
@@ -134,7 +141,7 @@ export function registerSourcesApply(sources: Command, ctx: () => CliContext): v
     .option('--by <who>', 'who (default: the OS user)')
     .option(
       '--json',
-      'print JSON: { file, dryRun, changes: [{ id, action, fields }], counts, schedules, downstreams: [{ id, action, fields }] }',
+      'print JSON: { file, dryRun, changes: [{ id, action, fields }], counts, schedules, downstreams: [{ id, action, fields }], queues }',
     )
     .addHelpText('after', APPLY_HELP)
     .action(async (opts: ApplyOpts) => {

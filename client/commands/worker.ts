@@ -4,6 +4,7 @@ import { installRuntime, startObservability } from '../../worker/observability.t
 import { workerPool } from '../../worker/db.ts';
 import { ensureSearchAttributes } from '../../worker/search-attributes.ts';
 import { describeBuild } from '../../worker/build-version.ts';
+import { describeDownstreamQueues } from '../../worker/downstream-pollers.ts';
 import { startWorkerProcess } from '../../worker/worker-process.ts';
 import type { CliContext } from '../cli-context.ts';
 
@@ -29,7 +30,12 @@ It stamps its build on every workflow task it completes (deployment 'durable-fet
 DURABLE_FETCH_BUILD_ID, else <package version>+<git commit> in a git checkout, '.dirty' with changed
 tracked files, else the package version): the Web UI shows it on each WorkflowTaskCompleted event.
 It does not opt into pinned Worker Deployment Versioning: an open run moves to a new build on its
-next workflow task, so workflow changes go behind patched() (docs/versioning.md).`;
+next workflow task, so workflow changes go behind patched() (docs/versioning.md).
+It also polls the task queue of every downstream of the sources file (<task queue>-ds-<downstream>)
+with that downstream's maxConcurrentCalls slots, on top of its own: an isolated downstream's page
+fetches run there (R8), and it puts an isolated downstream's callsPerSecond, sourceCallsPerSecond
+and sourceWeights on that queue as Temporal's task-queue config (server-side, across workers). It reads the downstreams again every
+DURABLE_FETCH_DOWNSTREAM_REFRESH_MS (default 10000; 0 = at start only); see docs/downstream-queues.md.`;
 
 /** Exit code of a process stopped by `signal` (128 + its number), as shells report it. */
 const signalExitCode = (signal: NodeJS.Signals) => (signal === 'SIGINT' ? 130 : 143);
@@ -66,7 +72,6 @@ export function registerWorker(program: Command, ctx: () => CliContext): void {
         cleanup: true,
         say: (line) => console.error(line),
       });
-      const { worker } = running;
       let signalled = false;
       const onSignal = (signal: NodeJS.Signals) => {
         if (signalled) {
@@ -80,7 +85,7 @@ export function registerWorker(program: Command, ctx: () => CliContext): void {
           `worker stopping (${signal}): no new tasks; running activities get ${graceMs} ms, then are ` +
             'cancelled (send it again to stop now)',
         );
-        if (worker.getState() === 'RUNNING') worker.shutdown();
+        running.shutdown();
       };
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
@@ -89,6 +94,8 @@ export function registerWorker(program: Command, ctx: () => CliContext): void {
         `worker polling task queue '${config.temporal.taskQueue}' with jobs ${running.jobs.types.join(', ')} ` +
           `as ${describeBuild(running.build)} (Ctrl-C to stop)`,
       );
+      const downstreamLine = describeDownstreamQueues(running.downstreams.polling());
+      if (downstreamLine) console.error(downstreamLine);
       await running.run();
       await observability.stop();
       console.error('worker stopped');

@@ -21,6 +21,7 @@ import { fileProblemsError, readSourcesFile, type SourcesFile } from './file.ts'
 import { type Plan, type PlanAction, type PlannedChange, planSources, type PlanStep } from './plan.ts';
 import { markRemoved } from './remove.ts';
 import { type DownstreamStep, planDownstreams, writeDownstream } from './apply-downstreams.ts';
+import { type AppliedQueueConfig, applyDownstreamQueueConfig } from '../downstream-queues.ts';
 import { writeSourceUpdate } from './update.ts';
 
 export interface ApplyContext extends PrismaCtx {
@@ -55,6 +56,11 @@ export interface ApplyReport {
   schedules: SyncChange[];
   /** One per downstream of the file (file order), then one per row it leaves out; none when it lists none. */
   downstreams: PlannedChange[];
+  /**
+   * Temporal's limits of each isolated downstream of the file, applied once the rows committed
+   * (none in a dry run). A refusal does not undo the rows: the workers apply them again.
+   */
+  queues: AppliedQueueConfig[];
 }
 
 const TOUCHES: ReadonlySet<PlanAction> = new Set(['create', 'update', 'remove']);
@@ -72,7 +78,7 @@ function reportOf(
     return { id, action, fields, ...(problem === undefined ? {} : { problem }) };
   });
   const lines = downstreams.map(({ id, action, fields }) => ({ id, action, fields }));
-  return { file: file.file, dryRun, changes, counts, schedules, downstreams: lines };
+  return { file: file.file, dryRun, changes, counts, schedules, downstreams: lines, queues: [] };
 }
 
 async function write(
@@ -119,7 +125,9 @@ async function restoreSchedules(
  * fields that differ) and, with `prune`, removes (`source.remove`) sources, and syncs the
  * schedules of those before committing. Sources already as the file says are left alone, so a
  * second apply writes nothing. A pruned source with open runs or unsettled actions is `refused`
- * in the report while the rest applies. With `dryRun`, only the plan: nothing is written or called.
+ * in the report while the rest applies. Once committed, the Temporal limits of the file's isolated
+ * downstreams are applied (`queues`; a refusal is reported, the workers apply them again). With
+ * `dryRun`, only the plan: nothing is written or called.
  * @throws UserFacingError INVALID_INPUT (the file changes a job type or reuses a removed id, or
  *   lists no sources with `prune`;
  *   nothing is changed), SOURCE_EXISTS (added meanwhile by someone else), INVALID_SCHEDULE
@@ -149,8 +157,9 @@ export async function applySources(
   }
   const temporal = await ctx.temporal();
   const synced: string[] = [];
+  let report: ApplyReport;
   try {
-    return await ctx.prisma.$transaction(
+    report = await ctx.prisma.$transaction(
       async (tx) => {
         const plan = await planSources(tx, file, { prune, lock: true });
         const ds = await planDownstreams(tx, file.file, file.downstreams, { lock: true });
@@ -188,6 +197,19 @@ export async function applySources(
     // A bug: still one, with what it left behind said.
     throw new Error(`applying ${file.file} failed: ${oneLine(errorMessage(err))}${left}`, { cause: err });
   }
+  const isolated = (file.downstreams ?? []).filter((d) => d.isolated);
+  if (isolated.length === 0) return report;
+  const queues = await applyDownstreamQueueConfig(
+    temporal,
+    temporal.options.namespace,
+    ctx.taskQueue,
+    isolated,
+    {
+      reason: reason,
+      identity: actor,
+    },
+  );
+  return { ...report, queues };
 }
 
 /**

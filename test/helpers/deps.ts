@@ -18,6 +18,8 @@ export function testDeps(prisma: PrismaClient, overrides: Partial<ActivityDeps> 
     leaseTtlMs: 60_000,
     idempotencyRetentionMs: 86_400_000,
     downstreams: (id) => findDownstream(prisma, id),
+    // A test worker (test/helpers/temporal.ts) puts its own queue here.
+    taskQueue: 'test',
     partnerPageLimit: 50,
     metrics: createMetrics(),
     ...overrides,

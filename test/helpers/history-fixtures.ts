@@ -9,6 +9,23 @@
  */
 import path from 'node:path';
 import { PROJECT_ROOT } from '../../worker/config.ts';
+import {
+  activityTypes,
+  all,
+  childStarted,
+  closedAs,
+  completed,
+  continued,
+  fetchesOn,
+  has,
+  hasParent,
+  is,
+  not,
+  pagesFetched,
+  retriedActivity,
+  runsActivity,
+  signalled,
+} from './history-checks.ts';
 
 export const HISTORIES_DIR = path.join(PROJECT_ROOT, 'test', 'histories');
 
@@ -33,56 +50,6 @@ export interface HistoryEvent {
   eventType: string;
   [attributes: string]: unknown;
 }
-
-const is = (type: string) => (e: HistoryEvent) => e.eventType === `EVENT_TYPE_${type}`;
-const attrs = (e: HistoryEvent, key: string) => (e[key] ?? {}) as Record<string, unknown>;
-const nameOf = (value: unknown) => (value as { name?: string } | undefined)?.name;
-
-/** Activity types the history scheduled, once each in order of first appearance. */
-export function activityTypes(events: HistoryEvent[]): string[] {
-  const types = events
-    .filter(is('ACTIVITY_TASK_SCHEDULED'))
-    .map((e) => nameOf(attrs(e, 'activityTaskScheduledEventAttributes').activityType) ?? '?');
-  return [...new Set(types)];
-}
-
-const closedAs = (status: string) => (events: HistoryEvent[]) =>
-  events.some(is(`WORKFLOW_EXECUTION_${status}`));
-const completed = closedAs('COMPLETED');
-const childStarted = (type: string) => (events: HistoryEvent[]) =>
-  events
-    .filter(is('START_CHILD_WORKFLOW_EXECUTION_INITIATED'))
-    .some(
-      (e) => nameOf(attrs(e, 'startChildWorkflowExecutionInitiatedEventAttributes').workflowType) === type,
-    );
-const runsActivity = (type: string) => (events: HistoryEvent[]) => activityTypes(events).includes(type);
-const retriedActivity = (events: HistoryEvent[]) =>
-  events
-    .filter(is('ACTIVITY_TASK_STARTED'))
-    .some((e) => Number(attrs(e, 'activityTaskStartedEventAttributes').attempt ?? 1) > 1);
-const signalled = (name: string) => (events: HistoryEvent[]) =>
-  events.filter(is('WORKFLOW_EXECUTION_SIGNALED')).some((e) => {
-    return attrs(e, 'workflowExecutionSignaledEventAttributes').signalName === name;
-  });
-const started = (events: HistoryEvent[]) =>
-  attrs(
-    events.find(is('WORKFLOW_EXECUTION_STARTED')) ?? { eventType: '' },
-    'workflowExecutionStartedEventAttributes',
-  );
-/** Started by continue-as-new (carries the previous execution's run id). */
-const continued = (events: HistoryEvent[]) => started(events).continuedExecutionRunId !== undefined;
-const hasParent = (events: HistoryEvent[]) => started(events).parentWorkflowExecution !== undefined;
-const pagesFetched = (n: number) => (events: HistoryEvent[]) =>
-  events
-    .filter(is('ACTIVITY_TASK_SCHEDULED'))
-    .filter((e) => nameOf(attrs(e, 'activityTaskScheduledEventAttributes').activityType) === 'fetchPage')
-    .length >= n;
-const all =
-  (...checks: ((events: HistoryEvent[]) => boolean)[]) =>
-  (events: HistoryEvent[]) =>
-    checks.every((check) => check(events));
-const has = (type: string) => (events: HistoryEvent[]) => events.some(is(type));
-const not = (check: (events: HistoryEvent[]) => boolean) => (events: HistoryEvent[]) => !check(events);
 
 export interface ExpectedFixture {
   file: string;
@@ -236,6 +203,16 @@ export const EXPECTED_FIXTURES: readonly ExpectedFixture[] = [
     shows: 'a start with an input the workflow refuses: recorded against its key, failed, no claim',
     check: all(closedAs('FAILED'), runsActivity('recordInvalidStart'), not(runsActivity('claimRun'))),
   },
+  ...[1, 2].map((n) => ({
+    file: `fetch-records-isolated-${n}.json`,
+    workflowType: FETCH,
+    shows: `execution ${n} of 2 of an isolated downstream's run (R8): its page fetched on the downstream's queue, keyed by the source with weight 2, ${n === 1 ? 'then continue-as-new' : 'from resume state, completed'}`,
+    check: all(
+      fetchesOn('hist-ds', 'hist-isolated', 2),
+      has('MARKER_RECORDED'),
+      n === 1 ? all(closedAs('CONTINUED_AS_NEW'), not(continued)) : all(completed, continued),
+    ),
+  })),
   {
     file: 'fetch-records-invalid-input-no-key.json',
     workflowType: FETCH,

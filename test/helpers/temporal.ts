@@ -11,6 +11,7 @@ import { readFile } from 'node:fs/promises';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import type { ActivityDeps } from '../../activities/index.ts';
+import { startDownstreamPollers } from '../../worker/downstream-pollers.ts';
 import { buildWorker, WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from '../../worker/worker.ts';
 
 let bundle: Promise<{ code: string }> | undefined;
@@ -38,8 +39,22 @@ export interface TestWorker {
   run<T>(fn: () => Promise<T>): Promise<T>;
 }
 
-/** A worker factory on a unique task queue with the given activity dependencies. */
-export async function testWorker(deps: ActivityDeps): Promise<TestWorker> {
+export interface TestWorkerOptions {
+  /**
+   * Also poll the task queue of every downstream in `deps.prisma` (read every second), as
+   * `durable-fetch worker` does (R8, worker/downstream-pollers.ts).
+   */
+  downstreams?: boolean;
+}
+
+/**
+ * A worker factory on a unique task queue with the given activity dependencies (their `taskQueue`
+ * becomes the worker's).
+ */
+export async function testWorker(
+  baseDeps: ActivityDeps,
+  options: TestWorkerOptions = {},
+): Promise<TestWorker> {
   if (!runtimeQuiet) {
     runtimeQuiet = true;
     // Warnings only; must happen before the first native connection of the process.
@@ -55,10 +70,12 @@ export async function testWorker(deps: ActivityDeps): Promise<TestWorker> {
   });
   const workflowBundle = await bundle;
   const taskQueue = `test-${randomUUID()}`;
+  const deps = { ...baseDeps, taskQueue };
   return {
     taskQueue,
     async run(fn) {
       const connection = await NativeConnection.connect({ address: temporalAddress() });
+      let client: Promise<Client> | undefined;
       try {
         const worker = await buildWorker({
           connection,
@@ -67,8 +84,24 @@ export async function testWorker(deps: ActivityDeps): Promise<TestWorker> {
           deps,
           workflowBundle,
         });
-        return await worker.runUntil(fn);
+        if (!options.downstreams) return await worker.runUntil(fn);
+        const pollers = await startDownstreamPollers({
+          connection,
+          namespace: 'default',
+          taskQueue,
+          deps,
+          temporal: () => (client ??= testClient()),
+          log: deps.log,
+          refreshMs: 1_000,
+          onFailure: (err) => console.error('downstream poller failed:', err),
+        });
+        try {
+          return await worker.runUntil(fn);
+        } finally {
+          await pollers.shutdown();
+        }
       } finally {
+        if (client) await (await client).connection.close();
         await connection.close();
       }
     },

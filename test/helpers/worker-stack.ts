@@ -1,8 +1,8 @@
 /**
  * The stack most end-to-end tests of runs stand on: the file's own cloned database, the demo
- * partner on a free port, a client of the shared Temporal dev server, and one real
- * `durable-fetch worker` process (or several, sharing everything) on a task queue of the file's
- * own — started before the file's tests, stopped after them.
+ * partner on a free port, a client of the shared Temporal dev server, and real
+ * `durable-fetch worker` processes (one unless told) on a task queue of the file's own — started
+ * before the file's tests, stopped after them.
  */
 import { randomUUID } from 'node:crypto';
 import { after, before } from 'node:test';
@@ -16,8 +16,9 @@ export interface WorkerStack {
   db: TestDatabase;
   partner: PartnerServer;
   client: Client;
-  /** The first of {@link workers}. */
+  /** The first worker process (of `workers`). */
   worker: Spawned;
+  /** Every worker process, all on the same task queue and database. */
   workers: Spawned[];
   taskQueue: string;
 }
@@ -29,8 +30,10 @@ export interface WorkerStackOptions {
   records: number | ((sourceId: string, date: string) => number);
   /** The worker's environment on top of the stack's (database, Temporal, queue, 50-record pages). */
   env?: Record<string, string>;
-  /** Worker processes on the queue; default 1. */
+  /** How many worker processes to run; default 1. */
   workers?: number;
+  /** Runs before the workers start (rows they must find at start, e.g. downstreams). */
+  beforeWorkers?: (stack: Pick<WorkerStack, 'db' | 'partner' | 'client' | 'taskQueue'>) => Promise<void>;
 }
 
 /**
@@ -46,6 +49,7 @@ export function useWorkerStack(options: WorkerStackOptions): WorkerStack {
       startPartner({ port: 0, recordCount: typeof records === 'number' ? () => records : records }),
       testClient(),
     ]);
+    await options.beforeWorkers?.(stack);
     stack.workers = Array.from({ length: options.workers ?? 1 }, () =>
       spawnWorker({
         DATABASE_URL: stack.db.url,
@@ -56,7 +60,7 @@ export function useWorkerStack(options: WorkerStackOptions): WorkerStack {
         ...options.env,
       }),
     );
-    stack.worker = stack.workers[0] as Spawned;
+    [stack.worker] = stack.workers as [Spawned];
     await Promise.all(stack.workers.map((w) => w.waitFor(/worker polling task queue/, 60_000)));
   });
   after(async () => {

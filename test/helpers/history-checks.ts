@@ -1,0 +1,75 @@
+/**
+ * What a recorded history shows, as checks over its events (test/helpers/history-fixtures.ts
+ * says which each fixture must pass): activities scheduled and retried, how the execution
+ * closed, children, signals, continue-as-new, and where page fetches were dispatched.
+ */
+import type { HistoryEvent } from './history-fixtures.ts';
+
+export const is = (type: string) => (e: HistoryEvent) => e.eventType === `EVENT_TYPE_${type}`;
+const attrs = (e: HistoryEvent, key: string) => (e[key] ?? {}) as Record<string, unknown>;
+const nameOf = (value: unknown) => (value as { name?: string } | undefined)?.name;
+
+/** Activity types the history scheduled, once each in order of first appearance. */
+export function activityTypes(events: HistoryEvent[]): string[] {
+  const types = events
+    .filter(is('ACTIVITY_TASK_SCHEDULED'))
+    .map((e) => nameOf(attrs(e, 'activityTaskScheduledEventAttributes').activityType) ?? '?');
+  return [...new Set(types)];
+}
+
+export const closedAs = (status: string) => (events: HistoryEvent[]) =>
+  events.some(is(`WORKFLOW_EXECUTION_${status}`));
+export const completed = closedAs('COMPLETED');
+export const childStarted = (type: string) => (events: HistoryEvent[]) =>
+  events
+    .filter(is('START_CHILD_WORKFLOW_EXECUTION_INITIATED'))
+    .some(
+      (e) => nameOf(attrs(e, 'startChildWorkflowExecutionInitiatedEventAttributes').workflowType) === type,
+    );
+export const runsActivity = (type: string) => (events: HistoryEvent[]) =>
+  activityTypes(events).includes(type);
+export const retriedActivity = (events: HistoryEvent[]) =>
+  events
+    .filter(is('ACTIVITY_TASK_STARTED'))
+    .some((e) => Number(attrs(e, 'activityTaskStartedEventAttributes').attempt ?? 1) > 1);
+export const signalled = (name: string) => (events: HistoryEvent[]) =>
+  events.filter(is('WORKFLOW_EXECUTION_SIGNALED')).some((e) => {
+    return attrs(e, 'workflowExecutionSignaledEventAttributes').signalName === name;
+  });
+const started = (events: HistoryEvent[]) =>
+  attrs(
+    events.find(is('WORKFLOW_EXECUTION_STARTED')) ?? { eventType: '' },
+    'workflowExecutionStartedEventAttributes',
+  );
+/** Started by continue-as-new (carries the previous execution's run id). */
+export const continued = (events: HistoryEvent[]) => started(events).continuedExecutionRunId !== undefined;
+export const hasParent = (events: HistoryEvent[]) => started(events).parentWorkflowExecution !== undefined;
+export const pagesFetched = (n: number) => (events: HistoryEvent[]) =>
+  events
+    .filter(is('ACTIVITY_TASK_SCHEDULED'))
+    .filter((e) => nameOf(attrs(e, 'activityTaskScheduledEventAttributes').activityType) === 'fetchPage')
+    .length >= n;
+/** Every fetchPage the history scheduled went to a queue `<…>-ds-<downstream>` keyed `key`, weight `weight`. */
+export const fetchesOn = (downstream: string, key: string, weight: number) => (events: HistoryEvent[]) => {
+  const fetches = events
+    .filter(is('ACTIVITY_TASK_SCHEDULED'))
+    .map((e) => attrs(e, 'activityTaskScheduledEventAttributes'))
+    .filter((a) => nameOf(a.activityType) === 'fetchPage');
+  return (
+    fetches.length > 0 &&
+    fetches.every((a) => {
+      const priority = (a.priority ?? {}) as { fairnessKey?: string; fairnessWeight?: number };
+      return (
+        (nameOf(a.taskQueue) ?? '').endsWith(`-ds-${downstream}`) &&
+        priority.fairnessKey === key &&
+        priority.fairnessWeight === weight
+      );
+    })
+  );
+};
+export const all =
+  (...checks: ((events: HistoryEvent[]) => boolean)[]) =>
+  (events: HistoryEvent[]) =>
+    checks.every((check) => check(events));
+export const has = (type: string) => (events: HistoryEvent[]) => events.some(is(type));
+export const not = (check: (events: HistoryEvent[]) => boolean) => (events: HistoryEvent[]) => !check(events);
