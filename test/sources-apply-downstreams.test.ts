@@ -73,6 +73,9 @@ describe('sources file: downstreams (R8)', { timeout: 300_000 }, () => {
       report.queues.map((q) => [q.downstream, q.taskQueue, q.applied, q.config?.queueLimit?.perSecond]),
       [['sds-api', `${t.taskQueue}-ds-sds-api`, true, 20]],
     );
+    const shown = await cli('breakers', 'show', 'sds-api');
+    ok(shown);
+    assert.match(shown.stdout, /^in Temporal\s+20\/s in force \(api\); queue 20\/s, per source unset$/m);
     const api = await findDownstream(t.db.prisma, 'sds-api');
     assert.equal(api.callsPerSecond, 20);
     assert.equal(api.breaker.openMs, 5000);

@@ -15,6 +15,8 @@ import {
   showBreaker,
   stateCell,
 } from '../breakers.ts';
+import { type DownstreamQueueConfig, describeDownstreamQueueConfig } from '../downstream-queues.ts';
+import { errorMessage } from '../../runtime/errors.ts';
 import { duration, table } from '../format.ts';
 import { printAuditTrail, printJson } from './output.ts';
 
@@ -27,9 +29,9 @@ with CircuitOpen when it will let trial calls through (half-open); a trial's suc
 failure opens it again. Retries also draw on the downstream's retry budget: at most a share of the
 calls of its window (or a floor); a retry beyond it waits.
 \`breakers open\` forces a breaker open until \`breakers close\`: no worker calls the partner from
-its next call on (each call reads the breaker row); calls already out finish. Runs keep retrying
-(CircuitOpen, each attempt counted) and end as dead letters once their attempts run out: replay
-them afterwards with \`dlq replay --rate\`. \`breakers close\` lets calls go out again and counts
+its next call on (each call reads the breaker row); calls already out finish. Runs wait: they
+retry with CircuitOpen, and a step that spends its attempts so runs again after a wait (up to 120
+times, within the source's maximum run time). \`breakers close\` lets calls go out again and counts
 failures from then on. Both are audited (who: --by, default the OS user; why: --reason). Opening a
 breaker already forced open, or closing a closed one, is refused (exit 1) and changes nothing, as
 is a downstream that no downstream row, source or breaker names (a typo would steer nothing).`;
@@ -53,6 +55,19 @@ function row(b: DownstreamBreaker, taskQueue: string): Record<string, string> {
 }
 
 const COLUMNS = ['downstream', 'state', 'since', 'reason', 'calls/failed', 'retries', 'queue'];
+
+/** Temporal's side of an isolated downstream's limits: what it enforces now, and what the API set. */
+function temporalText(t: { config: DownstreamQueueConfig } | { error: string } | undefined): string {
+  if (t === undefined) return '- (shared queue: no limits of its own)';
+  if ('error' in t) return `unknown: ${t.error}`;
+  const { queueLimit, sourceLimit, effective } = t.config;
+  const now = effective ? `${effective.perSecond}/s in force (${effective.source})` : 'no limit in force';
+  const set = [
+    queueLimit ? `queue ${queueLimit.perSecond}/s` : 'queue unset',
+    sourceLimit ? `per source ${sourceLimit.perSecond}/s` : 'per source unset',
+  ];
+  return `${now}; ${set.join(', ')}`;
+}
 
 /** `durable-fetch breakers list|show|open|close`. */
 export function registerBreakers(program: Command, ctx: () => CliContext): void {
@@ -92,7 +107,18 @@ export function registerBreakers(program: Command, ctx: () => CliContext): void 
       const c = ctx();
       const b = await showBreaker({ prisma: await c.prisma() }, name);
       const taskQueue = c.config.temporal.taskQueue;
-      if (opts.json) return printJson({ ...b, taskQueue: queueName(b, taskQueue) });
+      // What Temporal enforces on an isolated downstream's queue, as it says it.
+      const temporal = b.settings.isolated
+        ? await describeDownstreamQueueConfig(
+            await c.temporal(),
+            c.config.temporal.namespace,
+            taskQueue,
+            b.downstream,
+          )
+            .then((config) => ({ config }))
+            .catch((err: unknown) => ({ error: errorMessage(err) }))
+        : undefined;
+      if (opts.json) return printJson({ ...b, taskQueue: queueName(b, taskQueue), temporal });
       const { breaker: s, retryBudget: r } = b.settings;
       const fields: [string, string][] = [
         ['downstream', b.downstream],
@@ -131,6 +157,7 @@ export function registerBreakers(program: Command, ctx: () => CliContext): void 
           b.settings.sourceCallsPerSecond === undefined ? 'no limit' : `${b.settings.sourceCallsPerSecond}/s`,
         ],
         ['source weights', JSON.stringify(b.settings.sourceWeights)],
+        ['in Temporal', temporalText(temporal)],
         ['sources', b.sources.join(', ') || 'none'],
       ];
       const width = Math.max(...fields.map(([k]) => k.length));
