@@ -45,7 +45,11 @@ describe('sources files', () => {
 
   it('validate checks a YAML or JSON file without the database or Temporal', async () => {
     const good = await runCliInProcess(['sources', 'validate', '-f', 'examples/sources.yaml'], env);
-    assert.deepEqual([good.code, good.stdout, good.stderr], [0, 'ok: 3 sources\n', ''], detail(good));
+    assert.deepEqual(
+      [good.code, good.stdout, good.stderr],
+      [0, 'ok: 3 sources, 1 downstream\n', ''],
+      detail(good),
+    );
 
     const bad = path.join(dir, 'bad.json');
     const source = { id: 'x', job: 'exchange-rates', baseUrl: 'https://x.example.test' };
