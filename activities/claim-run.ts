@@ -69,6 +69,7 @@ export function createClaimRun(deps: ActivityDeps) {
     const retryPolicy = source.retryPolicy;
     // Where the run's page fetches go, and its fair share there (R8), fixed for the run.
     const downstream = await deps.downstreams(source.downstream);
+    const weight = downstream.sourceWeights[source.id] ?? 1;
     // The source's job runs the run; a starter that names another (or a workflow id of another)
     // was started for a different job than the source has.
     const named = input.jobType ?? parseWorkflowId(input.workflowId)?.jobType ?? source.jobType;
@@ -127,7 +128,9 @@ export function createClaimRun(deps: ActivityDeps) {
         sourcePaused: source.pausedAt !== null,
         maxRunTimeMs: source.maxRunTimeMs,
         ...(downstream.isolated ? { partnerQueue: downstreamTaskQueue(deps.taskQueue, downstream.id) } : {}),
-        partnerWeight: downstream.sourceWeights[source.id] ?? 1,
+        // Only when it is not the default: a resume state without new fields stays readable by
+        // the build before this one (a rollback), as long as the downstream is not isolated.
+        ...(weight === 1 ? {} : { partnerWeight: weight }),
       };
     }
     const current = await findRunByKey(prisma, runKey);

@@ -5,6 +5,7 @@
  * retry budget (R8), and the call counted for the source's metrics.
  */
 import { Context } from '@temporalio/activity';
+import { releaseTrial } from '../db/breaker.ts';
 import { breakerScope } from '../db/downstreams.ts';
 import { recordLastError } from '../db/ledger.ts';
 import type { Source } from '../prisma/generated/client.ts';
@@ -31,6 +32,12 @@ export function createPartnerCalls(deps: ActivityDeps) {
 
   return {
     admit,
+
+    /** Gives back what `admit` let through when the call is not made after all (best effort). */
+    async release(admitted: AdmittedCall): Promise<void> {
+      if (!admitted.trial) return;
+      await releaseTrial(deps.prisma, admitted.settings.id).catch(() => undefined);
+    },
 
     /**
      * Runs one hook of the source's downstream action with heartbeats and the activity's cancel

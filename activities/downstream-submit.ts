@@ -62,12 +62,22 @@ export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) 
       // next attempt finds the ledger as this one did and calls (R8) instead of reconciling.
       const admitted = await calls.admit(source, 'submit');
       const countedFrom = performance.now();
-      const intent = await countCall(prisma, input, {
-        actionId: input.actionId,
-        expectedAttempts: input.expectedAttempts,
-        settleMs,
-      });
-      if (!intent) return settledBefore(input);
+      let intent: Awaited<ReturnType<typeof countCall>>;
+      try {
+        intent = await countCall(prisma, input, {
+          actionId: input.actionId,
+          expectedAttempts: input.expectedAttempts,
+          settleMs,
+        });
+      } catch (err) {
+        await calls.release(admitted);
+        throw err;
+      }
+      if (!intent) {
+        // Nothing to send: the breaker's trial place, if this was one, goes back.
+        await calls.release(admitted);
+        return settledBefore(input);
+      }
       const counted = input.expectedAttempts + 1;
       deps.log.info(
         { actionId: input.actionId, reference: intent.reference, call: counted },

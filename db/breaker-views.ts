@@ -4,7 +4,6 @@
  * override takes on a breaker row. Every read uses the database's clock, like the admissions.
  */
 import { Prisma, type PrismaClient } from '../prisma/generated/client.ts';
-import { type BreakerView, readBreakers } from './breaker.ts';
 import {
   breakerScope,
   DEFAULT_DOWNSTREAM,
@@ -15,6 +14,76 @@ import {
 } from './downstreams.ts';
 
 type Db = Pick<PrismaClient, '$queryRaw'>;
+
+const secs = (ms: number) => ms / 1000;
+
+/**
+ * A breaker row's state as of now, `b` its alias: open past its half-open time reads half-open
+ * (the next call is let through as a trial; until one comes, the row itself still says open).
+ */
+export const BREAKER_STATE_NOW = Prisma.sql`CASE WHEN b.state = 'open' AND NOT b.forced AND b.half_open_at <= now()
+  THEN 'half_open' ELSE b.state::text END`;
+
+/** A breaker as operators see it. */
+export interface BreakerView {
+  downstream: string;
+  state: 'closed' | 'open' | 'half_open';
+  forced: boolean;
+  halfOpenAt: Date | null;
+  reason: string | null;
+  changedBy: string | null;
+  changedAt: Date | null;
+  /** Over the breaker's window: calls, failures (since it last closed), retries over the budget's. */
+  window: { calls: number; failures: number; retries: number };
+}
+
+/**
+ * The breakers of `downstreams` (closed with an empty window when it has no row); one open past
+ * its half-open time reads half-open, as the next call will find it.
+ */
+export async function readBreakers(
+  db: Db,
+  downstreams: readonly DownstreamSettings[],
+): Promise<BreakerView[]> {
+  const views: BreakerView[] = [];
+  for (const s of downstreams) {
+    const rows = await db.$queryRaw<
+      {
+        state: BreakerView['state'] | null;
+        forced: boolean | null;
+        half_open_at: Date | null;
+        reason: string | null;
+        changed_by: string | null;
+        changed_at: Date | null;
+        calls: number;
+        failures: number;
+        retries: number;
+      }[]
+    >`
+      SELECT ${BREAKER_STATE_NOW} AS state, b.forced, b.half_open_at, b.reason, b.changed_by, b.changed_at,
+             (SELECT COALESCE(sum(calls), 0)::int FROM downstream_calls c
+               WHERE c.downstream = ${s.id} AND c.second > now() - make_interval(secs => ${secs(s.breaker.windowMs)}::float8)
+                 AND c.second > date_trunc('second', COALESCE(b.count_from, '-infinity'::timestamptz))) AS calls,
+             (SELECT COALESCE(sum(failures), 0)::int FROM downstream_calls c
+               WHERE c.downstream = ${s.id} AND c.second > now() - make_interval(secs => ${secs(s.breaker.windowMs)}::float8)
+                 AND c.second > date_trunc('second', COALESCE(b.count_from, '-infinity'::timestamptz))) AS failures,
+             (SELECT COALESCE(sum(retries), 0)::int FROM downstream_calls c
+               WHERE c.downstream = ${s.id} AND c.second > now() - make_interval(secs => ${secs(s.retryBudget.windowMs)}::float8)) AS retries
+        FROM (SELECT 1) AS one LEFT JOIN breaker b ON b.downstream = ${s.id}`;
+    const r = rows[0];
+    views.push({
+      downstream: s.id,
+      state: r?.state ?? 'closed',
+      forced: r?.forced ?? false,
+      halfOpenAt: r?.half_open_at ?? null,
+      reason: r?.reason ?? null,
+      changedBy: r?.changed_by ?? null,
+      changedAt: r?.changed_at ?? null,
+      window: { calls: r?.calls ?? 0, failures: r?.failures ?? 0, retries: r?.retries ?? 0 },
+    });
+  }
+  return views;
+}
 
 /**
  * The names of {@link knownDownstreams}, as a query of one column `id`. A source that names no
@@ -51,7 +120,7 @@ export interface BreakerState {
 export async function readBreakerStates(db: Db): Promise<BreakerState[]> {
   return db.$queryRaw<BreakerState[]>`
     WITH ids AS (${KNOWN_IDS})
-    SELECT ids.id AS downstream, COALESCE(b.state::text, 'closed') AS state, COALESCE(b.forced, false) AS forced
+    SELECT ids.id AS downstream, COALESCE(${BREAKER_STATE_NOW}, 'closed') AS state, COALESCE(b.forced, false) AS forced
       FROM ids LEFT JOIN breaker b ON b.downstream = ids.id
      ORDER BY 1`;
 }

@@ -17,6 +17,9 @@ export type Refusal = 'open' | 'forced_open' | 'trials_busy' | 'retry_budget';
 export type Admission =
   { admitted: true; trial: boolean } | { admitted: false; refusal: Refusal; waitMs: number };
 
+/** The states of a breaker. */
+export type BreakerStateName = 'closed' | 'open' | 'half_open';
+
 /** The actor of the transitions the breaker makes on its own. */
 export const BREAKER_ACTOR = 'system:breaker';
 
@@ -138,62 +141,15 @@ export async function recordTrial(
   return { from: 'half_open', to: ok ? 'closed' : 'open', reason };
 }
 
-/** A breaker as operators see it. */
-export interface BreakerView {
-  downstream: string;
-  state: 'closed' | 'open' | 'half_open';
-  forced: boolean;
-  halfOpenAt: Date | null;
-  reason: string | null;
-  changedBy: string | null;
-  changedAt: Date | null;
-  /** Over the breaker's window: calls, failures (since it last closed), retries over the budget's. */
-  window: { calls: number; failures: number; retries: number };
-}
-
-/** The breakers of `downstreams` (closed with an empty window when it has no row). */
-export async function readBreakers(
-  db: Db,
-  downstreams: readonly DownstreamSettings[],
-): Promise<BreakerView[]> {
-  const views: BreakerView[] = [];
-  for (const s of downstreams) {
-    const rows = await db.$queryRaw<
-      {
-        state: BreakerView['state'] | null;
-        forced: boolean | null;
-        half_open_at: Date | null;
-        reason: string | null;
-        changed_by: string | null;
-        changed_at: Date | null;
-        calls: number;
-        failures: number;
-        retries: number;
-      }[]
-    >`
-      SELECT b.state, b.forced, b.half_open_at, b.reason, b.changed_by, b.changed_at,
-             (SELECT COALESCE(sum(calls), 0)::int FROM downstream_calls c
-               WHERE c.downstream = ${s.id} AND c.second > now() - make_interval(secs => ${secs(s.breaker.windowMs)}::float8)
-                 AND c.second > date_trunc('second', COALESCE(b.count_from, '-infinity'::timestamptz))) AS calls,
-             (SELECT COALESCE(sum(failures), 0)::int FROM downstream_calls c
-               WHERE c.downstream = ${s.id} AND c.second > now() - make_interval(secs => ${secs(s.breaker.windowMs)}::float8)
-                 AND c.second > date_trunc('second', COALESCE(b.count_from, '-infinity'::timestamptz))) AS failures,
-             (SELECT COALESCE(sum(retries), 0)::int FROM downstream_calls c
-               WHERE c.downstream = ${s.id} AND c.second > now() - make_interval(secs => ${secs(s.retryBudget.windowMs)}::float8)) AS retries
-        FROM (SELECT 1) AS one LEFT JOIN breaker b ON b.downstream = ${s.id}`;
-    const r = rows[0];
-    views.push({
-      downstream: s.id,
-      state: r?.state ?? 'closed',
-      forced: r?.forced ?? false,
-      halfOpenAt: r?.half_open_at ?? null,
-      reason: r?.reason ?? null,
-      changedBy: r?.changed_by ?? null,
-      changedAt: r?.changed_at ?? null,
-      window: { calls: r?.calls ?? 0, failures: r?.failures ?? 0, retries: r?.retries ?? 0 },
-    });
-  }
-  return views;
+/**
+ * Gives back a trial place taken by a call that was then not made (its caller found it had
+ * nothing to send): without it the place stays taken until the open time passes again.
+ */
+export async function releaseTrial(db: Db, downstream: string): Promise<void> {
+  await db.$queryRaw`
+    UPDATE breaker SET trials_started = GREATEST(0, trials_started - 1)
+     WHERE downstream = ${downstream} AND state = 'half_open' AND trials_started > 0
+    RETURNING 1 AS n`;
 }
 
 /**
@@ -206,8 +162,8 @@ export async function setBreaker(
   downstream: string,
   to: 'open' | 'closed',
   by: { actor: string; reason: string },
-): Promise<{ state: BreakerView['state']; forced: boolean }> {
-  const rows = await db.$queryRaw<{ state: BreakerView['state']; forced: boolean }[]>`
+): Promise<{ state: BreakerStateName; forced: boolean }> {
+  const rows = await db.$queryRaw<{ state: BreakerStateName; forced: boolean }[]>`
     WITH before AS (SELECT state, forced FROM breaker WHERE downstream = ${downstream})
     INSERT INTO breaker AS b (downstream, state, forced, reason, changed_by, changed_at, count_from)
     VALUES (${downstream}, ${to}::breaker_state, ${to === 'open'}, ${by.reason}, ${by.actor}, now(), now())

@@ -47,39 +47,58 @@ export const breakerSchema = z.strictObject({
 /** How many retries a downstream receives. Default: 20 % of the calls of a minute, at least 10. */
 export const retryBudgetSchema = z.strictObject({
   ratio: share().default(0.2).describe('Retries are at most this share of the calls.'),
-  minRetries: count(0, 100_000).default(10).describe('…or this many per window, whichever is more.'),
+  minRetries: count(1, 100_000)
+    .default(10)
+    .describe(
+      '…or this many per window, whichever is more (at least 1: with none, retries after an outage would wait for first attempts that may never come).',
+    ),
   windowMs: ms(1_000, 3_600_000).default(60_000).describe("The budget's sliding window (ms)."),
 });
 
 /** One downstream of a sources file. */
-export const downstreamSettingsSchema = z.strictObject({
-  id: z
-    .string()
-    .regex(DOWNSTREAM_ID_RE, "expected a name of 1..63 a-z, 0-9, '-' and '_'")
-    .describe('The name sources give as `downstream`.'),
-  isolated: z
-    .boolean()
-    .default(false)
-    .describe('Its partner calls go to a task queue of their own, with their own worker slots.'),
-  maxConcurrentCalls: count(1, 1_000)
-    .default(10)
-    .describe('Worker slots of its task queue, per worker process (isolated downstreams).'),
-  callsPerSecond: perSecond()
-    .optional()
-    .describe("Temporal's server-side limit on its partner calls, across every worker (isolated)."),
-  sourceCallsPerSecond: perSecond()
-    .optional()
-    .describe('The same limit per source (fairness key) on its task queue (isolated).'),
-  sourceWeights: z
-    .record(
-      z.string(),
-      z.number().gt(0, 'a weight must be above 0').max(1_000, 'a weight must be at most 1000'),
-    )
-    .default({})
-    .describe("Sources' fair shares of its task queue (source id → weight, default 1)."),
-  breaker: breakerSchema.default(breakerSchema.parse({})),
-  retryBudget: retryBudgetSchema.default(retryBudgetSchema.parse({})),
-});
+export const downstreamSettingsSchema = z
+  .strictObject({
+    id: z
+      .string()
+      .regex(DOWNSTREAM_ID_RE, "expected a name of 1..63 a-z, 0-9, '-' and '_'")
+      .describe('The name sources give as `downstream`.'),
+    isolated: z
+      .boolean()
+      .default(false)
+      .describe('Its partner calls go to a task queue of their own, with their own worker slots.'),
+    maxConcurrentCalls: count(1, 1_000)
+      .default(10)
+      .describe('Worker slots of its task queue, per worker process (isolated downstreams).'),
+    callsPerSecond: perSecond()
+      .optional()
+      .describe("Temporal's server-side limit on its partner calls, across every worker (isolated)."),
+    sourceCallsPerSecond: perSecond()
+      .optional()
+      .describe('The same limit per source (fairness key) on its task queue (isolated).'),
+    sourceWeights: z
+      .record(
+        z.string(),
+        z.number().gt(0, 'a weight must be above 0').max(1_000, 'a weight must be at most 1000'),
+      )
+      .default({})
+      .describe("Sources' fair shares of its task queue (source id → weight, default 1)."),
+    breaker: breakerSchema.default(breakerSchema.parse({})),
+    retryBudget: retryBudgetSchema.default(retryBudgetSchema.parse({})),
+  })
+  .superRefine((d, ctx) => {
+    // Temporal's limits are put on the downstream's own queue: on the shared one they would bind
+    // every other downstream too, so a limit there would be stored and never applied.
+    for (const key of ['callsPerSecond', 'sourceCallsPerSecond'] as const) {
+      if (!d.isolated && d[key] !== undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [key],
+          message:
+            'applies only to an isolated downstream (a task queue of its own): set isolated: true, or leave it out',
+        });
+      }
+    }
+  });
 
 export type DownstreamSettings = z.output<typeof downstreamSettingsSchema>;
 export type DownstreamSettingsInput = z.input<typeof downstreamSettingsSchema>;

@@ -3,7 +3,8 @@
 // the budget's bound on retries, each asserted on the rows every worker reads.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { admitCall, readBreakers, recordFailure, recordTrial, setBreaker } from '../db/breaker.ts';
+import { admitCall, recordFailure, recordTrial, setBreaker } from '../db/breaker.ts';
+import { readBreakers } from '../db/breaker-views.ts';
 import {
   breakerScope,
   defaultSettings,
@@ -28,7 +29,7 @@ function downstream(over: Partial<DownstreamSettings['breaker']> = {}, budget = 
   return downstreamSettingsSchema.parse({
     id: `ds-${++n}`,
     breaker: { failureRate: 0.5, minCalls: 4, windowMs: 60_000, openMs: 60_000, trialCalls: 2, ...over },
-    retryBudget: { ratio: 0.2, minRetries: 0, windowMs: 60_000, ...budget },
+    retryBudget: { ratio: 0.2, minRetries: 1, windowMs: 60_000, ...budget },
   });
 }
 
@@ -176,10 +177,15 @@ void describe('retry budget', () => {
     }
   });
 
-  void it('retry budget: its floor of 0 with no calls refuses the first retry', async () => {
-    const s = downstream({}, { ratio: 0.5, minRetries: 0 });
+  void it('retry budget: its floor lets retries through with no first attempt in the window (after an outage, all are retries)', async () => {
+    const s = downstream({}, { ratio: 0.2, minRetries: 1 });
+    assert.deepEqual(await admitCall(db.prisma, s, true), { admitted: true, trial: false });
     const a = await admitCall(db.prisma, s, true);
     assert.ok(!a.admitted && a.refusal === 'retry_budget');
+    assert.throws(
+      () => downstreamSettingsSchema.parse({ id: 'x', retryBudget: { minRetries: 0 } }),
+      /at least 1/,
+    );
   });
 });
 

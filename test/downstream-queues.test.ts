@@ -14,7 +14,9 @@ import { testClient } from './helpers/temporal.ts';
 const NAMESPACE = 'default';
 let client: Client;
 
-const settings = (input: DownstreamSettingsInput) => downstreamSettingsSchema.parse(input);
+/** An isolated downstream's settings: Temporal's limits apply only to a queue of its own. */
+const settings = (input: DownstreamSettingsInput) =>
+  downstreamSettingsSchema.parse({ isolated: true, ...input });
 
 before(async () => {
   client = await testClient();

@@ -11,8 +11,11 @@ import { useEmptyDatabase } from './helpers/database.ts';
 const EXPECTED_TABLES = [
   '_prisma_migrations',
   'audit_entry',
+  'breaker',
   'dead_letter',
+  'downstream',
   'downstream_action',
+  'downstream_calls',
   'exchange_rate',
   'fetch_run',
   'fetched_page',

@@ -24,15 +24,16 @@ const source = (id: string, downstream: string) =>
   `  - id: ${id}\n    baseUrl: https://${id}.example.test\n    downstream: ${downstream}\n`;
 
 describe('sources file: downstreams (R8)', { timeout: 300_000 }, () => {
-  it('validate: each impossible setting is refused with one line naming it (threshold over 1, empty window, zero rate, a typo)', async () => {
+  it('validate: each impossible setting is refused with one line naming it (threshold over 1, empty window, zero rate, a limit on a shared queue, a typo)', async () => {
     const file = await tempFile(
       'bad-ds.yaml',
       `sources:\n${source('sds-a', 'sds-partnr')}downstreams:\n` +
         '  - id: sds-partner\n' +
+        '    isolated: true\n' +
         '    callsPerSecond: 0\n' +
         '    breaker: { failureRate: 1.5, windowMs: 0 }\n' +
         '    retryBudget: { ratio: 0.2, minRetries: -1, spare: 3 }\n' +
-        '  - id: sds-partner\n',
+        '  - id: sds-partner\n    sourceCallsPerSecond: 2\n',
     );
     const run = await cli('sources', 'validate', '-f', file);
     assert.equal(run.code, 1, detail(run));
@@ -44,7 +45,8 @@ describe('sources file: downstreams (R8)', { timeout: 300_000 }, () => {
         `${file}: downstreams[0].breaker.windowMs: must be at least 1000 ms`,
         `${file}: downstreams[0].callsPerSecond: must be above 0 (leave it out for no limit)`,
         `${file}: downstreams[0].retryBudget: Unrecognized key: "spare"`,
-        `${file}: downstreams[0].retryBudget.minRetries: must be at least 0`,
+        `${file}: downstreams[0].retryBudget.minRetries: must be at least 1`,
+        `${file}: downstreams[1].sourceCallsPerSecond: applies only to an isolated downstream (a task queue of its own): set isolated: true, or leave it out`,
         `${file}: sources[0].downstream: 'sds-partnr' is not in the file's downstreams (list it there, or leave \`downstreams\` out to keep the table as it is)`,
       ].sort(),
     );

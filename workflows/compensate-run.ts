@@ -15,6 +15,7 @@
 import { isCancellation, log, patched, proxyActivities } from '@temporalio/workflow';
 import type { FetchActivities } from '../activities/index.ts';
 import { errorOf, setStatus } from './outcome.ts';
+import { outlastingOutages } from './database-outage.ts';
 import { RETRY_PRESETS } from './retry-presets.ts';
 import { lookUpUntilSettled } from './settle-lookup.ts';
 import type { CompensateRunInput, CompensateRunResult, DownstreamActionView } from './types.ts';
@@ -61,7 +62,11 @@ async function settle(action: DownstreamActionView, round: number): Promise<Outc
       if (!found.found) return 'notApplied';
       if (found.partnerState === 'voided') return 'compensated';
     }
-    const done = await undo.compensateDownstream({ actionId: action.actionId, round });
+    // A void the partner's breaker holds back (an outage, an operator's forced open) waits for
+    // it rather than handing the action to a human.
+    const done = await outlastingOutages('compensateDownstream', () =>
+      undo.compensateDownstream({ actionId: action.actionId, round }),
+    );
     if (done.state === 'compensated') return 'compensated';
     return done.state === 'not_applied' ? 'notApplied' : 'kept';
   } catch (err) {

@@ -15,7 +15,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { FetchActivities } from '../activities/index.ts';
-import { outlastingDatabaseOutages } from './database-outage.ts';
+import { outlastingOutages } from './database-outage.ts';
 import { RUN_ENDED } from './error-types.ts';
 import { refuseInvalidInput } from './invalid-input.ts';
 import { errorOf, setStatus } from './outcome.ts';
@@ -58,7 +58,7 @@ async function takeUp(input: FetchRecordsInput, retaken: boolean): Promise<Fetch
     // Not cancellable: a claim that commits must be seen, so that a cancel arriving now still
     // ends the claimed row as `cancelled` instead of leaving it `running` under a live lease.
     const claim = await CancellationScope.nonCancellable(() =>
-      outlastingDatabaseOutages('claimRun', () =>
+      outlastingOutages('claimRun', () =>
         db.claimRun({
           ...(input.jobType === undefined ? {} : { jobType: input.jobType }),
           sourceId: input.sourceId,
@@ -176,7 +176,7 @@ async function fetchAndStore(
     if (pagesThisExecution >= pagesPerExecution || workflowInfo().continueAsNewSuggested) {
       return continueAsNew<typeof fetchRecordsWorkflow>({ ...input, resume: state });
     }
-    const page = await outlastingDatabaseOutages('fetchPage', (rerun) =>
+    const page = await outlastingOutages('fetchPage', (rerun) =>
       partner.fetchPage({
         ...jobOf(state),
         fetchRunId: state.fetchRunId,
@@ -189,7 +189,7 @@ async function fetchAndStore(
         ...(rerun ? { rerun } : {}),
       }),
     );
-    const stored = await outlastingDatabaseOutages('storePage', () =>
+    const stored = await outlastingOutages('storePage', () =>
       db.storePage({
         ...jobOf(state),
         fetchRunId: state.fetchRunId,
@@ -220,7 +220,7 @@ async function fetchAndStore(
 
   // Not cancellable: once completeRun may commit, its answer decides the run's end state.
   const done = await CancellationScope.nonCancellable(() =>
-    outlastingDatabaseOutages('completeRun', () =>
+    outlastingOutages('completeRun', () =>
       db.completeRun({
         ...jobOf(state),
         fetchRunId: state.fetchRunId,

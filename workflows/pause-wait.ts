@@ -12,7 +12,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { FetchActivities } from '../activities/index.ts';
-import { outlastingDatabaseOutages } from './database-outage.ts';
+import { outlastingOutages } from './database-outage.ts';
 import type { fetchRecordsWorkflow } from './fetch-records.ts';
 import { setStatus } from './outcome.ts';
 import { RETRY_PRESETS } from './retry-presets.ts';
@@ -46,7 +46,7 @@ export async function waitWhilePaused(input: FetchRecordsInput, state: ResumeSta
   const fence = { fetchRunId: state.fetchRunId, leaseToken: state.leaseToken, sourceId: input.sourceId };
   // Reset before each check, never after: a resume signalled while a check is in flight is kept.
   resumeSignalled = false;
-  const checkPause = () => outlastingDatabaseOutages('checkSourcePause', () => db.checkSourcePause(fence));
+  const checkPause = () => outlastingOutages('checkSourcePause', () => db.checkSourcePause(fence));
   let check = await checkPause();
   if (!check.paused) return;
   setStatus('paused');

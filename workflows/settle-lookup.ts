@@ -6,6 +6,7 @@
  */
 import { ApplicationFailure, proxyActivities, sleep } from '@temporalio/workflow';
 import type { FetchActivities } from '../activities/index.ts';
+import { outlastingOutages } from './database-outage.ts';
 import { RETRY_PRESETS } from './retry-presets.ts';
 import type { ReconcileActionInput, ReconcileActionResult } from './types.ts';
 
@@ -25,7 +26,10 @@ export async function lookUpUntilSettled(
   onAbsent: ReconcileActionInput['onAbsent'],
 ): Promise<ReconcileActionResult> {
   for (let waits = 0; ; waits++) {
-    const result = await lookup.reconcileDownstream({ actionId, onAbsent });
+    // A lookup the partner's breaker holds back waits for it, as the run's own steps do.
+    const result = await outlastingOutages('reconcileDownstream', () =>
+      lookup.reconcileDownstream({ actionId, onAbsent }),
+    );
     if (result.found || result.settleInMs === undefined) return result;
     if (waits >= MAX_SETTLE_WAITS) {
       throw ApplicationFailure.nonRetryable(

@@ -19,7 +19,7 @@ import {
   TimeoutFailure,
 } from '@temporalio/workflow';
 import type { FetchActivities } from '../activities/index.ts';
-import { outlastingDatabaseOutages } from './database-outage.ts';
+import { outlastingOutages } from './database-outage.ts';
 import { errorOf } from './outcome.ts';
 import { RETRY_PRESETS } from './retry-presets.ts';
 import { lookUpUntilSettled } from './settle-lookup.ts';
@@ -74,7 +74,7 @@ export async function submitSummary(input: FetchRecordsInput, state: ResumeState
       );
     }
     try {
-      ({ partnerId } = await outlastingDatabaseOutages('submitSummary', () =>
+      ({ partnerId } = await outlastingOutages('submitSummary', () =>
         submit.submitSummary({ ...run, actionId, expectedAttempts: attempts }),
       ));
     } catch (err) {
@@ -88,7 +88,7 @@ export async function submitSummary(input: FetchRecordsInput, state: ResumeState
       else attempts = settled.attempts;
     }
   }
-  await outlastingDatabaseOutages('confirmSubmission', () => confirm.confirmSubmission({ ...run, actionId }));
+  await outlastingOutages('confirmSubmission', () => confirm.confirmSubmission({ ...run, actionId }));
 }
 
 /**
@@ -129,7 +129,7 @@ async function currentIntent(input: FetchRecordsInput, state: ResumeState): Prom
     // Not cancellable: a cancel must find the intent either written or not, never in flight, so
     // that the compensation started right after sees every row this run wrote.
     const intent = await CancellationScope.nonCancellable(() =>
-      outlastingDatabaseOutages('recordDownstreamIntent', () =>
+      outlastingOutages('recordDownstreamIntent', () =>
         db.recordDownstreamIntent({
           ...(state.jobType === undefined ? {} : { jobType: state.jobType }),
           ...fence,
@@ -153,7 +153,7 @@ async function currentIntent(input: FetchRecordsInput, state: ResumeState): Prom
       });
     }
     if (earlier.state === 'confirmed') {
-      await outlastingDatabaseOutages('adoptDownstreamAction', () =>
+      await outlastingOutages('adoptDownstreamAction', () =>
         db.adoptDownstreamAction({ ...fence, actionId: earlier.actionId, round }),
       );
     } else if (earlier.state === 'compensating') {

@@ -31,7 +31,8 @@ DURABLE_FETCH_BUILD_ID, else <package version>+<git commit> in a git checkout, '
 tracked files, else the package version): the Web UI shows it on each WorkflowTaskCompleted event.
 It does not opt into pinned Worker Deployment Versioning: an open run moves to a new build on its
 next workflow task, so workflow changes go behind patched() (docs/versioning.md).
-It also polls the task queue of every downstream of the sources file (<task queue>-ds-<downstream>)
+It also polls the task queue of every downstream row (the sources file's downstreams,
+<task queue>-ds-<downstream>)
 with that downstream's maxConcurrentCalls slots, on top of its own: an isolated downstream's page
 fetches run there (R8), and it puts an isolated downstream's callsPerSecond, sourceCallsPerSecond
 and sourceWeights on that queue as Temporal's task-queue config (server-side, across workers). It reads the downstreams again every

@@ -199,14 +199,16 @@ export async function applySources(
   }
   const isolated = (file.downstreams ?? []).filter((d) => d.isolated);
   if (isolated.length === 0) return report;
+  // Temporal keeps who set a limit and why: the command, not the operator or their words (those
+  // are in the audit trail, under the project's retention).
   const queues = await applyDownstreamQueueConfig(
     temporal,
     temporal.options.namespace,
     ctx.taskQueue,
     isolated,
     {
-      reason: reason,
-      identity: actor,
+      reason: 'durable-fetch sources apply',
+      identity: 'durable-fetch sources apply',
     },
   );
   return { ...report, queues };

@@ -27,12 +27,12 @@ export interface BreakerJson {
   settings: { isolated: boolean; breaker: { minCalls: number }; retryBudget: { ratio: number } };
 }
 
-/** A downstream with settings of its own: isolated, and a budget of half the calls with no floor. */
+/** A downstream with settings of its own: isolated, and a budget of half the calls, at least one. */
 export const CONFIGURED = downstreamSettingsSchema.parse({
   id: 'bk-configured',
   isolated: true,
   breaker: { minCalls: 4 },
-  retryBudget: { ratio: 0.5, minRetries: 0 },
+  retryBudget: { ratio: 0.5, minRetries: 1 },
 });
 
 /**
