@@ -34,10 +34,7 @@ const BREAKER_PATCH = 'outlast-open-breaker';
  * {@link DATABASE_WAIT}) or CircuitOpen (after the wait its refusal names); `rerun` tells the
  * step it runs again.
  */
-export async function outlastingOutages<T>(
-  what: string,
-  step: (rerun: boolean) => Promise<T>,
-): Promise<T> {
+export async function outlastingOutages<T>(what: string, step: (rerun: boolean) => Promise<T>): Promise<T> {
   let databaseWaits = 0;
   let breakerWaits = 0;
   for (;;) {
