@@ -35,6 +35,8 @@ export interface BreakerView {
   changedAt: Date | null;
   /** Over the breaker's window: calls, failures (since it last closed), retries over the budget's. */
   window: { calls: number; failures: number; retries: number };
+  /** Calls (first attempts and retries) over the budget's window. */
+  budgetCalls: number;
 }
 
 /**
@@ -58,6 +60,7 @@ export async function readBreakers(
         calls: number;
         failures: number;
         retries: number;
+        budget_calls: number;
       }[]
     >`
       SELECT ${BREAKER_STATE_NOW} AS state, b.forced, b.half_open_at, b.reason, b.changed_by, b.changed_at,
@@ -68,7 +71,9 @@ export async function readBreakers(
                WHERE c.downstream = ${s.id} AND c.second > now() - make_interval(secs => ${secs(s.breaker.windowMs)}::float8)
                  AND c.second > date_trunc('second', COALESCE(b.count_from, '-infinity'::timestamptz))) AS failures,
              (SELECT COALESCE(sum(retries), 0)::int FROM downstream_calls c
-               WHERE c.downstream = ${s.id} AND c.second > now() - make_interval(secs => ${secs(s.retryBudget.windowMs)}::float8)) AS retries
+               WHERE c.downstream = ${s.id} AND c.second > now() - make_interval(secs => ${secs(s.retryBudget.windowMs)}::float8)) AS retries,
+             (SELECT COALESCE(sum(calls), 0)::int FROM downstream_calls c
+               WHERE c.downstream = ${s.id} AND c.second > now() - make_interval(secs => ${secs(s.retryBudget.windowMs)}::float8)) AS budget_calls
         FROM (SELECT 1) AS one LEFT JOIN breaker b ON b.downstream = ${s.id}`;
     const r = rows[0];
     views.push({
@@ -80,6 +85,7 @@ export async function readBreakers(
       changedBy: r?.changed_by ?? null,
       changedAt: r?.changed_at ?? null,
       window: { calls: r?.calls ?? 0, failures: r?.failures ?? 0, retries: r?.retries ?? 0 },
+      budgetCalls: r?.budget_calls ?? 0,
     });
   }
   return views;
@@ -141,7 +147,7 @@ export interface BudgetUse {
 }
 
 /** A downstream with its settings, its breaker and its budget use. */
-export interface DownstreamBreaker extends BreakerView {
+export interface DownstreamBreaker extends Omit<BreakerView, 'budgetCalls'> {
   /** True when a `downstream` row holds the settings; false: the defaults. */
   configured: boolean;
   settings: DownstreamSettings;
@@ -170,15 +176,9 @@ export async function readDownstreamBreakers(
   });
   const views = await readBreakers(db, settings);
   const out: DownstreamBreaker[] = [];
-  for (const [i, view] of views.entries()) {
+  for (const [i, { budgetCalls: calls, ...view }] of views.entries()) {
     const s = settings[i]!;
-    const [w] = await db.$queryRaw<{ calls: number; retries: number }[]>`
-      SELECT COALESCE(sum(calls), 0)::int AS calls, COALESCE(sum(retries), 0)::int AS retries
-        FROM downstream_calls
-       WHERE downstream = ${s.id}
-         AND second > now() - make_interval(secs => ${s.retryBudget.windowMs / 1000}::float8)`;
-    const calls = w?.calls ?? 0;
-    const retries = w?.retries ?? 0;
+    const retries = view.window.retries;
     const allowed = retryAllowance(s.retryBudget, calls);
     out.push({
       ...view,
