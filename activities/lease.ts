@@ -24,15 +24,25 @@ export async function renewLease(
   ttlMs: number,
 ): Promise<void> {
   if (await renewLeaseRow(db, fence, ttlMs, currentRunId())) return;
+  throw await notHeld(db, fence);
+}
+
+/**
+ * Why `fence` no longer holds its run, for a write it refused: LeaseLost `RUN_ENDED` when the run
+ * ended under this very token — an execution reset to an earlier point of its history than the
+ * run's end, or a workflow task run again after its worker died between a database step and the
+ * end it committed (the steps of one task are local activities) — else `LEASE_LOST`.
+ */
+export async function notHeld(db: Pick<PrismaClient, '$queryRaw'>, fence: Fence) {
   const status = await statusUnderToken(db, fence);
   if (status !== undefined && !isLiveStatus(status)) {
-    throw failure(
+    return failure(
       'LeaseLost',
       RUN_ENDED,
       `run ${fence.fetchRunId} already ended (${status}) under this claim: this execution started from an earlier point of its history`,
     );
   }
-  throw leaseLost(fence);
+  return leaseLost(fence);
 }
 
 export function leaseLost(fence: Fence) {

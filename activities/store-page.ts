@@ -12,7 +12,7 @@ import type { ActivityDeps } from './deps.ts';
 import { failure } from './errors.ts';
 import { crashPoint } from './crash-points.ts';
 import { fingerprint } from './ids.ts';
-import { leaseLost, renewLease } from './lease.ts';
+import { notHeld, renewLease } from './lease.ts';
 import { byRecordId, inJob, jobOf } from './job-runtime.ts';
 import { insertJobEvents } from './outbox.ts';
 import { loadSource } from './sources.ts';
@@ -44,7 +44,7 @@ export function createStorePage(deps: ActivityDeps) {
     const stored = await deps.prisma.$transaction(async (tx) => {
       // Be very careful: the run's row lock comes first (lockHeldRun); it serialises two attempts
       // of the same run and makes the idempotency check below race-free.
-      if (!(await lockHeldRun(tx, input))) throw leaseLost(input);
+      if (!(await lockHeldRun(tx, input))) throw await notHeld(tx, input);
       const staged = await loadStagedPage(tx, key);
       const prior = await findIdempotencyRecord(tx, key);
       if (prior) {

@@ -56,27 +56,28 @@ export const retries: Scenario = {
 
 export const pauseResume: Scenario = {
   name: 'pause-resume',
-  async run(s) {
-    const sourceId = 'hist-pause';
-    await source(s, sourceId);
-    // Hold page 1 while the pause lands: the run stores it, then waits at the page boundary.
-    s.partner.faults.add({ sourceId, kind: 'delay', delayMs: 2_000, afterRequests: 1 });
-    const started = await startFetch(s.ctx, { sourceId, date: DATE, requestedBy: 'test' });
-    await waitFor(
-      faultsTaken(s, (f) => f.sourceId === sourceId),
-      'the partner holds page 1',
-      WAIT_MS,
-    );
-    await pauseSource(s.ctx, sourceId, { reason: 'recording histories', actor: 'record-histories' });
-    const status = async () =>
-      (await started.handle.describe()).typedSearchAttributes.get(SEARCH_KEYS.status);
-    await waitFor(async () => (await status()) === 'paused', 'FetchStatus paused', WAIT_MS);
-    const resumed = await resumeSource(s.ctx, sourceId, { actor: 'record-histories' });
-    if (resumed.signalled !== 1) throw new Error(`resume signalled ${resumed.signalled} runs, not 1`);
-    await settled(started.handle);
-    return [{ name: 'fetch-records-pause-resume', workflowId: started.workflowId, runId: started.runId }];
-  },
+  run: (s) => pausedAndResumed(s, 'hist-pause', 'fetch-records-pause-resume'),
 };
+
+/** A run of `sourceId` paused at a page boundary, then resumed by signal: fixture `name`. */
+export async function pausedAndResumed(s: ScenarioContext, sourceId: string, name: string) {
+  await source(s, sourceId);
+  // Hold page 1 while the pause lands: the run stores it, then waits at the page boundary.
+  s.partner.faults.add({ sourceId, kind: 'delay', delayMs: 2_000, afterRequests: 1 });
+  const started = await startFetch(s.ctx, { sourceId, date: DATE, requestedBy: 'test' });
+  await waitFor(
+    faultsTaken(s, (f) => f.sourceId === sourceId),
+    'the partner holds page 1',
+    WAIT_MS,
+  );
+  await pauseSource(s.ctx, sourceId, { reason: 'recording histories', actor: 'record-histories' });
+  const status = async () => (await started.handle.describe()).typedSearchAttributes.get(SEARCH_KEYS.status);
+  await waitFor(async () => (await status()) === 'paused', 'FetchStatus paused', WAIT_MS);
+  const resumed = await resumeSource(s.ctx, sourceId, { actor: 'record-histories' });
+  if (resumed.signalled !== 1) throw new Error(`resume signalled ${resumed.signalled} runs, not 1`);
+  await settled(started.handle);
+  return [{ name, workflowId: started.workflowId, runId: started.runId }];
+}
 
 export const continueAsNew: Scenario = {
   name: 'continue-as-new',

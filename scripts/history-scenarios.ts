@@ -22,6 +22,7 @@ import {
   submit,
 } from './history-scenarios-fetch.ts';
 import { isolated } from './history-scenarios-downstream.ts';
+import { localPause, localSteps, localSubmit } from './history-scenarios-local.ts';
 import {
   compensationCancelled,
   compensationFailed,
@@ -32,7 +33,12 @@ import {
 export type { Execution, Scenario, ScenarioContext } from './history-scenario-steps.ts';
 
 /** Records each source's partner serves (sources are `hist-<scenario>`). */
-export const RECORDS: Record<string, number> = { 'hist-continue': 50, 'hist-happy': 25, 'hist-pause': 30 };
+export const RECORDS: Record<string, number> = {
+  'hist-continue': 50,
+  'hist-happy': 25,
+  'hist-pause': 30,
+  'hist-local-pause': 30,
+};
 export const DEFAULT_RECORDS = 15;
 
 /**
@@ -57,4 +63,7 @@ export const SCENARIOS: readonly Scenario[] = [
   cancelBeforeContinue,
   invalidInput,
   isolated,
+  localSteps,
+  localSubmit,
+  localPause,
 ];

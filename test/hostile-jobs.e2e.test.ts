@@ -11,6 +11,7 @@ import { fetchRecordsJob } from '../jobs/fetch-records/index.ts';
 import type { PartnerRecord } from '../jobs/fetch-records/records-api.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
 import { pageKeyFor } from '../workflows/business-key.ts';
+import { localActivity } from './helpers/history-steps.ts';
 import { jobTestKit, type JobKit, type KitRun } from './helpers/job-kit.ts';
 
 const DATE = '2026-10-20';
@@ -99,7 +100,7 @@ after(async () => {
   await partner?.close();
 });
 
-/** The attempt number of each activity of the run's history (Temporal records the last one's). */
+/** The attempt number of each activity of the run's history, regular or local (Temporal records the last one's). */
 async function attempts(run: KitRun): Promise<Map<string, number[]>> {
   const history = await kit.client.workflow.getHandle(run.row.workflowId).fetchHistory();
   const typeOf = new Map<string, string>();
@@ -112,6 +113,9 @@ async function attempts(run: KitRun): Promise<Map<string, number[]>> {
       const type = typeOf.get(String(started.scheduledEventId)) ?? '?';
       byType.set(type, [...(byType.get(type) ?? []), started.attempt ?? 0]);
     }
+    // The database steps are local activities: their marker says the attempt.
+    const local = localActivity(e);
+    if (local) byType.set(local.type, [...(byType.get(local.type) ?? []), local.attempt]);
   }
   return byType;
 }

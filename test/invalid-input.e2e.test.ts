@@ -13,6 +13,7 @@ import { describe, it } from 'node:test';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { createSource } from './helpers/deps.ts';
+import { stepTypes } from './helpers/history-steps.ts';
 import { within } from './helpers/process.ts';
 import { temporalAddress } from './helpers/temporal.ts';
 import { useWorkerStack } from './helpers/worker-stack.ts';
@@ -73,9 +74,7 @@ async function refusal(workflowId: string) {
     message: cause.message,
     code: (cause.details?.[0] as { code?: string } | undefined)?.code,
     taskFailures: events.filter((e) => e.workflowTaskFailedEventAttributes).length,
-    activities: events
-      .map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)
-      .filter((n) => n !== undefined),
+    activities: stepTypes(events),
   };
 }
 

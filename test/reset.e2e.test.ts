@@ -10,6 +10,7 @@ import { promisify } from 'node:util';
 import { describe, it } from 'node:test';
 import { startFetch } from '../client/start-fetch.ts';
 import { createSource } from './helpers/deps.ts';
+import { localActivityType } from './helpers/history-steps.ts';
 import { waitFor } from './helpers/outbox.ts';
 import { within } from './helpers/process.ts';
 import { temporalAddress } from './helpers/temporal.ts';
@@ -195,9 +196,9 @@ describe('reset', { concurrency: true }, () => {
     // The workflow task that scheduled the intent: the new execution keeps the claim (same round,
     // same token) and writes the intent again, finding the call counted on it.
     const events = (await stack.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
-    const intentAt = events.findIndex(
-      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'recordDownstreamIntent',
-    );
+    // A local activity (workflows/db-steps.ts): its marker names it.
+    const intentAt = events.findIndex((e) => localActivityType(e) === 'recordDownstreamIntent');
+    assert.ok(intentAt > 0, 'the intent is in the history');
     const before = events
       .slice(0, intentAt)
       .reverse()

@@ -106,6 +106,9 @@ function activityOptions(options: BuildWorkerOptions) {
     taskQueue: options.taskQueue,
     activities,
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivityTaskExecutions ?? 20,
+    // The database steps run as local activities (workflows/db-steps.ts): as many at once as the
+    // regular ones, so that the pool sized for the slots serves both.
+    maxConcurrentLocalActivityExecutions: options.maxConcurrentActivityTaskExecutions ?? 20,
     shutdownGraceTime: options.shutdownGraceTimeMs ?? 20_000,
     // Stamped, not versioned: workflow tasks go to any worker of the task queue, so an open run
     // moves to the new code on its next task (kept replay-safe by patched(); docs/versioning.md).
@@ -115,6 +118,16 @@ function activityOptions(options: BuildWorkerOptions) {
       : {}),
     // Heartbeats carry cancellations back to activities: send them at least every 2 s (instead of
     // 80 % of the heartbeat timeout), so a cancelled run stops its partner call promptly (R9).
+    ...workerTuning(),
+  } satisfies Partial<WorkerOptions>;
+}
+
+/**
+ * The settings of every worker of the process that are not its queue or activities (the bench's
+ * bare-workflow worker uses them too, so that its baseline runs on the same settings).
+ */
+export function workerTuning() {
+  return {
     maxHeartbeatThrottleInterval: 2_000,
     defaultHeartbeatThrottleInterval: 2_000,
   } satisfies Partial<WorkerOptions>;

@@ -11,25 +11,19 @@ import {
   log,
   CancelledFailure,
   patched,
-  proxyActivities,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { FetchActivities } from '../activities/index.ts';
 import { outlastingOutages } from './database-outage.ts';
+import { dbSteps } from './db-steps.ts';
 import { RUN_ENDED } from './error-types.ts';
 import { refuseInvalidInput } from './invalid-input.ts';
 import { errorOf, setStatus } from './outcome.ts';
 import { listenForResume, waitWhilePaused } from './pause-wait.ts';
 import { partnerFetches } from './partner-dispatch.ts';
-import { RETRY_PRESETS } from './retry-presets.ts';
 import { finish } from './run-end.ts';
 import { deadlineFrom, withinDeadline } from './run-deadline.ts';
 import { submitSummary } from './submit-summary.ts';
 import type { FetchRecordsInput, FetchRecordsResult, ResumeState } from './types.ts';
-
-const db = proxyActivities<Pick<FetchActivities, 'claimRun' | 'storePage' | 'completeRun'>>(
-  RETRY_PRESETS.database,
-);
 
 /** Default number of pages per workflow execution before continue-as-new. */
 export const DEFAULT_PAGES_PER_EXECUTION = 50;
@@ -59,7 +53,7 @@ async function takeUp(input: FetchRecordsInput, retaken: boolean): Promise<Fetch
     // ends the claimed row as `cancelled` instead of leaving it `running` under a live lease.
     const claim = await CancellationScope.nonCancellable(() =>
       outlastingOutages('claimRun', () =>
-        db.claimRun({
+        dbSteps().claimRun({
           ...(input.jobType === undefined ? {} : { jobType: input.jobType }),
           sourceId: input.sourceId,
           businessDate: input.businessDate,
@@ -190,7 +184,7 @@ async function fetchAndStore(
       }),
     );
     const stored = await outlastingOutages('storePage', () =>
-      db.storePage({
+      dbSteps().storePage({
         ...jobOf(state),
         fetchRunId: state.fetchRunId,
         leaseToken: state.leaseToken,
@@ -221,7 +215,7 @@ async function fetchAndStore(
   // Not cancellable: once completeRun may commit, its answer decides the run's end state.
   const done = await CancellationScope.nonCancellable(() =>
     outlastingOutages('completeRun', () =>
-      db.completeRun({
+      dbSteps().completeRun({
         ...jobOf(state),
         fetchRunId: state.fetchRunId,
         leaseToken: state.leaseToken,

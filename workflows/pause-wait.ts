@@ -2,20 +2,11 @@
  * A run waiting, durably, while an operator has its source paused (R11 "pause consumption"): at a
  * page boundary, with nothing in flight. Workflow code only.
  */
-import {
-  condition,
-  continueAsNew,
-  defineSignal,
-  log,
-  proxyActivities,
-  setHandler,
-  workflowInfo,
-} from '@temporalio/workflow';
-import type { FetchActivities } from '../activities/index.ts';
+import { condition, continueAsNew, defineSignal, log, setHandler, workflowInfo } from '@temporalio/workflow';
 import { outlastingOutages } from './database-outage.ts';
+import { dbSteps } from './db-steps.ts';
 import type { fetchRecordsWorkflow } from './fetch-records.ts';
 import { setStatus } from './outcome.ts';
-import { RETRY_PRESETS } from './retry-presets.ts';
 import { type FetchRecordsInput, type ResumeState, SOURCE_RESUMED_SIGNAL } from './types.ts';
 
 /**
@@ -24,8 +15,6 @@ import { type FetchRecordsInput, type ResumeState, SOURCE_RESUMED_SIGNAL } from 
  */
 export const PAUSE_CHECK_INTERVAL = '1 minute';
 const sourceResumed = defineSignal(SOURCE_RESUMED_SIGNAL);
-
-const db = proxyActivities<Pick<FetchActivities, 'checkSourcePause'>>(RETRY_PRESETS.database);
 
 // Per execution: Temporal gives every workflow execution its own module globals.
 let resumeSignalled = false;
@@ -46,7 +35,7 @@ export async function waitWhilePaused(input: FetchRecordsInput, state: ResumeSta
   const fence = { fetchRunId: state.fetchRunId, leaseToken: state.leaseToken, sourceId: input.sourceId };
   // Reset before each check, never after: a resume signalled while a check is in flight is kept.
   resumeSignalled = false;
-  const checkPause = () => outlastingOutages('checkSourcePause', () => db.checkSourcePause(fence));
+  const checkPause = () => outlastingOutages('checkSourcePause', () => dbSteps().checkSourcePause(fence));
   let check = await checkPause();
   if (!check.paused) return;
   setStatus('paused');

@@ -20,6 +20,7 @@ import {
 } from '@temporalio/workflow';
 import type { FetchActivities } from '../activities/index.ts';
 import { outlastingOutages } from './database-outage.ts';
+import { dbSteps } from './db-steps.ts';
 import { errorOf } from './outcome.ts';
 import { RETRY_PRESETS } from './retry-presets.ts';
 import { lookUpUntilSettled } from './settle-lookup.ts';
@@ -32,9 +33,6 @@ import {
   SUBMIT_SUMMARY,
 } from './types.ts';
 
-const db = proxyActivities<
-  Pick<FetchActivities, 'recordDownstreamIntent' | 'adoptDownstreamAction' | 'markNeedsManual'>
->(RETRY_PRESETS.database);
 /** The non-idempotent call, and the repeat-safe one. */
 const submit = proxyActivities<Pick<FetchActivities, 'submitSummary'>>(RETRY_PRESETS.downstreamSubmit);
 const confirm = proxyActivities<Pick<FetchActivities, 'confirmSubmission'>>(RETRY_PRESETS.downstreamCall);
@@ -130,7 +128,7 @@ async function currentIntent(input: FetchRecordsInput, state: ResumeState): Prom
     // that the compensation started right after sees every row this run wrote.
     const intent = await CancellationScope.nonCancellable(() =>
       outlastingOutages('recordDownstreamIntent', () =>
-        db.recordDownstreamIntent({
+        dbSteps().recordDownstreamIntent({
           ...(state.jobType === undefined ? {} : { jobType: state.jobType }),
           ...fence,
           sourceId: input.sourceId,
@@ -154,7 +152,7 @@ async function currentIntent(input: FetchRecordsInput, state: ResumeState): Prom
     }
     if (earlier.state === 'confirmed') {
       await outlastingOutages('adoptDownstreamAction', () =>
-        db.adoptDownstreamAction({ ...fence, actionId: earlier.actionId, round }),
+        dbSteps().adoptDownstreamAction({ ...fence, actionId: earlier.actionId, round }),
       );
     } else if (earlier.state === 'compensating') {
       await sleep(EARLIER_COMPENSATION_POLL);
@@ -179,7 +177,7 @@ async function reconcile(
     return await lookUpUntilSettled(actionId, onAbsent);
   } catch (err) {
     if (!isCancellation(err)) {
-      await CancellationScope.nonCancellable(() => db.markNeedsManual({ actionId, ...errorOf(err) }));
+      await CancellationScope.nonCancellable(() => dbSteps().markNeedsManual({ actionId, ...errorOf(err) }));
     }
     throw err;
   }

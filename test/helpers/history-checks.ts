@@ -73,3 +73,23 @@ export const all =
     checks.every((check) => check(events));
 export const has = (type: string) => (events: HistoryEvent[]) => events.some(is(type));
 export const not = (check: (events: HistoryEvent[]) => boolean) => (events: HistoryEvent[]) => !check(events);
+/** The history recorded patch `id` (a `core_patch` marker; its data is `{"id": …}` as JSON). */
+export const patchedWith = (id: string) => (events: HistoryEvent[]) =>
+  events
+    .filter(is('MARKER_RECORDED'))
+    .map((e) => attrs(e, 'markerRecordedEventAttributes'))
+    .filter((a) => a.markerName === 'core_patch')
+    .flatMap(
+      (a) =>
+        (a.details as { 'patch-data'?: { payloads?: { data?: string }[] } })['patch-data']?.payloads ?? [],
+    )
+    .some(
+      (p) =>
+        (JSON.parse(Buffer.from(p.data ?? '', 'base64').toString() || '{}') as { id?: string }).id === id,
+    );
+/** At least `n` local activities ran (each a `core_local_activity` marker). */
+export const localActivities = (n: number) => (events: HistoryEvent[]) =>
+  events
+    .filter(is('MARKER_RECORDED'))
+    .filter((e) => attrs(e, 'markerRecordedEventAttributes').markerName === 'core_local_activity').length >=
+  n;

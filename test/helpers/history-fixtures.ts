@@ -20,8 +20,10 @@ import {
   has,
   hasParent,
   is,
+  localActivities,
   not,
   pagesFetched,
+  patchedWith,
   retriedActivity,
   runsActivity,
   signalled,
@@ -219,6 +221,18 @@ export const EXPECTED_FIXTURES: readonly ExpectedFixture[] = [
     shows: 'a refused start under a workflow id that names no key: failed, no activity at all',
     check: all(closedAs('FAILED'), (ev) => activityTypes(ev).length === 0),
   },
+  ...(
+    [
+      ['local-steps', 'claim, two pages stored and completed as local activities (4), completed', 4],
+      ['local-submit', 'as local-steps, plus the pause check and the intent before submit and confirm', 6],
+      ['local-pause', 'a wait while paused, its pause checks as local activities, completed', 5],
+    ] as const
+  ).map(([name, shows, steps]) => ({
+    file: `fetch-records-${name}.json`,
+    workflowType: FETCH,
+    shows,
+    check: all(completed, patchedWith('local-database-steps'), localActivities(steps)),
+  })),
 ];
 
 export { readFixtures, searchableTexts } from './history-files.ts';
