@@ -1,24 +1,21 @@
 /**
- * `npm run bench`: throughput and memory of real runs on this machine — a real Temporal dev
- * server, real PostgreSQL, the demo partner API over loopback, one in-process worker. Prints its
- * figures; never fails on them (the machines are shared and noisy).
- *
- *   BENCH_RECORDS=20000 BENCH_CONCURRENT=8 npm run bench
+ * `npm run bench`, fetch: records per second of real runs — one large run, several at once, the
+ * declarative (`http`) job against the code job on the same partner API (interleaved pairs), and
+ * a repeat of a finished key, which must write nothing. One in-process worker, a real dev server,
+ * real PostgreSQL, the demo partner over loopback.
  */
 import { performance } from 'node:perf_hooks';
+import { pathToFileURL } from 'node:url';
 import { startFetch } from '../client/start-fetch.ts';
 import { startPartner } from '../partner/server.ts';
 import { useTestDatabase } from '../test/helpers/database.ts';
 import { createSource, testDeps } from '../test/helpers/deps.ts';
-import { startTestServices } from '../test/helpers/services.ts';
 import { testClient, testWorker } from '../test/helpers/temporal.ts';
+import { nextDate } from './phases.ts';
+import { type BenchOptions, type BenchSection, median, round } from './report.ts';
+import { standalone } from './standalone.ts';
 
-const RECORDS = Number(process.env.BENCH_RECORDS ?? 20_000);
-const CONCURRENT = Number(process.env.BENCH_CONCURRENT ?? 8);
-const PER_CONCURRENT = Number(process.env.BENCH_CONCURRENT_RECORDS ?? 2_000);
 const PAGE_SIZE = 200;
-const AB_RECORDS = Number(process.env.BENCH_AB_RECORDS ?? 5_000);
-const AB_REPEATS = 3;
 
 /**
  * The declarative (`http` job) twin of the demo job: the same records API, page size and partner
@@ -31,144 +28,103 @@ const DECLARATIVE_TWIN = {
   pagination: { type: 'cursor', path: 'nextCursor', param: 'cursor', limitParam: 'limit' },
 };
 
-const say = (line: string) => console.log(`[bench] ${line}`);
-
-function memorySampler() {
-  let rss = 0;
-  let heap = 0;
-  const timer = setInterval(() => {
-    const m = process.memoryUsage();
-    rss = Math.max(rss, m.rss);
-    heap = Math.max(heap, m.heapUsed);
-  }, 100);
-  return {
-    stop: () => {
-      clearInterval(timer);
-      return { rssMiB: Math.round(rss / 2 ** 20), heapMiB: Math.round(heap / 2 ** 20) };
-    },
+export async function benchFetch(opts: BenchOptions): Promise<BenchSection> {
+  const big = opts.quick ? 4_000 : 20_000;
+  const concurrent = 8;
+  const perConcurrent = opts.quick ? 400 : 2_000;
+  const ab = opts.quick ? 1_000 : 5_000;
+  const repeats = opts.quick ? 1 : 3;
+  const db = await useTestDatabase();
+  const counts: Record<string, number> = { 'bench-big': big, 'bench-ab': ab, 'bench-warm': 400 };
+  const partner = await startPartner({ port: 0, recordCount: (id) => counts[id] ?? perConcurrent });
+  const client = await testClient();
+  const worker = await testWorker(testDeps(db.prisma));
+  const ctx = { temporal: client, prisma: db.prisma, taskQueue: worker.taskQueue };
+  const run = async (sourceId: string, date = nextDate()) => {
+    const started = await startFetch(ctx, { sourceId, date, requestedBy: 'test' });
+    const r = await started.handle.result();
+    if (r.status !== 'succeeded') throw new Error(`${sourceId}: ${JSON.stringify(r)}`);
+    return r.records;
   };
-}
-
-const services = await startTestServices(say);
-Object.assign(process.env, services.env);
-const db = await useTestDatabase();
-const partner = await startPartner({
-  port: 0,
-  recordCount: (sourceId) =>
-    sourceId === 'bench-big' ? RECORDS : sourceId === 'bench-ab' ? AB_RECORDS : PER_CONCURRENT,
-});
-const client = await testClient();
-const worker = await testWorker(testDeps(db.prisma));
-const ctx = { temporal: client, prisma: db.prisma, taskQueue: worker.taskQueue };
-const results: Record<string, unknown>[] = [];
-
-try {
-  await createSource(db.prisma, 'bench-big', partner.url, { pageSize: PAGE_SIZE });
-  await createSource(db.prisma, 'bench-ab', partner.url, { pageSize: PAGE_SIZE });
-  await createSource(db.prisma, 'bench-ab-http', partner.url, {
-    pageSize: PAGE_SIZE,
-    jobType: 'http',
-    config: DECLARATIVE_TWIN,
-  });
-  for (let i = 0; i < CONCURRENT; i++)
-    await createSource(db.prisma, `bench-c${i}`, partner.url, { pageSize: PAGE_SIZE });
-
-  await worker.run(async () => {
-    // Warm-up: bundles workflow code, opens pools, so the figures measure steady work.
-    await createSource(db.prisma, 'bench-warm', partner.url, { pageSize: PAGE_SIZE });
-    await (
-      await startFetch(ctx, { sourceId: 'bench-warm', date: '2026-01-01', requestedBy: 'test' })
-    ).handle.result();
-
-    say(`one run of ${RECORDS} records (${Math.ceil(RECORDS / PAGE_SIZE)} pages of ${PAGE_SIZE})…`);
-    let mem = memorySampler();
-    let t0 = performance.now();
-    const big = await (
-      await startFetch(ctx, { sourceId: 'bench-big', date: '2026-01-02', requestedBy: 'test' })
-    ).handle.result();
-    let seconds = (performance.now() - t0) / 1000;
-    results.push({
-      scenario: 'one large run',
-      records: big.status === 'succeeded' ? big.records : 0,
-      seconds: +seconds.toFixed(2),
-      recordsPerSecond: Math.round(RECORDS / seconds),
-      pagesPerSecond: +(RECORDS / PAGE_SIZE / seconds).toFixed(1),
-      ...mem.stop(),
+  const timed = async (fn: () => Promise<unknown>) => {
+    const t0 = performance.now();
+    await fn();
+    return (performance.now() - t0) / 1000;
+  };
+  try {
+    for (const id of ['bench-big', 'bench-ab', 'bench-warm'])
+      await createSource(db.prisma, id, partner.url, { pageSize: PAGE_SIZE });
+    await createSource(db.prisma, 'bench-ab-http', partner.url, {
+      pageSize: PAGE_SIZE,
+      jobType: 'http',
+      config: DECLARATIVE_TWIN,
     });
-
-    say(`${CONCURRENT} concurrent runs of ${PER_CONCURRENT} records…`);
-    mem = memorySampler();
-    t0 = performance.now();
-    const handles = await Promise.all(
-      Array.from({ length: CONCURRENT }, (_, i) =>
-        startFetch(ctx, { sourceId: `bench-c${i}`, date: '2026-01-03', requestedBy: 'test' }),
-      ),
-    );
-    await Promise.all(handles.map((h) => h.handle.result()));
-    seconds = (performance.now() - t0) / 1000;
-    const total = CONCURRENT * PER_CONCURRENT;
-    results.push({
-      scenario: `${CONCURRENT} concurrent runs`,
-      records: total,
-      seconds: +seconds.toFixed(2),
-      recordsPerSecond: Math.round(total / seconds),
-      pagesPerSecond: +(total / PAGE_SIZE / seconds).toFixed(1),
-      ...mem.stop(),
-    });
-
-    say(`declarative vs code job: ${AB_REPEATS} interleaved pairs of one run of ${AB_RECORDS} records…`);
-    const rate = { code: [] as number[], http: [] as number[] };
-    for (let i = 0; i < AB_REPEATS; i++) {
-      // Alternating which goes first, so a warming or cooling machine favours neither.
-      const order = i % 2 === 0 ? (['code', 'http'] as const) : (['http', 'code'] as const);
-      for (const kind of order) {
-        const sourceId = kind === 'code' ? 'bench-ab' : 'bench-ab-http';
-        const date = `2026-02-${String(i + 1).padStart(2, '0')}`;
-        const t = performance.now();
-        const r = await (await startFetch(ctx, { sourceId, date, requestedBy: 'test' })).handle.result();
-        if (r.status !== 'succeeded' || r.records !== AB_RECORDS)
-          throw new Error(`${sourceId} run: ${JSON.stringify(r)}`);
-        rate[kind].push(AB_RECORDS / ((performance.now() - t) / 1000));
+    for (let i = 0; i < concurrent; i++)
+      await createSource(db.prisma, `bench-c${i}`, partner.url, { pageSize: PAGE_SIZE });
+    return await worker.run(async () => {
+      await run('bench-warm'); // bundles workflow code, opens pools
+      opts.say(`fetch: one run of ${big} records…`);
+      const bigDate = nextDate();
+      const bigSeconds = await timed(() => run('bench-big', bigDate));
+      opts.say(`fetch: ${concurrent} runs of ${perConcurrent} records at once…`);
+      const manySeconds = await timed(() =>
+        Promise.all(Array.from({ length: concurrent }, (_, i) => run(`bench-c${i}`))),
+      );
+      opts.say(`fetch: declarative vs code job, ${repeats} interleaved pairs of ${ab} records…`);
+      const rate = { code: [] as number[], http: [] as number[] };
+      for (let i = 0; i < repeats; i++) {
+        // Alternating which goes first, so a warming or cooling machine favours neither.
+        const order = i % 2 === 0 ? (['code', 'http'] as const) : (['http', 'code'] as const);
+        for (const kind of order) {
+          const seconds = await timed(() => run(kind === 'code' ? 'bench-ab' : 'bench-ab-http'));
+          rate[kind].push(ab / seconds);
+        }
       }
-    }
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
-    results.push({
-      scenario: 'declarative (http job) vs code job',
-      records: AB_RECORDS * AB_REPEATS * 2,
-      codeRecordsPerSecond: Math.round(median(rate.code)),
-      httpRecordsPerSecond: Math.round(median(rate.http)),
-      ratio: +(median(rate.http) / median(rate.code)).toFixed(2),
+      const before = await db.prisma.outboxEvent.count();
+      const repeatSeconds = await timed(() => run('bench-big', bigDate));
+      const newEvents = (await db.prisma.outboxEvent.count()) - before;
+      const code = median(rate.code);
+      const http = median(rate.http);
+      return {
+        name: 'fetch',
+        rows: [
+          {
+            scenario: `one run of ${big} records`,
+            ours: Math.round(big / bigSeconds),
+            baseline: null,
+            unit: 'records/s',
+            ratio: null,
+          },
+          {
+            scenario: `${concurrent} runs of ${perConcurrent} records at once`,
+            ours: Math.round((concurrent * perConcurrent) / manySeconds),
+            baseline: null,
+            unit: 'records/s',
+            ratio: null,
+          },
+          {
+            scenario: 'declarative http job (baseline: the code job)',
+            ours: Math.round(http),
+            baseline: Math.round(code),
+            unit: 'records/s',
+            ratio: round(http / code),
+          },
+          {
+            scenario: 'repeat of a finished key (joins, writes nothing)',
+            ours: round(repeatSeconds, 3),
+            baseline: null,
+            unit: 's',
+            ratio: null,
+          },
+        ],
+        details: { pageSize: PAGE_SIZE, bigSeconds, manySeconds, rate, repeatNewOutboxEvents: newEvents },
+      } satisfies BenchSection;
     });
-
-    say('repeating the large run (joins, must write nothing)…');
-    const before = await db.prisma.outboxEvent.count();
-    t0 = performance.now();
-    await (
-      await startFetch(ctx, { sourceId: 'bench-big', date: '2026-01-02', requestedBy: 'test' })
-    ).handle.result();
-    results.push({
-      scenario: 'repeat of a finished key',
-      records: 0,
-      seconds: +((performance.now() - t0) / 1000).toFixed(3),
-      newOutboxEvents: (await db.prisma.outboxEvent.count()) - before,
-    });
-  });
-
-  const stored = await db.prisma.fetchedRecord.count();
-  console.table(results);
-  say(
-    `rows stored: ${stored} (expected ${RECORDS + CONCURRENT * PER_CONCURRENT + 2 * AB_REPEATS * AB_RECORDS + (await partnerWarmCount())})`,
-  );
-  console.log(
-    JSON.stringify({ bench: 'fetch', cpus: (await import('node:os')).availableParallelism(), results }),
-  );
-} finally {
-  await client.connection.close();
-  await partner.close();
-  await db.drop();
-  await services.stop();
+  } finally {
+    await client.connection.close();
+    await partner.close();
+    await db.drop();
+  }
 }
 
-async function partnerWarmCount(): Promise<number> {
-  return db.prisma.fetchedRecord.count({ where: { sourceId: 'bench-warm' } });
-}
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await standalone(benchFetch);

@@ -1,0 +1,138 @@
+/**
+ * What the workflow benches share: a real `durable-fetch worker` process and the bare-workflow
+ * worker beside it on one dev server, and a phase that starts many runs at once and charges the
+ * CPU each process spent to the runs.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { startFetch } from '../client/start-fetch.ts';
+import type { PrismaClient } from '../worker/db.ts';
+import { spawnTs, type Spawned } from '../test/helpers/process.ts';
+import { temporalAddress } from '../test/helpers/temporal.ts';
+import { cpuMs, peakRss, pidListeningOn } from './proc-stats.ts';
+
+export interface PhaseResult {
+  runs: number;
+  seconds: number;
+  runsPerSecond: number;
+  /** CPU per run of the worker process, and of the Temporal dev server, in ms. */
+  workerCpuMsPerRun: number;
+  serverCpuMsPerRun: number;
+  workerPeakRssMiB: number;
+}
+
+export interface Workers {
+  ours: Spawned;
+  bare: Spawned;
+  oursQueue: string;
+  bareQueue: string;
+  serverPid: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts both workers (settings from `env`, as a user would set them; `nodeFlags` for node itself,
+ * e.g. a profiler) and finds the server's pid.
+ */
+export async function startWorkers(
+  databaseUrl: string,
+  env: Record<string, string> = {},
+  nodeFlags: string[] = [],
+): Promise<Workers> {
+  const address = temporalAddress();
+  const oursQueue = `bench-ours-${randomUUID()}`;
+  const bareQueue = `bench-bare-${randomUUID()}`;
+  const ours = spawnTs([...nodeFlags, 'bin/durable-fetch.js', 'worker'], {
+    DATABASE_URL: databaseUrl,
+    TEMPORAL_ADDRESS: address,
+    DURABLE_FETCH_TASK_QUEUE: oursQueue,
+    PARTNER_PAGE_LIMIT: '500',
+    LOG_LEVEL: 'warn',
+    ...env,
+  });
+  const bare = spawnTs([...nodeFlags, 'bench/bare-worker.ts'], {
+    TEMPORAL_ADDRESS: address,
+    BENCH_TASK_QUEUE: bareQueue,
+    ...env,
+  });
+  const stop = async () => {
+    await Promise.all([ours.stop('SIGTERM', 20_000), bare.stop('SIGTERM', 20_000)]);
+  };
+  try {
+    await Promise.all([
+      ours.waitFor(/worker polling task queue/, 120_000),
+      bare.waitFor(/bare worker polling/, 120_000),
+    ]);
+    const serverPid = await pidListeningOn(Number(address.split(':').pop()));
+    if (!serverPid) throw new Error(`no process listens on ${address}`);
+    return { ours, bare, oursQueue, bareQueue, serverPid, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/**
+ * Starts `count` runs at once through `start` (each returns a promise of its end), waits for all,
+ * and reports the throughput and the CPU and peak memory the worker and the server spent.
+ */
+export async function measurePhase(
+  worker: Spawned,
+  serverPid: number,
+  count: number,
+  start: (i: number) => Promise<Started>,
+): Promise<PhaseResult> {
+  const pid = worker.child.pid as number;
+  const [w0, s0] = await Promise.all([cpuMs(pid), cpuMs(serverPid)]);
+  const memory = peakRss([pid]);
+  const t0 = performance.now();
+  const started = await Promise.all(Array.from({ length: count }, (_, i) => start(i)));
+  await Promise.all(started.map((s) => s.done));
+  const seconds = (performance.now() - t0) / 1000;
+  const [w1, s1] = await Promise.all([cpuMs(pid), cpuMs(serverPid)]);
+  const [workerPeakRssMiB = 0] = memory.stop();
+  return {
+    runs: count,
+    seconds: Number(seconds.toFixed(2)),
+    runsPerSecond: Number((count / seconds).toFixed(2)),
+    workerCpuMsPerRun: Number(((w1 - w0) / count).toFixed(1)),
+    serverCpuMsPerRun: Number(((s1 - s0) / count).toFixed(1)),
+    workerPeakRssMiB,
+  };
+}
+
+/** Business dates that never repeat within one bench process: each run is a new business key. */
+let day = 0;
+export function nextDate(): string {
+  return new Date(Date.UTC(2021, 0, 1) + day++ * 86_400_000).toISOString().slice(0, 10);
+}
+
+/** A run once started: `done` settles when it ends (an async function would wait for that). */
+export interface Started {
+  done: Promise<unknown>;
+}
+
+/** Starts one fetch run of `sourceId`; resolves once started, with a promise of a checked success. */
+export async function startRun(
+  ctx: { temporal: Client; prisma: PrismaClient; taskQueue: string },
+  sourceId: string,
+  records: number,
+): Promise<Started> {
+  const started = await startFetch(ctx, { sourceId, date: nextDate(), requestedBy: 'test' });
+  const done = started.handle.result().then((r) => {
+    if (r.status !== 'succeeded' || r.records !== records) {
+      throw new Error(`bench run ${started.workflowId} ended ${JSON.stringify(r)}`);
+    }
+  });
+  return { done };
+}
+
+/** Starts one bare workflow of `steps` no-op activities; resolves once started. */
+export async function startBare(client: Client, taskQueue: string, steps: number): Promise<Started> {
+  const handle = await client.workflow.start('bareWorkflow', {
+    workflowId: `bench-bare-${randomUUID()}`,
+    taskQueue,
+    args: [steps],
+  });
+  return { done: handle.result() };
+}
