@@ -2,7 +2,7 @@
  * The run's lease (R1, R9): a fencing token plus an expiry on the FetchRun row. Every write of a
  * run checks the token; long work renews the expiry. Times come from the database's clock.
  */
-import { Context } from '@temporalio/activity';
+import { type ApplicationFailure, Context } from '@temporalio/activity';
 import { renewLease as renewLeaseRow, statusUnderToken } from '../db/fetch-run.ts';
 import { type Fence, isLiveStatus } from '../db/fence.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
@@ -24,15 +24,27 @@ export async function renewLease(
   ttlMs: number,
 ): Promise<void> {
   if (await renewLeaseRow(db, fence, ttlMs, currentRunId())) return;
+  throw await lostLease(db, fence);
+}
+
+/**
+ * Why `fence` no longer holds its run, once a fenced write of it changed nothing: LeaseLost
+ * `RUN_ENDED` when the run ended under this very token (an execution reset to an earlier point
+ * of its history than the run's end), else `LEASE_LOST` (another owner holds the run). Read-only.
+ */
+export async function lostLease(
+  db: Pick<PrismaClient, '$queryRaw'>,
+  fence: Fence,
+): Promise<ApplicationFailure> {
   const status = await statusUnderToken(db, fence);
   if (status !== undefined && !isLiveStatus(status)) {
-    throw failure(
+    return failure(
       'LeaseLost',
       RUN_ENDED,
       `run ${fence.fetchRunId} already ended (${status}) under this claim: this execution started from an earlier point of its history`,
     );
   }
-  throw leaseLost(fence);
+  return leaseLost(fence);
 }
 
 export function leaseLost(fence: Fence) {
