@@ -148,7 +148,15 @@ export async function benchStore(opts: BenchOptions): Promise<BenchSection> {
     for (const c of CONCURRENCY) {
       const ours = summary('ours', c);
       const base = summary('baseline', c);
-      details[`concurrency${c}`] = { ours, baseline: base };
+      // Each repetition's pair ran back to back: their ratio is the least disturbed by the load of
+      // whatever else shares the machine.
+      const pairs = ours.txPerSecondByRep.map((t, i) => t / (base.txPerSecondByRep[i] ?? t));
+      details[`concurrency${c}`] = {
+        ours,
+        baseline: base,
+        pairedRatioByRep: pairs.map((r) => round(r)),
+        pairedRatioMedian: round(median(pairs)),
+      };
       rows.push({
         scenario: `storePage tx/s, concurrency ${c} (${RECORDS_PER_PAGE} records)`,
         ours: round(ours.txPerSecond, 1),
