@@ -4,6 +4,7 @@
  * checked before the engine trusts it. A job that throws something other than an engine failure
  * (a plain Error, a TypeError) fails the step as a non-retryable `Internal`, never a crash loop.
  */
+import type { PageSource } from '../db/page-store.ts';
 import type { Source } from '../prisma/generated/client.ts';
 import type { ActivityDeps } from './deps.ts';
 import { classify, failure } from './errors.ts';
@@ -21,7 +22,7 @@ export const MAX_RECORD_ID_LENGTH = 200;
 /** The job of `source`, and the source as the job sees it (its config parsed by the job's schema). */
 export function jobOf(
   deps: Pick<ActivityDeps, 'jobs'>,
-  source: Source,
+  source: PageSource,
 ): { job: AnyJob; view: JobSource<unknown> } {
   const job = deps.jobs.get(source.jobType);
   const parsed = parseJobConfig(job, source.config);

@@ -2,7 +2,7 @@
  * The run's lease (R1, R9): a fencing token plus an expiry on the FetchRun row. Every write of a
  * run checks the token; long work renews the expiry. Times come from the database's clock.
  */
-import { Context } from '@temporalio/activity';
+import { type ApplicationFailure, Context } from '@temporalio/activity';
 import { renewLease as renewLeaseRow, statusUnderToken } from '../db/fetch-run.ts';
 import { type Fence, isLiveStatus } from '../db/fence.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
@@ -24,16 +24,20 @@ export async function renewLease(
   ttlMs: number,
 ): Promise<void> {
   if (await renewLeaseRow(db, fence, ttlMs, currentRunId())) return;
-  throw await notHeld(db, fence);
+  throw await lostLease(db, fence);
 }
 
 /**
- * Why `fence` no longer holds its run, for a write it refused: LeaseLost `RUN_ENDED` when the run
- * ended under this very token — an execution reset to an earlier point of its history than the
- * run's end, or a workflow task run again after its worker died between a database step and the
- * end it committed (the steps of one task are local activities) — else `LEASE_LOST`.
+ * Why `fence` no longer holds its run, once a fenced write of it changed nothing: LeaseLost
+ * `RUN_ENDED` when the run ended under this very token (an execution reset to an earlier point
+ * of its history than the run's end, or a workflow task run again after its worker died between
+ * a database step and the end it committed: the steps of one task are local activities), else
+ * `LEASE_LOST` (another owner holds the run). Read-only.
  */
-export async function notHeld(db: Pick<PrismaClient, '$queryRaw'>, fence: Fence) {
+export async function lostLease(
+  db: Pick<PrismaClient, '$queryRaw'>,
+  fence: Fence,
+): Promise<ApplicationFailure> {
   const status = await statusUnderToken(db, fence);
   if (status !== undefined && !isLiveStatus(status)) {
     return failure(

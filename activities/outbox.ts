@@ -2,7 +2,7 @@
  * Writing outbox events (R5). Always inside the caller's transaction, next to the business rows
  * the event announces; the publisher (issue #4) delivers them later, at least once.
  */
-import { insertOutboxEvents } from '../db/outbox.ts';
+import { insertOutboxEvents, type NewOutboxEvent } from '../db/outbox.ts';
 import type { Prisma } from '../prisma/generated/client.ts';
 import { stableUuid } from './ids.ts';
 
@@ -44,21 +44,18 @@ export async function insertRunEvent(tx: Prisma.TransactionClient, event: FetchR
 }
 
 /**
- * Inserts the events a job's step emits, in order, in transaction `tx`; returns their ids. The
- * first event of a topic has the id {@link eventIdFor} gives the step and topic (as a step's one
- * event always had); a further event of the same topic takes its position in the name.
+ * The rows of the events a job's step emits, in order, with their ids. The first event of a topic
+ * has the id {@link eventIdFor} gives the step and topic (as a step's one event always had); a
+ * further event of the same topic takes its position in the name.
  */
-export async function insertJobEvents(
-  tx: Prisma.TransactionClient,
-  step: {
-    stepKey: string;
-    fetchRunId: string;
-    events: readonly { topic: string; payload: Prisma.InputJsonObject }[];
-    now: Date;
-  },
-): Promise<string[]> {
+export function jobEventRows(step: {
+  stepKey: string;
+  fetchRunId: string;
+  events: readonly { topic: string; payload: Prisma.InputJsonObject }[];
+  now: Date;
+}): NewOutboxEvent[] {
   const seen = new Map<string, number>();
-  const rows = step.events.map((event) => {
+  return step.events.map((event) => {
     const n = seen.get(event.topic) ?? 0;
     seen.set(event.topic, n + 1);
     const topic = n === 0 ? event.topic : `${event.topic}#${n}`;
@@ -71,6 +68,4 @@ export async function insertJobEvents(
       now: step.now,
     };
   });
-  await insertOutboxEvents(tx, rows);
-  return rows.map((r) => r.id);
 }

@@ -10,8 +10,13 @@ import { failure } from './errors.ts';
  */
 export async function loadSource(prisma: Pick<PrismaClient, 'source'>, sourceId: string): Promise<Source> {
   const source = await findSource(prisma, sourceId);
-  if (!source) throw failure('NotFound', 'SOURCE_NOT_FOUND', `source '${sourceId}' does not exist`);
+  if (!source) throw sourceNotFound(sourceId);
   return source;
+}
+
+/** The failure for a source that does not exist (deleted): NotFound `SOURCE_NOT_FOUND`. */
+export function sourceNotFound(sourceId: string): ApplicationFailure {
+  return failure('NotFound', 'SOURCE_NOT_FOUND', `source '${sourceId}' does not exist`);
 }
 
 /**
@@ -24,7 +29,7 @@ export async function loadEnabledSource(
   sourceId: string,
 ): Promise<Source> {
   const source = await findSource(prisma, sourceId);
-  if (!source) throw failure('NotFound', 'SOURCE_NOT_FOUND', `source '${sourceId}' does not exist`);
+  if (!source) throw sourceNotFound(sourceId);
   // A removed source is disabled too: say it was removed, which no one can undo.
   if (source.removedAt)
     throw failure('PermissionDenied', 'SOURCE_REMOVED', `source '${sourceId}' was removed`);

@@ -2,20 +2,17 @@
  * `storePage`: one Prisma transaction moves a staged page into the business rows, writes its
  * outbox event and its idempotency record, fenced by the run's lease token (R1, R3, R4, R5).
  */
-import { advanceRun, lockHeldRun } from '../db/fetch-run.ts';
-import { findIdempotencyRecord, insertIdempotencyRecord } from '../db/idempotency.ts';
-import { sourcePaused } from '../db/sources.ts';
-import { dropStagedPage, loadStagedPage } from '../db/staging.ts';
+import { commitPage, lockRunWithSource, takeStagedPage } from '../db/page-store.ts';
 import { jobTypeOf, pageKeyFor } from '../workflows/business-key.ts';
 import type { StorePageInput, StorePageResult } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
 import { failure } from './errors.ts';
 import { crashPoint } from './crash-points.ts';
 import { fingerprint } from './ids.ts';
-import { notHeld, renewLease } from './lease.ts';
+import { currentRunId, lostLease } from './lease.ts';
 import { byRecordId, inJob, jobOf } from './job-runtime.ts';
-import { insertJobEvents } from './outbox.ts';
-import { loadSource } from './sources.ts';
+import { jobEventRows } from './outbox.ts';
+import { sourceNotFound } from './sources.ts';
 
 /** What a page's idempotency record keeps as its result (plus the page's next cursor). */
 type StoredResult = Omit<StorePageResult, 'replayed' | 'sourcePaused'>;
@@ -38,15 +35,18 @@ export function createStorePage(deps: ActivityDeps) {
   return async function storePage(input: StorePageInput): Promise<StorePageResult> {
     const key = pageKeyFor({ ...input, jobType: jobTypeOf(input) }, input.pageNo);
     const now = deps.now();
-    const source = await loadSource(deps.prisma, input.sourceId);
-    const { job, view } = jobOf(deps, source);
-    const what = `job ${job.type} storePage`;
     const stored = await deps.prisma.$transaction(async (tx) => {
-      // Be very careful: the run's row lock comes first (lockHeldRun); it serialises two attempts
-      // of the same run and makes the idempotency check below race-free.
-      if (!(await lockHeldRun(tx, input))) throw await notHeld(tx, input);
-      const staged = await loadStagedPage(tx, key);
-      const prior = await findIdempotencyRecord(tx, key);
+      // Be very careful: the run's row lock comes first; it serialises two attempts of the same
+      // run and makes the idempotency check of the next statement race-free.
+      const locked = await lockRunWithSource(tx, input, input.sourceId);
+      if (!locked) throw sourceNotFound(input.sourceId);
+      // Run again after the run ended under this claim (a reset, or a workflow task re-run after its
+      // worker died: the steps of one task are local activities): RUN_ENDED, not LEASE_LOST.
+      if (!locked.held) throw await lostLease(tx, input);
+      const { job, view } = jobOf(deps, locked.source);
+      const what = `job ${job.type} storePage`;
+      // The staged page is deleted as it is read: a page refused below comes back on rollback.
+      const { staged, prior, paused } = await takeStagedPage(tx, key, input.sourceId);
       if (prior) {
         // A staged page under a stored key is a re-fetch: it must match what was stored.
         if (staged && prior.fingerprint !== fingerprint(staged.records)) {
@@ -56,14 +56,9 @@ export function createStorePage(deps: ActivityDeps) {
             `key ${key} was used with a different page`,
           );
         }
-        if (staged) await dropStagedPage(tx, key);
         // The record's next cursor is for fetchPage (db/stored-page.ts), not part of the result.
         const { nextCursor: _, ...result } = prior.result as StoredResult & { nextCursor?: unknown };
-        return {
-          ...result,
-          replayed: true,
-          sourcePaused: await sourcePaused(tx, input.sourceId),
-        };
+        return { ...result, replayed: true, sourcePaused: paused };
       }
       if (!staged) throw failure('NotFound', 'STAGED_PAGE_MISSING', `no staged page for ${key}`);
       if (staged.recordCount !== input.recordCount || staged.cursor !== input.nextCursor) {
@@ -84,31 +79,29 @@ export function createStorePage(deps: ActivityDeps) {
       };
       const page = await inJob(job, 'storePage', () => job.storePage(tx, records, ctx));
       const recordCount = checkedStoreResult(page, records.length, what);
-      const eventIds = await insertJobEvents(tx, {
-        stepKey: key,
-        fetchRunId: input.fetchRunId,
-        events: page.events,
-        now,
-      });
+      const events = jobEventRows({ stepKey: key, fetchRunId: input.fetchRunId, events: page.events, now });
+      const eventIds = events.map((e) => e.id);
       // `eventId` is the page's first event (the one event of pages stored before jobs had many).
       const result = { eventId: eventIds[0] ?? null, eventIds, recordCount };
-      await insertIdempotencyRecord(tx, {
-        key,
-        fingerprint: fingerprint(staged.records),
-        // With the partner's next cursor: a reset execution asking for this page again gets it back.
-        result: { ...result, nextCursor: input.nextCursor },
-        createdAt: now,
-        expiresAt: new Date(now.getTime() + deps.idempotencyRetentionMs),
+      const committed = await commitPage(tx, {
+        fence: input,
+        sourceId: input.sourceId,
+        events,
+        record: {
+          key,
+          fingerprint: fingerprint(staged.records),
+          // With the partner's next cursor: a reset execution asking for this page again gets it back.
+          result: { ...result, nextCursor: input.nextCursor },
+          createdAt: now,
+          expiresAt: new Date(now.getTime() + deps.idempotencyRetentionMs),
+        },
+        run: { pagesStored: input.pageNo + 1, recordCount, cursor: input.nextCursor },
+        leaseTtlMs: deps.leaseTtlMs,
+        workflowRunId: currentRunId(),
       });
-      await advanceRun(tx, input.fetchRunId, {
-        pagesStored: input.pageNo + 1,
-        recordCount,
-        cursor: input.nextCursor,
-      });
-      await renewLease(tx, input, deps.leaseTtlMs);
-      await dropStagedPage(tx, key);
+      if (!committed.advanced) throw await lostLease(tx, input);
       crashPoint(deps.crashPoint, 'before-commit');
-      return { ...result, replayed: false, sourcePaused: await sourcePaused(tx, input.sourceId) };
+      return { ...result, replayed: false, sourcePaused: committed.paused };
     }, TRANSACTION_OPTIONS);
     if (!stored.replayed) crashPoint(deps.crashPoint, 'after-commit');
     return stored;

@@ -1,6 +1,6 @@
 /**
  * `fetch_run` statements (R1, R2, R6, R9): create the run of a business key, claim it, renew its
- * lease, lock it for a page's transaction, advance its cursor. How a run ends is in run-end.ts.
+ * lease. A page's store locks and advances it in page-store.ts; how a run ends is in run-end.ts.
  * Lease times use the database's clock, so workers' clocks cannot move the takeover point.
  */
 import { randomUUID } from 'node:crypto';
@@ -136,37 +136,4 @@ export async function statusUnderToken(
   const [row] = await db.$queryRaw<{ status: string }[]>`
     SELECT status::text AS status FROM fetch_run WHERE ${tokenOf(fence)}`;
   return row?.status;
-}
-
-/**
- * Locks the run's row FOR UPDATE inside transaction `tx` if `fence` holds it; returns whether it
- * does. Waits for a concurrent holder of the lock (bounded by the session's lock_timeout).
- */
-export async function lockHeldRun(tx: Pick<PrismaClient, '$queryRaw'>, fence: Fence): Promise<boolean> {
-  // Be very careful: this row lock is what serialises two attempts of the same run (a zombie
-  // and its retry). Taking it first makes the idempotency check that follows it race-free.
-  const owned = await tx.$queryRaw<{ id: string }[]>`
-    SELECT id FROM fetch_run
-     WHERE ${heldBy(fence)}
-       FOR UPDATE`;
-  return owned.length > 0;
-}
-
-/**
- * Records a stored page on the run: `pagesStored` pages so far, `recordCount` more records, the
- * partner's next cursor. Call it under {@link lockHeldRun}'s lock. Not idempotent by itself.
- */
-export async function advanceRun(
-  tx: Pick<PrismaClient, 'fetchRun'>,
-  fetchRunId: string,
-  page: { pagesStored: number; recordCount: number; cursor: string | null },
-): Promise<void> {
-  await tx.fetchRun.update({
-    where: { id: fetchRunId },
-    data: {
-      pagesStored: page.pagesStored,
-      recordsStored: { increment: page.recordCount },
-      cursor: page.cursor,
-    },
-  });
 }

@@ -8,7 +8,7 @@
  * checks the token. A publisher that stalls past its lease loses the row to the next claimer, and
  * its own late write changes nothing (it reports the rejection).
  */
-import type { Prisma, PrismaClient } from '../prisma/generated/client.ts';
+import { Prisma, type PrismaClient } from '../prisma/generated/client.ts';
 import { SESSION_BOUNDS } from './limits.ts';
 
 type Db = Pick<PrismaClient, '$queryRaw' | '$executeRaw' | '$transaction'>;
@@ -26,27 +26,35 @@ export interface NewOutboxEvent {
 }
 
 /**
+ * The INSERT of `events`, in order (their `seq` follows the list), as one statement to run alone
+ * or inside a larger one (a data-modifying CTE). Nothing is inserted for an empty list.
+ */
+export function insertOutboxEventsSql(events: readonly NewOutboxEvent[]): Prisma.Sql {
+  const ids = events.map((e) => e.id);
+  const topics = events.map((e) => e.topic);
+  const aggregateTypes = events.map((e) => e.aggregateType);
+  const aggregateIds = events.map((e) => e.aggregateId);
+  const payloads = events.map((e) => JSON.stringify(e.payload));
+  const times = events.map((e) => e.now.toISOString());
+  return Prisma.sql`
+    INSERT INTO outbox_event (id, topic, aggregate_type, aggregate_id, payload, created_at, available_at)
+    SELECT e.id, e.topic, e.aggregate_type, e.aggregate_id, e.payload::jsonb, e.at, e.at
+      FROM unnest(${ids}::uuid[], ${topics}::text[], ${aggregateTypes}::text[], ${aggregateIds}::text[],
+                  ${payloads}::text[], ${times}::timestamptz[])
+           WITH ORDINALITY AS e(id, topic, aggregate_type, aggregate_id, payload, at, n)
+     ORDER BY e.n`;
+}
+
+/**
  * Inserts `events`, in order, in transaction `tx`, next to the business rows they announce. Not
  * idempotent by itself: the caller's idempotency record (or run state) guarantees it runs once
  * per step, and a derived id makes a second insert fail rather than duplicate.
  */
 export async function insertOutboxEvents(
-  tx: Prisma.TransactionClient,
+  tx: Pick<Prisma.TransactionClient, '$executeRaw'>,
   events: readonly NewOutboxEvent[],
 ): Promise<void> {
-  for (const event of events) {
-    await tx.outboxEvent.create({
-      data: {
-        id: event.id,
-        topic: event.topic,
-        aggregateType: event.aggregateType,
-        aggregateId: event.aggregateId,
-        payload: event.payload,
-        createdAt: event.now,
-        availableAt: event.now,
-      },
-    });
-  }
+  if (events.length > 0) await tx.$executeRaw(insertOutboxEventsSql(events));
 }
 
 /** An event as the publisher delivers it. */

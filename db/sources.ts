@@ -21,13 +21,6 @@ export async function sourcePause(
   return { paused: source?.pausedAt != null, reason: source?.pausedReason ?? null };
 }
 
-/** Whether an operator paused the source (read inside a page's transaction). */
-export async function sourcePaused(tx: Pick<PrismaClient, '$queryRaw'>, sourceId: string): Promise<boolean> {
-  const rows = await tx.$queryRaw<{ paused: boolean }[]>`
-    SELECT paused_at IS NOT NULL AS paused FROM source WHERE id = ${sourceId}`;
-  return rows[0]?.paused ?? false;
-}
-
 /** Enabled sources whose job is none of `jobTypes`, by id. Read-only. */
 export async function enabledSourcesOfOtherJobs(
   db: Pick<PrismaClient, 'source'>,

@@ -6,23 +6,24 @@ import { createHash } from 'node:crypto';
 import { Prisma, type PrismaClient } from '../prisma/generated/client.ts';
 import { heldAtPage, type PageFence } from './fence.ts';
 
+/** Where a staged page stands; its records stay in the table (storePage takes them). */
 export interface StagedPage {
   key: string;
   startCursor: string | null;
   cursor: string | null;
   complete: boolean;
   recordCount: number;
-  records: unknown[];
 }
 
-/** The staged page of `key`, or undefined. */
+/** The staged page of `key` (without its records), or undefined. Read-only. */
 export async function loadStagedPage(
-  db: Pick<PrismaClient, 'fetchedPage'>,
+  db: Pick<PrismaClient, '$queryRaw'>,
   key: string,
 ): Promise<StagedPage | undefined> {
-  const row = await db.fetchedPage.findUnique({ where: { key } });
-  if (!row) return undefined;
-  return { ...row, records: row.records as unknown[] };
+  const [row] = await db.$queryRaw<StagedPage[]>`
+    SELECT key, start_cursor AS "startCursor", cursor, complete, record_count AS "recordCount"
+      FROM fetched_page WHERE key = ${key}`;
+  return row;
 }
 
 export interface Append {

@@ -1,0 +1,136 @@
+/**
+ * The storePage bench's baseline: the statements the storePage activity sends (the same SQL, in
+ * one transaction, on the same data), through a plain `pg` pool with no ORM in between. The SQL
+ * is the activity's own (db/page-store.ts, the demo job's upsert), built by Prisma.sql and sent
+ * by `pg`; the control flow mirrors activities/store-page.ts by hand.
+ */
+import pg from 'pg';
+import { fingerprint } from '../activities/ids.ts';
+import type { JobRegistry } from '../activities/job-api/registry.ts';
+import { byRecordId, jobOf } from '../activities/job-runtime.ts';
+import { jobEventRows } from '../activities/outbox.ts';
+import { commitPage, lockRunWithSource, takeStagedPage } from '../db/page-store.ts';
+import { Prisma } from '../prisma/generated/client.ts';
+import { pageKeyFor } from '../workflows/business-key.ts';
+import type { StorePageInput } from '../workflows/types.ts';
+
+/** A pool whose clients count the statements they send (BEGIN and COMMIT included). */
+export interface CountingPool {
+  pool: pg.Pool;
+  /** Statements sent so far. */
+  statements: () => number;
+  /** The start of every statement's text from now on, until `stop` is called. */
+  record: () => { stop: () => string[] };
+}
+
+/** A pool whose clients count the statements they send (BEGIN and COMMIT included). */
+export function countingPool(config: pg.PoolConfig): CountingPool {
+  const pool = new pg.Pool(config);
+  let n = 0;
+  let texts: string[] | undefined;
+  pool.on('connect', (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+      n++;
+      const q = args[0] as string | { text?: string };
+      texts?.push((typeof q === 'string' ? q : (q.text ?? '')).replace(/\s+/g, ' ').trim().slice(0, 140));
+      return query(...args);
+    };
+  });
+  return {
+    pool,
+    statements: () => n,
+    record: () => {
+      const got: string[] = [];
+      texts = got;
+      return {
+        stop: () => {
+          texts = undefined;
+          return got;
+        },
+      };
+    },
+  };
+}
+
+/**
+ * A stand-in for Prisma's transaction client on a plain `pg` client: `$queryRaw` and `$executeRaw`
+ * build the very statement Prisma would (Prisma.sql: the same text, the same values) and send it
+ * as it is. Only for the bench: it is what "the same SQL without the ORM" means here.
+ */
+function pgTx(client: pg.PoolClient): Prisma.TransactionClient {
+  const sql = (strings: TemplateStringsArray | Prisma.Sql, values: unknown[]) =>
+    strings instanceof Prisma.Sql ? strings : Prisma.sql(strings, ...values);
+  const tx = {
+    $queryRaw: async (strings: TemplateStringsArray | Prisma.Sql, ...values: unknown[]) => {
+      const q = sql(strings, values);
+      return (await client.query(q.text, q.values)).rows as unknown[];
+    },
+    $executeRaw: async (strings: TemplateStringsArray | Prisma.Sql, ...values: unknown[]) => {
+      const q = sql(strings, values);
+      return (await client.query(q.text, q.values)).rowCount ?? 0;
+    },
+  };
+  return tx as unknown as Prisma.TransactionClient;
+}
+
+/**
+ * One page stored as storePage stores it — the same statements from db/page-store.ts and the demo
+ * job's upsert, the same checks and the same JSON work — through `pool`. Bench pages are stored
+ * once, so the replay and refusal branches are not taken; any refusal throws.
+ */
+export async function baselineStorePage(
+  pool: pg.Pool,
+  jobs: JobRegistry,
+  input: StorePageInput,
+  opts: { leaseTtlMs: number; retentionMs: number },
+): Promise<string | null> {
+  const key = pageKeyFor({ jobType: 'fetch-records', ...input }, input.pageNo);
+  const now = new Date();
+  const client = await pool.connect();
+  const tx = pgTx(client);
+  try {
+    await client.query('BEGIN');
+    const locked = await lockRunWithSource(tx, input, input.sourceId);
+    if (!locked?.held) throw new Error('lease lost');
+    const { job, view } = jobOf({ jobs }, locked.source);
+    const { staged, prior } = await takeStagedPage(tx, key, input.sourceId);
+    if (prior || !staged) throw new Error('bench pages are stored once');
+    if (staged.recordCount !== input.recordCount || staged.cursor !== input.nextCursor) {
+      throw new Error('staged page mismatch');
+    }
+    const records = byRecordId(job, staged.records, 'baseline');
+    const ctx = { source: view, ...input, now };
+    const page = await job.storePage(tx, records, ctx);
+    const events = jobEventRows({ stepKey: key, fetchRunId: input.fetchRunId, events: page.events, now });
+    const eventIds = events.map((e) => e.id);
+    const result = {
+      eventId: eventIds[0] ?? null,
+      eventIds,
+      recordCount: page.recordCount ?? records.length,
+    };
+    const committed = await commitPage(tx, {
+      fence: input,
+      sourceId: input.sourceId,
+      events,
+      record: {
+        key,
+        fingerprint: fingerprint(staged.records),
+        result: { ...result, nextCursor: input.nextCursor },
+        createdAt: now,
+        expiresAt: new Date(now.getTime() + opts.retentionMs),
+      },
+      run: { pagesStored: input.pageNo + 1, recordCount: result.recordCount, cursor: input.nextCursor },
+      leaseTtlMs: opts.leaseTtlMs,
+      workflowRunId: undefined,
+    });
+    if (!committed.advanced) throw new Error('lease lost');
+    await client.query('COMMIT');
+    return result.eventId;
+  } catch (err) {
+    await client.query('ROLLBACK');
+    throw err;
+  } finally {
+    client.release();
+  }
+}
