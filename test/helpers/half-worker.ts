@@ -15,7 +15,8 @@ import { activityLogContext, logContextSinks } from '../../activities/log-contex
 import { createLogger } from '../../runtime/logger.ts';
 import { createActivityDeps } from '../../worker/activity-deps.ts';
 import { loadConfig } from '../../worker/config.ts';
-import { createPrisma, workerPool } from '../../worker/db.ts';
+import { createPrisma } from '../../worker/db.ts';
+import { workerPool } from '../../worker/pool-size.ts';
 import { connectNative } from '../../worker/temporal.ts';
 import { WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from '../../worker/worker.ts';
 
@@ -27,7 +28,7 @@ async function main(role: string | undefined): Promise<void> {
   const connection = await connectNative(config);
   const prisma =
     role === 'activities'
-      ? createPrisma(config.database.url ?? '', workerPool(config.worker.activitySlots))
+      ? createPrisma(config.database.url ?? '', workerPool(config, 0))
       : undefined;
   const bundle = config.worker.workflowBundlePath;
   const worker = await Worker.create({
