@@ -27,9 +27,7 @@ async function main(role: string | undefined): Promise<void> {
   const log = createLogger(config.logLevel, { process: `half-worker-${role}` });
   const connection = await connectNative(config);
   const prisma =
-    role === 'activities'
-      ? createPrisma(config.database.url ?? '', workerPool(config, 0))
-      : undefined;
+    role === 'activities' ? createPrisma(config.database.url ?? '', workerPool(config, 0)) : undefined;
   const bundle = config.worker.workflowBundlePath;
   const worker = await Worker.create({
     connection,
