@@ -80,11 +80,6 @@ export interface Claim {
   events: ClaimedEvent[];
 }
 
-// All claimers take this transaction-scoped advisory lock (database-local), so claims are
-// serialised: each claim's snapshot already sees the previous claim. Without it two claimers could
-// take the first and second event of one aggregate at the same moment and deliver them in parallel.
-const CLAIM_LOCK = 'durable-fetch:outbox-claim';
-
 /**
  * Claims up to `limit` due events in `seq` order and leases them for `leaseMs` under `token`.
  *
@@ -96,78 +91,32 @@ const CLAIM_LOCK = 'durable-fetch:outbox-claim';
  *
  * An expired claim is claimable again; taking it counts a `takeover` on the row (how a publisher
  * that died or stalled after the sink's ack leads to a second delivery).
+ *
+ * One statement, the migration's `df_outbox_claim`: claims are serialised by an advisory lock it
+ * takes before its snapshot (so each claim sees the previous one), held only while the statement
+ * runs; a claimer waiting behind a frozen server-side holder gives up after the session bound's
+ * lock timeout and tries again.
  */
 export async function claimBatch(
   db: Db,
   opts: { token: string; limit: number; leaseMs: number },
 ): Promise<ClaimedEvent[]> {
-  const rows = await db.$transaction(async (tx) => {
-    // Plan shape, for this transaction only: walk the pending index in seq order and stop at the
-    // batch size. Queue tables' statistics are always stale (rows come and go faster than ANALYZE),
-    // and a planner that believes "few pending rows" sorts all of them and checks each one's
-    // predecessors: 90 ms instead of 5 ms at a few thousand pending.
-    // Bounded waits: a claimer that froze while holding the lock (VM pause, partition) must not
-    // stop every other publisher. Waiting claimers give up after lock_timeout and try again; the
-    // server ends a holder idle in its transaction, which releases the lock. The same bounds as
-    // every worker and publisher session (worker/db.ts), set here too for pools opened without them.
-    await tx.$queryRaw`
-      SELECT set_config('enable_bitmapscan', 'off', true),
-             set_config('lock_timeout', ${`${SESSION_BOUNDS.lockTimeoutMs}ms`}, true),
-             set_config('statement_timeout', '10s', true),
-             set_config('idle_in_transaction_session_timeout', ${`${SESSION_BOUNDS.idleInTransactionTimeoutMs}ms`}, true)`;
-    await tx.$queryRaw`SELECT pg_advisory_xact_lock(hashtext(${CLAIM_LOCK}))::text AS locked`;
-    return tx.$queryRaw<ClaimRow[]>`
-      WITH locked AS (
-        SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.claimed_until IS NOT NULL AS taken_over
-          FROM outbox_event e
-         WHERE e.status = 'pending' AND e.available_at <= now()
-           AND (e.claimed_until IS NULL OR e.claimed_until <= now())
-           AND NOT EXISTS (
-             SELECT 1 FROM outbox_event p
-              WHERE p.aggregate_type = e.aggregate_type AND p.aggregate_id = e.aggregate_id
-                AND p.status IN ('pending', 'dead') AND p.seq < e.seq
-                AND NOT (p.status = 'pending' AND p.available_at <= now()
-                         AND (p.claimed_until IS NULL OR p.claimed_until <= now())))
-         ORDER BY e.seq
-         LIMIT ${opts.limit}
-         FOR UPDATE SKIP LOCKED),
-      -- SKIP LOCKED may have passed over an earlier event that another transaction is writing
-      -- (e.g. a stale owner's late mark-failed): the snapshot above still calls it claimable.
-      -- Keep only events whose undelivered predecessors are all locked here too: as many as this
-      -- batch holds before them. Both sides are index-only work per row, whatever the table's size.
-      ranked AS (
-        SELECT l.id, l.seq, l.aggregate_type, l.aggregate_id, l.taken_over,
-               row_number() OVER (PARTITION BY l.aggregate_type, l.aggregate_id ORDER BY l.seq) - 1
-                 AS locked_before
-          FROM locked l),
-      candidate AS (
-        SELECT r.id, r.taken_over FROM ranked r
-         WHERE r.locked_before = (
-           SELECT count(*) FROM outbox_event p
-            WHERE p.aggregate_type = r.aggregate_type AND p.aggregate_id = r.aggregate_id
-              AND p.status IN ('pending', 'dead') AND p.seq < r.seq))
-      UPDATE outbox_event o
-         SET claim_token = ${opts.token}::uuid,
-             claimed_until = now() + ${opts.leaseMs} * interval '1 millisecond',
-             takeovers = o.takeovers + (o.claimed_until IS NOT NULL)::int
-        FROM candidate c
-       WHERE o.id = c.id
-      RETURNING o.id::text AS id, o.seq::text AS seq, o.topic, o.aggregate_type, o.aggregate_id,
-                o.payload, o.attempts, o.created_at, c.taken_over`;
-  });
-  return rows
-    .map((r) => ({
-      id: r.id,
-      seq: r.seq,
-      topic: r.topic,
-      aggregateType: r.aggregate_type,
-      aggregateId: r.aggregate_id,
-      payload: r.payload,
-      attempts: r.attempts,
-      createdAt: r.created_at,
-      takenOver: r.taken_over,
-    }))
-    .sort((a, b) => (BigInt(a.seq) < BigInt(b.seq) ? -1 : 1));
+  const rows = await db.$queryRaw<ClaimRow[]>`
+    SELECT id, seq, topic, aggregate_type, aggregate_id, payload, attempts, created_at, taken_over
+      FROM df_outbox_claim(${opts.token}::uuid, ${opts.limit}::int, ${opts.leaseMs}::float8,
+                           ${`${SESSION_BOUNDS.lockTimeoutMs}ms`})`;
+  // In seq order (the function's ORDER BY).
+  return rows.map((r) => ({
+    id: r.id,
+    seq: r.seq,
+    topic: r.topic,
+    aggregateType: r.aggregate_type,
+    aggregateId: r.aggregate_id,
+    payload: r.payload,
+    attempts: r.attempts,
+    createdAt: r.created_at,
+    takenOver: r.taken_over,
+  }));
 }
 
 interface ClaimRow {

@@ -1,6 +1,6 @@
 // The database wiring of long-running processes (worker/db.ts) on real PostgreSQL: bounded
 // sessions (a frozen transaction cannot hold a run's row lock without limit, a lock wait fails
-// inside its activity's attempt), a pool sized from the worker's activity slots, and a connect
+// inside its activity's attempt), a pool sized from the worker's slots, and a connect
 // timeout that makes an unreachable database fail fast with a retryable error.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -15,10 +15,9 @@ import {
   CONNECT_TIMEOUT_MS,
   createPrisma,
   poolConfig,
-  PUBLISHER_POOL,
-  workerPool,
   type PrismaClient,
 } from '../worker/db.ts';
+import { publisherPool, WORKER_BACKGROUND, workerPool } from '../worker/pool-size.ts';
 import { SESSION_BOUNDS } from '../db/limits.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource } from './helpers/deps.ts';
@@ -81,9 +80,11 @@ describe('database sessions', () => {
       idle_in_transaction_session_timeout: SESSION_BOUNDS.idleInTransactionTimeoutMs,
       lock_timeout: SESSION_BOUNDS.lockTimeoutMs,
     };
-    assert.deepEqual(await bounds(open(workerPool(20))), expected);
-    assert.deepEqual(await bounds(open(PUBLISHER_POOL)), expected);
-    const shown = await open(workerPool(1)).$queryRaw<{ lock_timeout: string }[]>`SHOW lock_timeout`;
+    assert.deepEqual(await bounds(open(workerPool(loadConfig({}), 0))), expected);
+    assert.deepEqual(await bounds(open(publisherPool())), expected);
+    const shown = await open({ max: 1, bounded: true }).$queryRaw<
+      { lock_timeout: string }[]
+    >`SHOW lock_timeout`;
     assert.deepEqual(shown, [{ lock_timeout: '5s' }]);
     assert.deepEqual(await bounds(open({ max: CLI_POOL_SIZE })), {
       idle_in_transaction_session_timeout: 0,
@@ -99,8 +100,8 @@ describe('database sessions', () => {
     },
     async () => {
       const runId = await insertRun('dbs-frozen');
-      const frozen = open(workerPool(1));
-      const other = open(workerPool(1));
+      const frozen = open({ max: 1, bounded: true });
+      const other = open({ max: 1, bounded: true });
       let thaw!: () => void;
       const gate = new Promise<void>((resolve) => (thaw = resolve));
       let lockTaken!: (pid: number) => void;
@@ -153,14 +154,14 @@ describe('database sessions', () => {
     },
   );
 
-  it('db-sessions: the worker pool holds its activity slots plus the background connections, no more', async () => {
+  it('db-sessions: the worker pool holds its activity and downstream slots plus the background connections, no more', async () => {
     assert.equal(loadConfig({}).worker.activitySlots, 20);
     const config = loadConfig({ DURABLE_FETCH_WORKER_ACTIVITY_SLOTS: '2' });
-    const pool = workerPool(config.worker.activitySlots);
-    assert.deepEqual(pool, { max: 5, bounded: true });
+    const pool = workerPool(config, 1);
+    assert.deepEqual(pool, { max: 3 + WORKER_BACKGROUND, bounded: true });
     assert.deepEqual(poolConfig(db.url, pool), {
       connectionString: db.url,
-      max: 5,
+      max: 3 + WORKER_BACKGROUND,
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
       lock_timeout: SESSION_BOUNDS.lockTimeoutMs,
       idle_in_transaction_session_timeout: SESSION_BOUNDS.idleInTransactionTimeoutMs,
@@ -186,7 +187,10 @@ describe('database sessions', () => {
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     const address = silent.address();
     assert.ok(address && typeof address === 'object');
-    const prisma = createPrisma(`postgres://postgres@127.0.0.1:${address.port}/nowhere`, workerPool(1));
+    const prisma = createPrisma(`postgres://postgres@127.0.0.1:${address.port}/nowhere`, {
+      max: 1,
+      bounded: true,
+    });
     opened.push(prisma);
     try {
       // Without a connect timeout this would wait forever; the bound only turns a hang into a failure.

@@ -14,9 +14,6 @@ export const CONNECT_TIMEOUT_MS = 5_000;
 /** Connections of a CLI command: one query at a time, plus headroom for a transaction. */
 export const CLI_POOL_SIZE = 4;
 
-/** Connections a worker needs beside its activity slots: the health sampler, cleanup and the sweep. */
-export const WORKER_BACKGROUND_CONNECTIONS = 3;
-
 export interface PoolOptions {
   /** Connections in the pool. Default 10. */
   max?: number;
@@ -24,18 +21,7 @@ export interface PoolOptions {
   bounded?: boolean;
 }
 
-/**
- * The pool of a worker running `activitySlots` activities at once: each holds at most one
- * connection at a time (a query, or one transaction), so no activity waits for a connection
- * another one of the same process holds; plus the background passes, plus `extra` for whatever
- * else the process runs (`npm start`'s publisher). Sessions are bounded.
- */
-export function workerPool(activitySlots: number, extra = 0): Required<PoolOptions> {
-  return { max: activitySlots + WORKER_BACKGROUND_CONNECTIONS + extra, bounded: true };
-}
-
-/** The pool of `durable-fetch publisher`: the size it always had, bounded sessions. */
-export const PUBLISHER_POOL: Required<PoolOptions> = { max: CLI_POOL_SIZE, bounded: true };
+// Long-running processes size their pools from what they run at once: worker/pool-size.ts.
 
 /** The driver settings of a pool: exported so a test can check what a process would open. */
 export function poolConfig(connectionString: string, options: PoolOptions = {}) {

@@ -11,7 +11,8 @@ import { startPartner } from '../partner/server.ts';
 import { syncSchedules } from '../client/schedules.ts';
 import { duration } from '../client/format.ts';
 import { type Config, EMBEDDED_PG, databaseUrl, loadConfig, partnerUrl } from './config.ts';
-import { createPrisma, PUBLISHER_POOL, workerPool } from './db.ts';
+import { CLI_POOL_SIZE, createPrisma } from './db.ts';
+import { downstreamSlotsAt, startPool } from './pool-size.ts';
 import {
   applyDemoSources,
   DEMO_CATALOG_SECRET_REF,
@@ -131,21 +132,22 @@ async function main(): Promise<void> {
   closers.push({ name: 'partner', close: () => partner.close() });
   say(`demo partner API at ${partner.url} (ledger: ${partner.url}/_admin/ledger)`);
 
-  // The worker's pool (its activity slots, sampler and sweep) plus the publisher's, in one process.
-  const slots = config.worker.activitySlots;
-  const prisma = createPrisma(url, workerPool(slots, PUBLISHER_POOL.max));
-  closers.push({ name: 'prisma', close: () => prisma.$disconnect() });
   const client = await connectClient(config);
   closers.push({ name: 'temporal client', close: () => client.connection.close() });
+  // The demo sources go in first, on a command-sized client: the process's pool is sized from the
+  // downstreams they leave (their pollers' slots) beside the worker's and the publisher's.
+  const setup = createPrisma(url, { max: CLI_POOL_SIZE });
   const applied = await applyDemoSources(
     {
-      prisma,
+      prisma: setup,
       temporal: client,
       taskQueue: config.temporal.taskQueue,
       maxFutureDays: config.runs.maxFutureDays,
     },
     partnerUrl(config),
-  );
+  ).finally(() => setup.$disconnect());
+  const prisma = createPrisma(url, startPool(config, await downstreamSlotsAt(config, url)));
+  closers.push({ name: 'prisma', close: () => prisma.$disconnect() });
   const touched = applied.changes.filter((c) => c.action !== 'unchanged');
   say(
     `demo sources from ${applied.file}: ${touched.map((c) => `${c.action} ${c.id}`).join(', ') || 'all unchanged'}`,

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { PUBLISHER_POOL } from '../../worker/db.ts';
+import { publisherPool } from '../../worker/pool-size.ts';
 import { createLogger } from '../../runtime/logger.ts';
 import { createMetrics } from '../../runtime/metrics.ts';
 import { startObservability } from '../../worker/observability.ts';
@@ -27,7 +27,7 @@ export function registerPublisher(program: Command, ctx: () => CliContext): void
     .action(async () => {
       const c = ctx();
       const log = createLogger(c.config.logLevel, { process: 'publisher' });
-      const prisma = await c.prisma(PUBLISHER_POOL);
+      const prisma = await c.prisma(publisherPool());
       const runtime = { metrics: createMetrics() };
       const observability = await startObservability(c.config, runtime, {
         prisma,

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { createLogger } from '../../runtime/logger.ts';
 import { installRuntime, startObservability } from '../../worker/observability.ts';
-import { workerPool } from '../../worker/db.ts';
+import { downstreamSlotsAt, workerPool } from '../../worker/pool-size.ts';
 import { ensureSearchAttributes } from '../../worker/search-attributes.ts';
 import { describeBuild } from '../../worker/build-version.ts';
 import { describeDownstreamQueues } from '../../worker/downstream-pollers.ts';
@@ -21,7 +21,8 @@ It serves /metrics (its own and the Temporal SDK's) on DURABLE_FETCH_METRICS_HOS
 (default 0.0.0.0:9464; 0 = any free port) and samples backlog and health every
 DURABLE_FETCH_METRICS_SAMPLE_MS; see docs/operations.md.
 It runs DURABLE_FETCH_WORKER_ACTIVITY_SLOTS activities at once (default 20) and opens that many
-database connections plus 3 (health sampler, cleanup, stuck-run sweep); each session waits at most
+database connections plus its downstream pollers' slots (read at start) plus 4 (health sampler,
+cleanup, stuck-run sweep, downstream refresh); each session waits at most
 5 s for a lock, is ended by PostgreSQL after 10 s idle inside a transaction, and a connection
 attempt gives up after 5 s. Every DURABLE_FETCH_SWEEP_INTERVAL_MS (default 60000; 0 = off) it
 settles stuck runs: rows still 'running' or 'retry_wait' whose lease ran out
@@ -52,8 +53,7 @@ export function registerWorker(program: Command, ctx: () => CliContext): void {
       const { config } = c;
       const log = createLogger(config.logLevel, { process: 'worker' });
       const runtime = await installRuntime(config, log);
-      const slots = config.worker.activitySlots;
-      const prisma = await c.prisma(workerPool(slots));
+      const prisma = await c.prisma(workerPool(config, await downstreamSlotsAt(config)));
       const temporal = await c.temporal();
       const observability = await startObservability(config, runtime, {
         prisma,
