@@ -41,13 +41,14 @@ describe('pool size', () => {
 
   it('pool-size: worker, publisher and npm start pools follow their settings', () => {
     const config = loadConfig({ DURABLE_FETCH_WORKER_ACTIVITY_SLOTS: '7' });
-    assert.deepEqual(workerPool(config, 10), { max: 7 + 10 + WORKER_BACKGROUND, bounded: true });
+    // The activity slots twice: as many local activities (the database steps) as regular ones.
+    assert.deepEqual(workerPool(config, 10), { max: 7 + 7 + 10 + WORKER_BACKGROUND, bounded: true });
     assert.deepEqual(publisherPool(), { max: DEFAULT_PUBLISHER_LOOPS + PUBLISHER_BACKGROUND, bounded: true });
     assert.deepEqual(publisherPool(5), { max: 5 + PUBLISHER_BACKGROUND, bounded: true });
     // One process: one sampler and one cleanup pass, the worker's sweep and refresh, the
     // publisher's loops.
     assert.deepEqual(startPool(config, 10), {
-      max: 7 + 10 + DEFAULT_PUBLISHER_LOOPS + WORKER_BACKGROUND,
+      max: 7 + 7 + 10 + DEFAULT_PUBLISHER_LOOPS + WORKER_BACKGROUND,
       bounded: true,
     });
   });

@@ -11,7 +11,7 @@ import { DEFAULT_PUBLISHER_LOOPS } from './outbox/publisher.ts';
 export interface PoolDemand {
   /** Activities on the process's own task queue at once. */
   activitySlots?: number;
-  /** Local activities at once (the workflows here schedule none). */
+  /** Local activities at once: the database steps (workflows/db-steps.ts), as many as the activity slots. */
   localActivitySlots?: number;
   /** The downstream pollers' slots: every downstream's `maxConcurrentCalls`. */
   downstreamSlots?: number;
@@ -36,6 +36,7 @@ export const PUBLISHER_BACKGROUND = 2;
 export function workerPool(config: Config, downstreamSlots: number): Required<PoolOptions> {
   const max = poolSize({
     activitySlots: config.worker.activitySlots,
+    localActivitySlots: config.worker.activitySlots,
     downstreamSlots,
     background: WORKER_BACKGROUND,
   });
@@ -54,6 +55,7 @@ export function publisherPool(loops = DEFAULT_PUBLISHER_LOOPS): Required<PoolOpt
 export function startPool(config: Config, downstreamSlots: number): Required<PoolOptions> {
   const max = poolSize({
     activitySlots: config.worker.activitySlots,
+    localActivitySlots: config.worker.activitySlots,
     downstreamSlots,
     publisherLoops: DEFAULT_PUBLISHER_LOOPS,
     // Sampler, sweep, downstream refresh, retention.

@@ -20,8 +20,9 @@ running are retried elsewhere once their heartbeat times out.
 It serves /metrics (its own and the Temporal SDK's) on DURABLE_FETCH_METRICS_HOST:DURABLE_FETCH_METRICS_PORT
 (default 0.0.0.0:9464; 0 = any free port) and samples backlog and health every
 DURABLE_FETCH_METRICS_SAMPLE_MS; see docs/operations.md.
-It runs DURABLE_FETCH_WORKER_ACTIVITY_SLOTS activities at once (default 20) and opens that many
-database connections plus its downstream pollers' slots (read at start) plus 4 (health sampler,
+It runs DURABLE_FETCH_WORKER_ACTIVITY_SLOTS activities at once (default 20), and as many local
+activities (the database steps of its workflow tasks), and opens twice that many database
+connections plus its downstream pollers' slots (read at start) plus 4 (health sampler,
 cleanup, stuck-run sweep, downstream refresh); each session waits at most
 5 s for a lock, is ended by PostgreSQL after 10 s idle inside a transaction, and a connection
 attempt gives up after 5 s. Every DURABLE_FETCH_SWEEP_INTERVAL_MS (default 60000; 0 = off) it
