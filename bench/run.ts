@@ -17,11 +17,15 @@ import { startTestServices } from '../test/helpers/services.ts';
 import { PROJECT_ROOT } from '../worker/config.ts';
 import { benchBreaker } from './breaker.ts';
 import { benchFetch } from './fetch.ts';
+import { benchOutbox } from './outbox.ts';
 import { benchOverhead } from './overhead.ts';
 import type { BenchOptions, BenchSection } from './report.ts';
 import { benchScale } from './scale.ts';
+import { benchStore } from './store.ts';
 
 const SECTIONS: Record<string, (opts: BenchOptions) => Promise<BenchSection>> = {
+  store: benchStore,
+  outbox: benchOutbox,
   breaker: benchBreaker,
   overhead: benchOverhead,
   scale: benchScale,

@@ -44,7 +44,12 @@ describe('config', () => {
         maxInputBytes: 16 * 1024,
       },
       metrics: { enabled: true, host: '0.0.0.0', port: 9464, sampleMs: 15_000 },
-      worker: { shutdownGraceMs: 20_000, activitySlots: 20, downstreamRefreshMs: 10_000 },
+      worker: {
+        shutdownGraceMs: 20_000,
+        activitySlots: 20,
+        cachedWorkflows: 250,
+        downstreamRefreshMs: 10_000,
+      },
       outbox: {
         routes: [
           { pattern: 'temporal.start_workflow', sink: 'temporal' },

@@ -58,6 +58,9 @@ const runsEnv = z.object({
 const workerEnv = z.object({
   DURABLE_FETCH_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(20_000),
   DURABLE_FETCH_WORKER_ACTIVITY_SLOTS: z.coerce.number().int().min(1).max(1_000).default(20),
+  // Bounds the worker's memory whatever the backlog: a run's history is short, so an evicted run
+  // costs little to take up again.
+  DURABLE_FETCH_WORKER_CACHED_WORKFLOWS: z.coerce.number().int().min(2).max(100_000).default(250),
   DURABLE_FETCH_DOWNSTREAM_REFRESH_MS: z.coerce
     .number()
     .int()

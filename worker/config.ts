@@ -68,8 +68,10 @@ export interface Config {
   worker: {
     /** On SIGINT/SIGTERM, how long running activities may finish before they are cancelled (R9). */
     shutdownGraceMs: number;
-    /** Activities a worker runs at once; its database pool is sized from it (worker/db.ts). */
+    /** Activities a worker runs at once; its database pool is sized from it (worker/pool-size.ts). */
     activitySlots: number;
+    /** Workflow executions a worker keeps in memory between their tasks (Temporal's sticky cache). */
+    cachedWorkflows: number;
     /**
      * How often a worker reads the downstreams again to poll the task queues of new ones (and apply
      * their Temporal limits); 0 = at start only (R8).
@@ -164,6 +166,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     worker: {
       shutdownGraceMs: e.DURABLE_FETCH_SHUTDOWN_GRACE_MS,
       activitySlots: e.DURABLE_FETCH_WORKER_ACTIVITY_SLOTS,
+      cachedWorkflows: e.DURABLE_FETCH_WORKER_CACHED_WORKFLOWS,
       downstreamRefreshMs: e.DURABLE_FETCH_DOWNSTREAM_REFRESH_MS,
       ...(e.DURABLE_FETCH_WORKFLOW_BUNDLE === undefined
         ? {}

@@ -72,6 +72,7 @@ export async function startWorkerProcess(options: WorkerProcessOptions): Promise
     deps,
     shutdownGraceTimeMs: config.worker.shutdownGraceMs,
     maxConcurrentActivityTaskExecutions: config.worker.activitySlots,
+    maxCachedWorkflows: config.worker.cachedWorkflows,
     build: { deploymentName: build.deploymentName, buildId: build.buildId },
     ...(config.worker.workflowBundlePath
       ? { workflowBundle: { codePath: config.worker.workflowBundlePath } }

@@ -49,6 +49,8 @@ export interface BuildWorkerOptions {
    */
   workflowBundle?: WorkerOptions['workflowBundle'];
   maxConcurrentActivityTaskExecutions?: number;
+  /** Workflow executions kept in memory between their tasks; default the SDK's (sized from the heap). */
+  maxCachedWorkflows?: number;
   /** How long running activities get to finish on shutdown before they are cancelled (R9). */
   shutdownGraceTimeMs?: number;
   /**
@@ -66,6 +68,7 @@ export async function buildWorker(options: BuildWorkerOptions): Promise<Worker> 
   return Worker.create({
     ...activityOptions(options),
     ...workflows,
+    ...(options.maxCachedWorkflows === undefined ? {} : { maxCachedWorkflows: options.maxCachedWorkflows }),
     interceptors: {
       // Every activity's log lines carry its run's ids (activities/log-context.ts).
       activity: [activityLogContext],
