@@ -3,13 +3,13 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.data/', '.tools/', 'prisma/generated/', 'coverage/'] },
+  { ignores: ['node_modules/', '.data/', '.tools/', '.build/', 'prisma/generated/', 'coverage/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
       parserOptions: {
-        projectService: { allowDefaultProject: ['*.js', 'bin/*.js'] },
+        projectService: { allowDefaultProject: ['*.js'] },
         tsconfigRootDir: import.meta.dirname,
       },
     },
@@ -27,7 +27,13 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
     },
   },
-  { files: ['bin/*.js'], languageOptions: { globals: { process: 'readonly' } } },
+  {
+    files: ['bin/*.js'],
+    languageOptions: { globals: { process: 'readonly' } },
+    // These files are typed by JSDoc, whose casts these rules do not see: a parsed manifest or a
+    // dynamically imported module would be reported however it is annotated.
+    rules: { '@typescript-eslint/no-unsafe-assignment': 'off', '@typescript-eslint/no-unsafe-return': 'off' },
+  },
   {
     // Workflow code is replayed deterministically inside Temporal's sandbox: it may import only
     // @temporalio/workflow, other workflow files, and types (activities are proxied by type).

@@ -6,10 +6,10 @@
  */
 import { Agent, type Dispatcher, request } from 'undici';
 import { classify, failure, httpStatusFailure } from './errors.ts';
+import { DEFAULT_MAX_RESPONSE_BYTES } from './http-limits.ts';
 import { SendDeadlineHandler } from './send-deadline.ts';
 
-/** Default of {@link HttpClientOptions.maxResponseBytes}: 16 MiB. */
-export const DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
+export { DEFAULT_MAX_RESPONSE_BYTES };
 
 export interface HttpClientOptions {
   /** Max time to establish a TCP connection. */

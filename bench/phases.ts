@@ -86,8 +86,11 @@ export async function measurePhase(
   const [w0, s0] = await Promise.all([cpuMs(pid), cpuMs(serverPid)]);
   const memory = peakRss([pid]);
   const t0 = performance.now();
-  const started = await Promise.all(Array.from({ length: count }, (_, i) => start(i)));
-  await Promise.all(started.map((s) => s.done));
+  const started = await startAll(count, start);
+  // Every end settled before any failure is reported: nothing is left running past the phase.
+  const ends = await Promise.allSettled(started.map((s) => s.done));
+  const failed = ends.find((e) => e.status === 'rejected');
+  if (failed) throw failed.reason;
   const seconds = (performance.now() - t0) / 1000;
   const [w1, s1] = await Promise.all([cpuMs(pid), cpuMs(serverPid)]);
   const [workerPeakRssMiB = 0] = memory.stop();
@@ -99,6 +102,29 @@ export async function measurePhase(
     serverCpuMsPerRun: Number(((s1 - s0) / count).toFixed(1)),
     workerPeakRssMiB,
   };
+}
+
+/** Starts `count` runs, at most 32 starts in flight (a user's app starts them as fast as it can). */
+async function startAll(count: number, start: (i: number) => Promise<Started>): Promise<Started[]> {
+  const started: Started[] = [];
+  let next = 0;
+  let failure: unknown;
+  const starter = async () => {
+    while (next < count && failure === undefined) {
+      const i = next++;
+      started[i] = await start(i).catch((err: unknown) => {
+        failure ??= err;
+        return { done: Promise.resolve() };
+      });
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(32, count) }, starter));
+  // Settled first: nothing keeps using the client once the phase has failed.
+  if (failure !== undefined) {
+    await Promise.allSettled(started.map((s) => s.done));
+    throw failure;
+  }
+  return started;
 }
 
 /** Business dates that never repeat within one bench process: each run is a new business key. */

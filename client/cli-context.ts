@@ -4,11 +4,9 @@
  */
 import type { Client } from '@temporalio/client';
 import { type Config, databaseUrl, loadConfig } from '../worker/config.ts';
-import { CLI_POOL_SIZE, createPrisma, type PoolOptions, type PrismaClient } from '../worker/db.ts';
+import type { PoolOptions, PrismaClient } from '../worker/db.ts';
 import { UserFacingError } from '../runtime/errors.ts';
 import { redactUrl } from '../runtime/redact.ts';
-import { codeOf } from '../activities/errors.ts';
-import { connectClient } from '../worker/temporal.ts';
 
 export interface CliContext {
   config: Config;
@@ -22,21 +20,26 @@ export interface CliContext {
   close(): Promise<void>;
 }
 
-/** Opens nothing yet: each resource connects on first use. */
+/**
+ * Opens nothing yet: each resource connects on first use, and its driver (Prisma, the Temporal SDK)
+ * is imported only then, so a command loads only what it uses.
+ */
 export function createCliContext(config: Config = loadConfig()): CliContext {
   let prisma: PrismaClient | undefined;
   let temporal: Client | undefined;
   return {
     config,
-    async prisma(pool = { max: CLI_POOL_SIZE }) {
+    async prisma(pool?: PoolOptions) {
       if (prisma) return prisma;
+      const { CLI_POOL_SIZE, createPrisma } = await import('../worker/db.ts');
       const url = databaseUrl(config);
-      const client = createPrisma(url, pool);
+      const client = createPrisma(url, pool ?? { max: CLI_POOL_SIZE });
       await checkDatabase(client, url, config);
       prisma = client;
       return prisma;
     },
     async temporal() {
+      const { connectClient } = await import('../worker/temporal.ts');
       temporal ??= await connectClient(config);
       return temporal;
     },
@@ -56,6 +59,7 @@ export async function checkDatabase(prisma: PrismaClient, url: string, config: C
   } catch (err) {
     await prisma.$disconnect().catch(() => undefined);
     // Decided by SQLSTATE / Prisma code, never by message text.
+    const { codeOf } = await import('../activities/errors.ts');
     const code = codeOf(err);
     if (code === '3D000' || code === 'P1003') {
       throw new UserFacingError(

@@ -4,7 +4,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { isUserFacingError } from '../runtime/errors.ts';
-import { type CliContext, createCliContext } from './cli-context.ts';
+import type { CliContext } from './cli-context.ts';
 import { registerBreakers } from './commands/breakers.ts';
 import { registerCleanup } from './commands/cleanup.ts';
 import { registerCompensations } from './commands/compensations.ts';
@@ -43,12 +43,24 @@ export function buildProgram(ctx: () => CliContext): Command {
   return program;
 }
 
-/** Runs the CLI with `argv` and returns the process exit code. */
+/**
+ * Runs the CLI with `argv` and returns the process exit code. The context's module (configuration,
+ * database, Temporal) is imported just before an action runs, so help and usage errors load none
+ * of it; each command's module likewise imports its implementation inside its action.
+ */
 export async function main(argv: string[]): Promise<number> {
   let context: CliContext | undefined;
-  const ctx = () => (context ??= createCliContext());
+  let createContext: (() => CliContext) | undefined;
+  const ctx = () => {
+    if (!createContext) throw new Error('the CLI context is used before any action ran');
+    return (context ??= createContext());
+  };
+  const program = buildProgram(ctx).hook('preAction', async () => {
+    const { createCliContext } = await import('./cli-context.ts');
+    createContext ??= () => createCliContext();
+  });
   try {
-    await buildProgram(ctx).parseAsync(argv);
+    await program.parseAsync(argv);
     return 0;
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode;

@@ -22,11 +22,11 @@ import {
 } from '../workflows/replay-api.ts';
 import type { replayDeadLettersWorkflow } from '../workflows/replay-dead-letters.ts';
 import { recordAudit } from '../db/audit.ts';
+import { DEFAULT_REPLAY_MAX } from './replay-defaults.ts';
 
 export type { ReplayFilter, ReplayProgress, ReplayReport, ReplayTarget };
 
-/** Letters a replay takes when `--max` is not given. */
-export const DEFAULT_REPLAY_MAX = 1000;
+export { DEFAULT_REPLAY_MAX };
 
 export interface ReplayRequest {
   filter: ReplayFilter;

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import type { ScheduleOptions, ScheduleOverlapPolicy } from '@temporalio/client';
 import { z } from 'zod';
 import { FETCH_RECORDS } from '../workflows/business-key.ts';
+import { OVERLAP_POLICIES } from './overlap-policies.ts';
 import type { ScheduledFetchInput } from '../workflows/scheduled-fetch.ts';
 import { SEARCH_KEYS } from './start-fetch.ts';
 
@@ -29,14 +30,7 @@ export function resolveScheduleId(taskQueue: string, idOrSource: string): string
   return idOrSource.includes('/') ? idOrSource : scheduleIdFor(taskQueue, idOrSource);
 }
 
-export const OVERLAP_POLICIES = [
-  'skip',
-  'buffer_one',
-  'buffer_all',
-  'cancel_other',
-  'terminate_other',
-  'allow_all',
-] as const;
+export { OVERLAP_POLICIES };
 
 const duration = z.string().regex(/^\d+\s*(ms|s|m|h|d)$/, 'a duration such as 30s, 5m, 2h or 1d');
 

@@ -2,7 +2,9 @@
  * npm's postinstall for this package (`tsx scripts/postinstall.ts`):
  *
  * 1. generates the Prisma Client (required: failing here fails `npm install`);
- * 2. fetches the pinned Temporal CLI into .tools/ (best effort: a failure is a warning and exit 0,
+ * 2. compiles the `durable-fetch` CLI into .build/cli/ (best effort: it needs the client generated
+ *    in step 1; without a build the command compiles itself on its first start, or runs through tsx);
+ * 3. fetches the pinned Temporal CLI into .tools/ (best effort: a failure is a warning and exit 0,
  *    because `npm start` and `npm test` resolve the CLI again and then fail with the full how-to-fix
  *    message). Skipped with DURABLE_FETCH_SKIP_CLI_INSTALL=1; TEMPORAL_CLI_PATH is honoured.
  *
@@ -12,6 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { errorMessage, isUserFacingError } from '../runtime/errors.ts';
 import { resolveTemporalCli } from '../worker/temporal-cli.ts';
+import { buildCli } from './build-cli.ts';
 import { generatePrismaClient } from './generate.ts';
 
 const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -42,6 +45,14 @@ async function main(): Promise<void> {
     console.error(isUserFacingError(error) ? `[durable-fetch] ${error.message}` : error);
     process.exitCode = 1;
     return;
+  }
+  try {
+    const entry = await buildCli({ projectRoot: PROJECT_ROOT });
+    say(`CLI compiled: ${path.relative(PROJECT_ROOT, entry)}`);
+  } catch (error) {
+    say(
+      `warning: could not compile the CLI now; it compiles itself on its first start.\n${errorMessage(error)}`,
+    );
   }
   await installTemporalCli();
 }

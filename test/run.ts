@@ -9,6 +9,7 @@ import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../worker/config.ts';
 import { isUserFacingError } from '../runtime/errors.ts';
+import { buildCli } from '../scripts/build-cli.ts';
 import { startTestServices, type TestServices } from './helpers/services.ts';
 
 const say = (line: string) => console.log(`[test/run] ${line}`);
@@ -43,6 +44,9 @@ let services: TestServices | undefined;
 async function main(): Promise<number> {
   const started = Date.now();
   const files = await testFiles(process.argv.slice(2));
+  // Once, before any test spawns the CLI: every spawned command then runs this build, and none
+  // of them finds it stale and rebuilds while others start.
+  say(`CLI compiled: ${path.relative(PROJECT_ROOT, await buildCli({ projectRoot: PROJECT_ROOT }))}`);
   services = await startTestServices(say);
   say(
     `Temporal ${services.temporalAddress} (CLI from ${services.temporalCliSource}), ` +

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { CRASH_POINTS } from '../activities/crash-points.ts';
-import { DEFAULT_MAX_RESPONSE_BYTES } from '../activities/http.ts';
+import { DEFAULT_MAX_RESPONSE_BYTES } from '../activities/http-limits.ts';
 import { DEFAULT_MAX_INPUT_BYTES } from '../workflows/types.ts';
 import { parseRoutes } from './outbox/sinks.ts';
 

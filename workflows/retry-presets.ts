@@ -141,13 +141,4 @@ export const RETRY_PRESETS = {
 
 export type RetryPresetName = keyof typeof RETRY_PRESETS;
 
-/** The presets a source may name for its partner calls. */
-export const PARTNER_PRESETS = [
-  'partnerHttp',
-  'partnerHttpQuick',
-] as const satisfies readonly RetryPresetName[];
-export type PartnerPresetName = (typeof PARTNER_PRESETS)[number];
-
-export function isPartnerPreset(name: string): name is PartnerPresetName {
-  return (PARTNER_PRESETS as readonly string[]).includes(name);
-}
+export { isPartnerPreset, PARTNER_PRESETS, type PartnerPresetName } from './partner-presets.ts';

@@ -3,22 +3,24 @@
  * and steer them (client/breakers.ts).
  */
 import type { Command } from 'commander';
-import { downstreamTaskQueue } from '../../db/downstreams.ts';
 import type { CliContext } from '../cli-context.ts';
 import { defaultActor } from '../audit.ts';
-import {
-  breakerText,
-  budgetCell,
-  type DownstreamBreaker,
-  listBreakers,
-  overrideBreaker,
-  showBreaker,
-  stateCell,
-} from '../breakers.ts';
-import { type DownstreamQueueConfig, describeDownstreamQueueConfig } from '../downstream-queues.ts';
+import type { DownstreamBreaker } from '../breakers.ts';
+import type { DownstreamQueueConfig } from '../downstream-queues.ts';
 import { errorMessage } from '../../runtime/errors.ts';
 import { duration, table } from '../format.ts';
 import { printAuditTrail, printJson } from './output.ts';
+
+/** The implementation, imported only when a subcommand runs: help loads none of it. */
+const impl = async () => {
+  const [m0, m1, m2] = await Promise.all([
+    import('../../db/downstreams.ts'),
+    import('../breakers.ts'),
+    import('../downstream-queues.ts'),
+  ]);
+  return { ...m0, ...m1, ...m2 };
+};
+type Impl = Awaited<ReturnType<typeof impl>>;
 
 const BREAKERS_HELP = `
 Each downstream (a partner, named by its sources' \`downstream\`) has one circuit breaker, shared
@@ -37,20 +39,20 @@ breaker already forced open, or closing a closed one, is refused (exit 1) and ch
 is a downstream that no downstream row, source or breaker names (a typo would steer nothing).`;
 
 /** The task queue of the downstream's partner calls: its own when isolated, else the shared one. */
-const queueName = (b: DownstreamBreaker, taskQueue: string) =>
-  b.settings.isolated ? downstreamTaskQueue(taskQueue, b.downstream) : taskQueue;
-const queueOf = (b: DownstreamBreaker, taskQueue: string) =>
-  `${b.settings.isolated ? 'isolated' : 'shared'}: ${queueName(b, taskQueue)}`;
+const queueName = (m: Impl, b: DownstreamBreaker, taskQueue: string) =>
+  b.settings.isolated ? m.downstreamTaskQueue(taskQueue, b.downstream) : taskQueue;
+const queueOf = (m: Impl, b: DownstreamBreaker, taskQueue: string) =>
+  `${b.settings.isolated ? 'isolated' : 'shared'}: ${queueName(m, b, taskQueue)}`;
 
-function row(b: DownstreamBreaker, taskQueue: string): Record<string, string> {
+function row(m: Impl, b: DownstreamBreaker, taskQueue: string): Record<string, string> {
   return {
     downstream: b.downstream,
-    state: stateCell(b),
+    state: m.stateCell(b),
     since: b.changedAt?.toISOString() ?? '-',
     reason: (b.reason ?? '').replace(/\s+/g, ' '),
     'calls/failed': `${b.window.calls}/${b.window.failures}`,
-    retries: budgetCell(b),
-    queue: queueOf(b, taskQueue),
+    retries: m.budgetCell(b),
+    queue: queueOf(m, b, taskQueue),
   };
 }
 
@@ -83,16 +85,17 @@ export function registerBreakers(program: Command, ctx: () => CliContext): void 
     )
     .option('--json', 'print JSON')
     .action(async (opts: { json?: boolean }) => {
+      const m = await impl();
       const c = ctx();
-      const list = await listBreakers({ prisma: await c.prisma() });
+      const list = await m.listBreakers({ prisma: await c.prisma() });
       const taskQueue = c.config.temporal.taskQueue;
       if (opts.json) {
-        return printJson(list.map((b) => ({ ...b, taskQueue: queueName(b, taskQueue) })));
+        return printJson(list.map((b) => ({ ...b, taskQueue: queueName(m, b, taskQueue) })));
       }
       if (list.length === 0) return console.log('no downstreams');
       console.log(
         table(
-          list.map((b) => row(b, taskQueue)),
+          list.map((b) => row(m, b, taskQueue)),
           COLUMNS,
         ),
       );
@@ -104,25 +107,27 @@ export function registerBreakers(program: Command, ctx: () => CliContext): void 
     .argument('<downstream>', 'downstream name')
     .option('--json', 'print JSON')
     .action(async (name: string, opts: { json?: boolean }) => {
+      const m = await impl();
       const c = ctx();
-      const b = await showBreaker({ prisma: await c.prisma() }, name);
+      const b = await m.showBreaker({ prisma: await c.prisma() }, name);
       const taskQueue = c.config.temporal.taskQueue;
       // What Temporal enforces on an isolated downstream's queue, as it says it.
       const temporal = b.settings.isolated
-        ? await describeDownstreamQueueConfig(
-            await c.temporal(),
-            c.config.temporal.namespace,
-            taskQueue,
-            b.downstream,
-          )
+        ? await m
+            .describeDownstreamQueueConfig(
+              await c.temporal(),
+              c.config.temporal.namespace,
+              taskQueue,
+              b.downstream,
+            )
             .then((config) => ({ config }))
             .catch((err: unknown) => ({ error: errorMessage(err) }))
         : undefined;
-      if (opts.json) return printJson({ ...b, taskQueue: queueName(b, taskQueue), temporal });
+      if (opts.json) return printJson({ ...b, taskQueue: queueName(m, b, taskQueue), temporal });
       const { breaker: s, retryBudget: r } = b.settings;
       const fields: [string, string][] = [
         ['downstream', b.downstream],
-        ['state', breakerText(b)],
+        ['state', m.breakerText(b)],
         ['since', b.changedAt?.toISOString() ?? '-'],
         ['changed by', b.changedBy ?? '-'],
         ['half-open at', b.state === 'open' && !b.forced ? (b.halfOpenAt?.toISOString() ?? '-') : '-'],
@@ -146,7 +151,7 @@ export function registerBreakers(program: Command, ctx: () => CliContext): void 
           'budget',
           `${Math.round(r.ratio * 100)}% of the calls, at least ${r.minRetries}, over ${duration(r.windowMs)}`,
         ],
-        ['queue', queueOf(b, taskQueue)],
+        ['queue', queueOf(m, b, taskQueue)],
         ['max concurrent calls', b.settings.isolated ? `${b.settings.maxConcurrentCalls} per worker` : '-'],
         [
           'calls per second',
@@ -180,13 +185,14 @@ export function registerBreakers(program: Command, ctx: () => CliContext): void 
       .option('--by <who>', 'who (default: the OS user)')
       .option('--json', 'print JSON')
       .action(async (name: string, opts: { reason: string; by?: string; json?: boolean }) => {
+        const m = await impl();
         const c = ctx();
-        const done = await overrideBreaker({ prisma: await c.prisma() }, name, to, {
+        const done = await m.overrideBreaker({ prisma: await c.prisma() }, name, to, {
           reason: opts.reason,
           actor: opts.by ?? defaultActor(),
         });
         if (opts.json) return printJson(done);
-        const was = breakerText(done.before);
+        const was = m.breakerText(done.before);
         console.log(
           to === 'open'
             ? `opened the breaker of ${done.downstream}: no partner calls until \`breakers close ${done.downstream}\`; it was ${was}`

@@ -3,17 +3,13 @@ import { DownstreamState } from '../../prisma/generated/enums.ts';
 import { UserFacingError } from '../../runtime/errors.ts';
 import { defaultActor } from '../audit.ts';
 import type { CliContext } from '../cli-context.ts';
-import {
-  type Compensation,
-  countNeedsManual,
-  getCompensation,
-  isCompensationId,
-  listCompensations,
-  resolveCompensation,
-  retryCompensation,
-} from '../compensations.ts';
+import type { Compensation } from '../compensations.ts';
+import { isCompensationId } from '../compensations/common.ts';
 import { table, workflowUrl } from '../format.ts';
 import { parseLimit, printAuditTrail, printJson } from './output.ts';
+
+/** The implementation, imported only when a subcommand runs: help loads none of it. */
+const impl = () => import('../compensations.ts');
 
 const STATES: string[] = Object.values(DownstreamState);
 
@@ -92,14 +88,15 @@ export function registerCompensations(program: Command, ctx: () => CliContext): 
         json?: boolean;
       }) => {
         const prisma = await ctx().prisma();
-        const list = await listCompensations(
+        const m = await impl();
+        const list = await m.listCompensations(
           { prisma },
           { state: opts.state, sourceId: opts.source, strays: opts.stray === true, limit: opts.limit },
         );
         if (opts.json) return printJson(list);
         if (list.length === 0) return console.log('no compensations');
         console.log(table(list.map(row), COLUMNS));
-        console.log(`needs_manual: ${await countNeedsManual({ prisma }, { sourceId: opts.source })}`);
+        console.log(`needs_manual: ${await m.countNeedsManual({ prisma }, { sourceId: opts.source })}`);
       },
     );
 
@@ -109,8 +106,9 @@ export function registerCompensations(program: Command, ctx: () => CliContext): 
     .argument('<id>', 'compensation id (a UUID, from `compensations list`)')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
+      const m = await impl();
       const c = ctx();
-      const found = await getCompensation({ prisma: await c.prisma() }, compensationId(id));
+      const found = await m.getCompensation({ prisma: await c.prisma() }, compensationId(id));
       if (!found) throw new UserFacingError(`no compensation '${id}'`, 'NOT_FOUND');
       if (opts.json) return printJson(found);
       const ui = c.config.temporal.uiUrl;
@@ -155,8 +153,9 @@ export function registerCompensations(program: Command, ctx: () => CliContext): 
     .option('--by <who>', 'who did it (default: the OS user)')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { note: string; by?: string; json?: boolean }) => {
+      const m = await impl();
       const prisma = await ctx().prisma();
-      const resolved = await resolveCompensation({ prisma }, compensationId(id), {
+      const resolved = await m.resolveCompensation({ prisma }, compensationId(id), {
         note: opts.note,
         actor: opts.by ?? defaultActor(),
       });
@@ -180,8 +179,9 @@ export function registerCompensations(program: Command, ctx: () => CliContext): 
     .option('--by <who>', 'who asked (default: the OS user)')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { reason?: string; by?: string; json?: boolean }) => {
+      const m = await impl();
       const c = ctx();
-      const started = await retryCompensation(
+      const started = await m.retryCompensation(
         { prisma: await c.prisma(), temporal: await c.temporal(), taskQueue: c.config.temporal.taskQueue },
         compensationId(id),
         { actor: opts.by ?? defaultActor(), ...(opts.reason === undefined ? {} : { reason: opts.reason }) },

@@ -6,14 +6,19 @@ import type { Command } from 'commander';
 import type { Client } from '@temporalio/client';
 import { UserFacingError } from '../../runtime/errors.ts';
 import type { CliContext } from '../cli-context.ts';
-import { listDeadLetters } from '../dead-letters/list.ts';
-import { type DeadLetterDetail, getDeadLetter } from '../dead-letters/show.ts';
+import type { DeadLetterDetail } from '../dead-letters/show.ts';
 import { parseSince } from '../dead-letters/since.ts';
 import type { TimelineEntry } from '../dead-letters/timeline.ts';
 import type { DeadLetterView } from '../dead-letters/view.ts';
 import { table, workflowUrl } from '../format.ts';
 import { deadLetterId, parseLimit, parseStatus, STATUSES } from './dlq-args.ts';
 import { parseJobType, printAuditTrail, printJson } from './output.ts';
+
+/** The implementation, imported only when a subcommand runs: help loads none of it. */
+const impl = async () => {
+  const [m0, m1] = await Promise.all([import('../dead-letters/list.ts'), import('../dead-letters/show.ts')]);
+  return { ...m0, ...m1 };
+};
 
 const iso = (d: Date | null | undefined) => d?.toISOString() ?? '';
 
@@ -96,7 +101,8 @@ export function registerDlqInspect(dlq: Command, ctx: () => CliContext): void {
         const limit = parseLimit(opts.limit);
         const since = opts.since === undefined ? undefined : parseSince(opts.since);
         const prisma = await ctx().prisma();
-        const list = await listDeadLetters(
+        const m = await impl();
+        const list = await m.listDeadLetters(
           { prisma },
           { jobType: opts.job, sourceId: opts.source, errorType: opts.errorType, since, status, limit },
         );
@@ -114,10 +120,11 @@ export function registerDlqInspect(dlq: Command, ctx: () => CliContext): void {
     .argument('<id>', 'dead letter id (a UUID, from `dlq list`)')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
+      const m = await impl();
       const c = ctx();
       const letterId = deadLetterId(id);
       const temporal = (): Promise<Client> => c.temporal();
-      const found = await getDeadLetter({ prisma: await c.prisma(), temporal }, letterId);
+      const found = await m.getDeadLetter({ prisma: await c.prisma(), temporal }, letterId);
       if (!found) throw new UserFacingError(`no dead letter '${id}'`, 'NOT_FOUND');
       const webUi = webUiOf(c, found);
       if (opts.json) return printJson({ ...found, webUi: webUi ?? null });

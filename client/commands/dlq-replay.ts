@@ -4,19 +4,12 @@ import type { CliContext } from '../cli-context.ts';
 import { defaultActor } from '../audit.ts';
 import { parseSince } from '../dead-letters/since.ts';
 import { table, workflowUrl } from '../format.ts';
-import {
-  controlReplay,
-  DEFAULT_REPLAY_MAX,
-  followReplay,
-  previewReplay,
-  type ReplayFilter,
-  type ReplayProgress,
-  type ReplayReport,
-  type ReplayRequest,
-  replayState,
-  startReplay,
-} from '../replay.ts';
+import type { ReplayFilter, ReplayProgress, ReplayReport, ReplayRequest } from '../replay.ts';
 import { parseJobType, printJson } from './output.ts';
+import { DEFAULT_REPLAY_MAX } from '../replay-defaults.ts';
+
+/** The implementation, imported only when a subcommand runs: help loads none of it. */
+const impl = () => import('../replay.ts');
 
 const REPLAY_HELP = `
 A replay restarts the runs of open dead letters, under their own business keys, at most --rate
@@ -109,11 +102,12 @@ export function registerDlqReplay(dlq: Command, ctx: () => CliContext): void {
     .option('--json', 'print JSON')
     .addHelpText('after', REPLAY_HELP)
     .action(async (opts: ReplayOptions) => {
+      const m = await impl();
       const c = ctx();
       const req = requestOf(opts);
       const prisma = await c.prisma();
       if (opts.dryRun) {
-        const targets = await previewReplay({ prisma }, req);
+        const targets = await m.previewReplay({ prisma }, req);
         if (opts.json) return printJson({ count: targets.length, ratePerSecond: req.ratePerSecond, targets });
         const seconds = targets.length === 0 ? 0 : (targets.length - 1) / req.ratePerSecond;
         console.log(
@@ -135,7 +129,7 @@ export function registerDlqReplay(dlq: Command, ctx: () => CliContext): void {
         return;
       }
       const temporal = await c.temporal();
-      const started = await startReplay({ prisma, temporal, taskQueue: c.config.temporal.taskQueue }, req);
+      const started = await m.startReplay({ prisma, temporal, taskQueue: c.config.temporal.taskQueue }, req);
       const ui = c.config.temporal.uiUrl;
       if (!opts.wait) {
         if (opts.json) return printJson(started);
@@ -150,7 +144,7 @@ export function registerDlqReplay(dlq: Command, ctx: () => CliContext): void {
         if (ui) console.log(workflowUrl(ui, c.config.temporal.namespace, started.workflowId));
       }
       let last = '';
-      const report = await followReplay({ temporal }, started.replayId, (p) => {
+      const report = await m.followReplay({ temporal }, started.replayId, (p) => {
         const line = progressLine(p);
         if (line !== last) process.stderr.write(`${line}\n`);
         last = line;
@@ -171,7 +165,8 @@ export function registerDlqReplay(dlq: Command, ctx: () => CliContext): void {
     .argument('<replayId>', 'replay id (or its workflow id replay/<id>)')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
-      const state = await replayState({ temporal: await ctx().temporal() }, id);
+      const m = await impl();
+      const state = await m.replayState({ temporal: await ctx().temporal() }, id);
       if (opts.json) return printJson(state);
       if ('progress' in state) return console.log(`running: ${progressLine(state.progress)}`);
       if ('report' in state) return printReport(state.report);
@@ -192,8 +187,9 @@ export function registerDlqReplay(dlq: Command, ctx: () => CliContext): void {
       .option('--by <who>', 'who asks (default: the OS user)')
       .option('--json', 'print JSON')
       .action(async (id: string, opts: { by?: string; json?: boolean }) => {
+        const m = await impl();
         const c = ctx();
-        const done = await controlReplay(
+        const done = await m.controlReplay(
           { prisma: await c.prisma(), temporal: await c.temporal() },
           id,
           action,

@@ -6,12 +6,19 @@ import type { Command } from 'commander';
 import { UserFacingError } from '../../runtime/errors.ts';
 import type { CliContext } from '../cli-context.ts';
 import { defaultActor } from '../audit.ts';
-import { discardDeadLetter } from '../dead-letters/discard.ts';
 import { OVERRIDE_KEYS, parseOverrides } from '../dead-letters/overrides.ts';
-import { retryDeadLetter } from '../dead-letters/retry.ts';
 import { workflowUrl } from '../format.ts';
 import { collect, deadLetterId } from './dlq-args.ts';
 import { printJson } from './output.ts';
+
+/** The implementation, imported only when a subcommand runs: help loads none of it. */
+const impl = async () => {
+  const [m0, m1] = await Promise.all([
+    import('../dead-letters/discard.ts'),
+    import('../dead-letters/retry.ts'),
+  ]);
+  return { ...m0, ...m1 };
+};
 
 /** Adds `retry` and `discard` to the `dlq` command. */
 export function registerDlqResolve(dlq: Command, ctx: () => CliContext): void {
@@ -34,7 +41,8 @@ export function registerDlqResolve(dlq: Command, ctx: () => CliContext): void {
         const letterId = deadLetterId(id);
         const overrides = parseOverrides(opts.override ?? []);
         const c = ctx();
-        const retried = await retryDeadLetter(
+        const m = await impl();
+        const retried = await m.retryDeadLetter(
           {
             prisma: await c.prisma(),
             temporal: await c.temporal(),
@@ -77,12 +85,13 @@ export function registerDlqResolve(dlq: Command, ctx: () => CliContext): void {
     .option('--by <who>', 'who decided (default: the OS user)')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { reason?: string; by?: string; json?: boolean }) => {
+      const m = await impl();
       const letterId = deadLetterId(id);
       if (opts.reason === undefined) {
         throw new UserFacingError('a reason is required: --reason <text>', 'INVALID_INPUT');
       }
       const prisma = await ctx().prisma();
-      const discarded = await discardDeadLetter({ prisma }, letterId, {
+      const discarded = await m.discardDeadLetter({ prisma }, letterId, {
         reason: opts.reason,
         actor: opts.by ?? defaultActor(),
       });

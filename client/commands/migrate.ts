@@ -1,8 +1,15 @@
 import type { Command } from 'commander';
-import { databaseUrl } from '../../worker/config.ts';
-import { prepareDatabase } from '../../worker/prepare-database.ts';
 import { redactUrl } from '../../runtime/redact.ts';
 import type { CliContext } from '../cli-context.ts';
+
+/** The implementation, imported only when a subcommand runs: help loads none of it. */
+const impl = async () => {
+  const [m0, m1] = await Promise.all([
+    import('../../worker/config.ts'),
+    import('../../worker/prepare-database.ts'),
+  ]);
+  return { ...m0, ...m1 };
+};
 
 /** `durable-fetch migrate`: create the database if missing and apply prisma/migrations. */
 export function registerMigrate(program: Command, ctx: () => CliContext): void {
@@ -10,8 +17,9 @@ export function registerMigrate(program: Command, ctx: () => CliContext): void {
     .command('migrate')
     .description('create the database if missing and apply pending migrations (prisma/migrations)')
     .action(async () => {
-      const url = databaseUrl(ctx().config);
-      const { applied } = await prepareDatabase(url, (line) => console.log(line));
+      const m = await impl();
+      const url = m.databaseUrl(ctx().config);
+      const { applied } = await m.prepareDatabase(url, (line) => console.log(line));
       console.log(
         applied.length === 0
           ? `database at ${redactUrl(url)} is up to date`

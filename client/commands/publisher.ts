@@ -1,10 +1,17 @@
 import type { Command } from 'commander';
-import { publisherPool } from '../../worker/pool-size.ts';
-import { createLogger } from '../../runtime/logger.ts';
-import { createMetrics } from '../../runtime/metrics.ts';
-import { startObservability } from '../../worker/observability.ts';
-import { startPublisher } from '../../worker/outbox/create-publisher.ts';
 import type { CliContext } from '../cli-context.ts';
+
+/** The publisher's modules, imported only when it starts: help loads none of them. */
+async function load() {
+  const [db, logger, metrics, observability, publisher] = await Promise.all([
+    import('../../worker/pool-size.ts'),
+    import('../../runtime/logger.ts'),
+    import('../../runtime/metrics.ts'),
+    import('../../worker/observability.ts'),
+    import('../../worker/outbox/create-publisher.ts'),
+  ]);
+  return { ...db, ...logger, ...metrics, ...observability, ...publisher };
+}
 
 const PUBLISHER_HELP = `
 Delivers outbox events at least once to the sink their topic is routed to
@@ -25,6 +32,7 @@ export function registerPublisher(program: Command, ctx: () => CliContext): void
     )
     .addHelpText('after', PUBLISHER_HELP)
     .action(async () => {
+      const { publisherPool, createLogger, createMetrics, startObservability, startPublisher } = await load();
       const c = ctx();
       const log = createLogger(c.config.logLevel, { process: 'publisher' });
       const prisma = await c.prisma(publisherPool());

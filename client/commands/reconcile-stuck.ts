@@ -2,13 +2,11 @@
  * `durable-fetch reconcile --stuck`: one stuck-run sweep now (client/stuck-runs.ts), printing each
  * stuck run found and what was done. Exit 1 while anything is left stuck.
  */
-import { pino } from 'pino';
 import { UserFacingError } from '../../runtime/errors.ts';
-import { createMetrics } from '../../runtime/metrics.ts';
 import { defaultActor } from '../audit.ts';
 import type { CliContext } from '../cli-context.ts';
-import { type OwedCompensation, startOwedCompensations } from '../owed-compensations.ts';
-import { type SweepReport, type SweptRun, sweepStuckRuns } from '../stuck-runs.ts';
+import type { OwedCompensation } from '../owed-compensations.ts';
+import type { SweepReport, SweptRun } from '../stuck-runs.ts';
 import { printJson } from './output.ts';
 
 export const STUCK_HELP = `
@@ -66,6 +64,12 @@ function printSweep(report: SweepReport & { owed: OwedCompensation[] }): void {
 
 /** The `--stuck` action. @throws UserFacingError STUCK_RUNS (exit 1) when runs are left stuck. */
 export async function reconcileStuck(c: CliContext, json: boolean): Promise<void> {
+  const [{ pino }, { createMetrics }, { startOwedCompensations }, { sweepStuckRuns }] = await Promise.all([
+    import('pino'),
+    import('../../runtime/metrics.ts'),
+    import('../owed-compensations.ts'),
+    import('../stuck-runs.ts'),
+  ]);
   const ctx = {
     prisma: await c.prisma(),
     temporal: await c.temporal(),

@@ -1,11 +1,19 @@
 import type { Command } from 'commander';
-import { createHttpClient } from '../../activities/http.ts';
-import { isSecretRef } from '../../worker/activity-deps.ts';
 import { UserFacingError } from '../../runtime/errors.ts';
 import type { CliContext } from '../cli-context.ts';
-import { type Finding, reconcileRuns, type ReconcileReport, type RunReport } from '../reconcile.ts';
+import type { Finding, ReconcileReport, RunReport } from '../reconcile.ts';
 import { parseJobType, printJson } from './output.ts';
 import { reconcileStuck, STUCK_HELP } from './reconcile-stuck.ts';
+
+/** The implementation, imported only when a subcommand runs: help loads none of it. */
+const impl = async () => {
+  const [m0, m1, m2] = await Promise.all([
+    import('../../activities/http.ts'),
+    import('../../worker/activity-deps.ts'),
+    import('../reconcile.ts'),
+  ]);
+  return { ...m0, ...m1, ...m2 };
+};
 
 const RECONCILE_HELP = `
 Compares, per run, what the database holds with itself and with the partner, and lists every
@@ -98,14 +106,15 @@ export function registerReconcile(program: Command, ctx: () => CliContext): void
         const c = ctx();
         if (opts.stuck) return reconcileStuck(c, opts.json === true);
         const prisma = await c.prisma();
-        const http = createHttpClient(c.config.http);
+        const m = await impl();
+        const http = m.createHttpClient(c.config.http);
         let report: ReconcileReport;
         try {
-          report = await reconcileRuns(
+          report = await m.reconcileRuns(
             {
               prisma,
               http,
-              secret: (ref) => (isSecretRef(ref) ? process.env[ref] : undefined),
+              secret: (ref) => (m.isSecretRef(ref) ? process.env[ref] : undefined),
               pageLimit: c.config.partner.pageLimit,
             },
             {

@@ -2,8 +2,10 @@ import type { Command } from 'commander';
 import { UserFacingError } from '../../runtime/errors.ts';
 import { duration, failureSummary, workflowUrl } from '../format.ts';
 import type { CliContext } from '../cli-context.ts';
-import { launchFetch, prepareFetch } from '../start-fetch.ts';
 import { printJson } from './output.ts';
+
+/** The implementation, imported only when a subcommand runs: help loads none of it. */
+const impl = () => import('../start-fetch.ts');
 
 /** `durable-fetch run <sourceId> [--date] [--wait] [--json]` */
 export function registerRun(program: Command, ctx: () => CliContext): void {
@@ -15,9 +17,10 @@ export function registerRun(program: Command, ctx: () => CliContext): void {
     .option('--wait', 'wait for the run to finish and print its outcome')
     .option('--json', 'print JSON instead of text')
     .action(async (sourceId: string, opts: { date?: string; wait?: boolean; json?: boolean }) => {
+      const m = await impl();
       const c = ctx();
       // Input and database first: a bad date is reported as such even when Temporal is down.
-      const prepared = await prepareFetch(
+      const prepared = await m.prepareFetch(
         {
           prisma: await c.prisma(),
           maxFutureDays: c.config.runs.maxFutureDays,
@@ -25,7 +28,7 @@ export function registerRun(program: Command, ctx: () => CliContext): void {
         },
         { sourceId, date: opts.date, requestedBy: 'cli' },
       );
-      const started = await launchFetch(
+      const started = await m.launchFetch(
         { temporal: await c.temporal(), taskQueue: c.config.temporal.taskQueue },
         prepared,
       );

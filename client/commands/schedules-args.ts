@@ -3,11 +3,11 @@
  * to its Temporal Schedule, the --overlap policy and the business dates of --from/--to.
  */
 import { InvalidArgumentError } from 'commander';
-import { ScheduleNotFoundError, type ScheduleOverlapPolicy } from '@temporalio/client';
+import type { ScheduleOverlapPolicy } from '@temporalio/client';
 import { UserFacingError } from '../../runtime/errors.ts';
 import { isBusinessDate } from '../../workflows/business-key.ts';
 import type { CliContext } from '../cli-context.ts';
-import { OVERLAP_POLICIES, resolveScheduleId } from '../schedules.ts';
+import { OVERLAP_POLICIES } from '../overlap-policies.ts';
 
 /** `--overlap <policy>`: one of OVERLAP_POLICIES (any case, '-' or '_'), or commander's usage error. */
 export function parseOverlap(value: string): ScheduleOverlapPolicy {
@@ -29,6 +29,10 @@ export function parseDate(value: string): string {
  * Reads only. @throws UserFacingError NOT_FOUND when this deployment has no such schedule.
  */
 export async function scheduleOf(ctx: () => CliContext, id: string) {
+  const [{ ScheduleNotFoundError }, { resolveScheduleId }] = await Promise.all([
+    import('@temporalio/client'),
+    import('../schedules.ts'),
+  ]);
   const c = ctx();
   const scheduleId = resolveScheduleId(c.config.temporal.taskQueue, id);
   const handle = (await c.temporal()).schedule.getHandle(scheduleId);

@@ -9,7 +9,6 @@ import { addDays, checkBusinessDate } from '../../workflows/business-date.ts';
 import type { CliContext } from '../cli-context.ts';
 import { table } from '../format.ts';
 import { FINISHED_STATUSES } from '../runs.ts';
-import { startOfDayIn } from '../schedules.ts';
 import { printJson } from './output.ts';
 import { parseDate, parseOverlap, scheduleOf } from './schedules-args.ts';
 
@@ -50,6 +49,7 @@ export function registerSchedulesBackfill(schedules: Command, ctx: () => CliCont
         });
         if (!check.ok) throw new UserFacingError(`--to: ${check.reason}`, 'INVALID_INPUT');
         // Nominal times whose business date (local date + offset) lies in [from, to].
+        const { startOfDayIn } = await import('../schedules.ts');
         const start = startOfDayIn(addDays(opts.from, -args.dateOffsetDays), args.timeZone);
         const end = new Date(
           startOfDayIn(addDays(opts.to, 1 - args.dateOffsetDays), args.timeZone).getTime() - 1,

@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import type { ScheduleOverlapPolicy } from '@temporalio/client';
 import type { CliContext } from '../cli-context.ts';
 import { table } from '../format.ts';
-import { OVERLAP_POLICIES, syncSchedules } from '../schedules.ts';
+import { OVERLAP_POLICIES } from '../overlap-policies.ts';
 import { printJson } from './output.ts';
 import { parseOverlap, scheduleOf } from './schedules-args.ts';
 import { registerSchedulesBackfill } from './schedules-backfill.ts';
@@ -36,6 +36,7 @@ export function registerSchedules(program: Command, ctx: () => CliContext): void
     .option('--json', 'print JSON')
     .action(async (opts: { dryRun?: boolean; json?: boolean }) => {
       const c = ctx();
+      const { syncSchedules } = await import('../schedules.ts');
       const changes = await syncSchedules(
         {
           temporal: await c.temporal(),

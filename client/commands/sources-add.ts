@@ -1,12 +1,14 @@
 /** `durable-fetch sources add` and `sources remove`. */
-import type { Command } from 'commander';
-import { defaultJobs } from '../../worker/jobs.ts';
-import { PARTNER_PRESETS } from '../../workflows/retry-presets.ts';
+import { type Command, Option } from 'commander';
+import { PARTNER_PRESETS } from '../../workflows/partner-presets.ts';
 import type { CliContext } from '../cli-context.ts';
 import { defaultActor } from '../audit.ts';
-import { addSource, type NewSource, removeSource, scheduleSummary } from '../sources.ts';
+import type { NewSource } from '../sources.ts';
 import { printJson } from './output.ts';
 import { durationMsArg, integerArg, readJsonArg } from './source-args.ts';
+
+/** The implementation, imported only when a subcommand runs: help loads none of it. */
+const impl = () => import('../sources.ts');
 
 const ADD_HELP = `
 Every value is checked before anything is written, and every problem is reported, one per line.
@@ -51,13 +53,20 @@ interface AddOpts {
   json?: boolean;
 }
 
-/** Registers `sources add` and `sources remove` under `sources`. */
-export function registerSourcesAdd(sources: Command, ctx: () => CliContext): void {
+const JOB_HELP = 'the job that runs it';
+
+/**
+ * Registers `sources add` and `sources remove` under `sources`. Returns what completes the help of
+ * `--job` with the job types: they come from the job registry (its schemas need zod), which only
+ * a `sources …` command line loads, so the caller runs it just before `sources` is dispatched.
+ */
+export function registerSourcesAdd(sources: Command, ctx: () => CliContext): () => Promise<void> {
+  const job = new Option('--job <type>', JOB_HELP).makeOptionMandatory();
   sources
     .command('add')
     .description('add a source (every value checked first; audited; its schedule created)')
     .argument('<id>', "the new source's id: 1..63 of a-z, 0-9, '-' and '_' (never reused)")
-    .requiredOption('--job <type>', `the job that runs it (${defaultJobs().types.join('|')})`)
+    .addOption(job)
     .requiredOption('--base-url <url>', "the partner's http(s) base URL (no credentials in it)")
     .option('--name <text>', 'display name (default: the id)')
     .option('--credentials-ref <NAME>', 'name of the DF_SECRET_* variable holding the bearer token')
@@ -83,6 +92,7 @@ export function registerSourcesAdd(sources: Command, ctx: () => CliContext): voi
     .option('--json', 'print JSON')
     .addHelpText('after', ADD_HELP)
     .action(async (id: string, opts: AddOpts) => {
+      const m = await impl();
       const [schedule, config] = await Promise.all([
         opts.schedule === undefined ? undefined : readJsonArg('--schedule', opts.schedule),
         opts.config === undefined ? undefined : readJsonArg('--config', opts.config),
@@ -104,7 +114,7 @@ export function registerSourcesAdd(sources: Command, ctx: () => CliContext): voi
         downstream: opts.downstream,
       };
       const c = ctx();
-      const added = await addSource(
+      const added = await m.addSource(
         {
           prisma: await c.prisma(),
           temporal: await c.temporal(),
@@ -123,7 +133,7 @@ export function registerSourcesAdd(sources: Command, ctx: () => CliContext): voi
       const scheduled =
         added.scheduleId === null
           ? 'no schedule'
-          : `schedule ${scheduleSummary(s.schedule)} (${added.scheduleId} ${added.schedule ?? 'unchanged'})`;
+          : `schedule ${m.scheduleSummary(s.schedule)} (${added.scheduleId} ${added.schedule ?? 'unchanged'})`;
       console.log(`added ${s.id} (job ${s.jobType}): ${s.baseUrl}, ${scheduled}`);
       console.log(`config ${JSON.stringify(s.config)}`);
     });
@@ -137,8 +147,9 @@ export function registerSourcesAdd(sources: Command, ctx: () => CliContext): voi
     .option('--json', 'print JSON')
     .addHelpText('after', REMOVE_HELP)
     .action(async (id: string, opts: { reason: string; by?: string; json?: boolean }) => {
+      const m = await impl();
       const c = ctx();
-      const removed = await removeSource(
+      const removed = await m.removeSource(
         { prisma: await c.prisma(), temporal: await c.temporal(), taskQueue: c.config.temporal.taskQueue },
         id,
         { actor: opts.by ?? defaultActor(), reason: opts.reason },
@@ -147,4 +158,8 @@ export function registerSourcesAdd(sources: Command, ctx: () => CliContext): voi
       const schedule = removed.scheduleDeleted ? `schedule ${removed.scheduleId} deleted` : 'no schedule';
       console.log(`removed ${id}: ${schedule}; its runs, records and audit trail are kept`);
     });
+  return async () => {
+    const { defaultJobs } = await import('../../worker/jobs.ts');
+    job.description = `${JOB_HELP} (${defaultJobs().types.join('|')})`;
+  };
 }

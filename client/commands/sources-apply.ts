@@ -1,19 +1,14 @@
 /** `durable-fetch sources apply -f` and `sources validate -f`: sources kept as a file in a repository. */
 import type { Command } from 'commander';
 import { UserFacingError } from '../../runtime/errors.ts';
-import { loadConfig } from '../../worker/config.ts';
-import { defaultJobs } from '../../worker/jobs.ts';
 import type { CliContext } from '../cli-context.ts';
 import { defaultActor } from '../audit.ts';
 import { table } from '../format.ts';
-import {
-  applySources,
-  type ApplyReport,
-  fileProblemsError,
-  type PlanAction,
-  readSourcesFile,
-} from '../sources.ts';
+import type { ApplyReport, PlanAction } from '../sources.ts';
 import { printJson } from './output.ts';
+
+/** The implementation, imported only when a subcommand runs: help loads none of it. */
+const impl = () => import('../sources.ts');
 
 const FILE_HELP = `
 The file (YAML or JSON) lists every source under "sources", each with the settings \`sources add\`
@@ -145,13 +140,15 @@ export function registerSourcesApply(sources: Command, ctx: () => CliContext): v
     )
     .addHelpText('after', APPLY_HELP)
     .action(async (opts: ApplyOpts) => {
+      const m = await impl();
       const c = ctx();
+      const { defaultJobs } = await import('../../worker/jobs.ts');
       const jobs = defaultJobs();
       const maxFutureDays = c.config.runs.maxFutureDays;
-      const read = await readSourcesFile(opts.file, { jobs, maxFutureDays });
+      const read = await m.readSourcesFile(opts.file, { jobs, maxFutureDays });
       const outcome = opts.dryRun ? 'nothing would change' : 'nothing was changed';
-      if (!read.ok) throw fileProblemsError(opts.file, read.problems, outcome);
-      const report = await applySources(
+      if (!read.ok) throw m.fileProblemsError(opts.file, read.problems, outcome);
+      const report = await m.applySources(
         {
           prisma: await c.prisma(),
           temporal: () => c.temporal(),
@@ -188,10 +185,15 @@ export function registerSourcesApply(sources: Command, ctx: () => CliContext): v
     )
     .addHelpText('after', VALIDATE_HELP)
     .action(async (opts: { file: string; json?: boolean }) => {
+      const m = await impl();
       // Configuration only (the future-date policy): the CLI context, which opens the database
       // and Temporal, is never created here.
+      const [{ loadConfig }, { defaultJobs }] = await Promise.all([
+        import('../../worker/config.ts'),
+        import('../../worker/jobs.ts'),
+      ]);
       const maxFutureDays = loadConfig().runs.maxFutureDays;
-      const read = await readSourcesFile(opts.file, { jobs: defaultJobs(), maxFutureDays });
+      const read = await m.readSourcesFile(opts.file, { jobs: defaultJobs(), maxFutureDays });
       const problems = read.ok ? [] : read.problems;
       const count = read.ok ? read.file.sources.length : 0;
       const downstreams = read.ok ? read.file.downstreams?.length : undefined;
@@ -201,6 +203,6 @@ export function registerSourcesApply(sources: Command, ctx: () => CliContext): v
           downstreams === undefined ? '' : `, ${plural(downstreams, 'downstream', 'downstreams')}`;
         console.log(`ok: ${plural(count, 'source', 'sources')}${listed}`);
       }
-      if (!read.ok) throw fileProblemsError(opts.file, problems);
+      if (!read.ok) throw m.fileProblemsError(opts.file, problems);
     });
 }

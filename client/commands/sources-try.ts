@@ -1,13 +1,20 @@
 /** `durable-fetch sources try`: a source's first pages, fetched for real, stored nowhere. */
 import type { Command } from 'commander';
-import { createHttpClient } from '../../activities/http.ts';
 import { UserFacingError } from '../../runtime/errors.ts';
-import { isSecretRef } from '../../worker/activity-deps.ts';
-import { defaultJobs } from '../../worker/jobs.ts';
 import type { CliContext } from '../cli-context.ts';
-import { type TryReport, trySource } from '../sources/try.ts';
+import type { TryReport } from '../sources/try.ts';
 import { printJson } from './output.ts';
 import { integerArg } from './source-args.ts';
+
+/** The implementation, imported only when a subcommand runs: help loads none of it. */
+const impl = async () => {
+  const [m0, m1, m2] = await Promise.all([
+    import('../../activities/http.ts'),
+    import('../../worker/activity-deps.ts'),
+    import('../sources/try.ts'),
+  ]);
+  return { ...m0, ...m1, ...m2 };
+};
 
 const MAX_TRY_PAGES = 20;
 
@@ -45,6 +52,7 @@ export function registerSourcesTry(sources: Command, ctx: () => CliContext): voi
     .option('--pages <n>', `partner pages to fetch, 1..${MAX_TRY_PAGES}`, integerArg, 2)
     .option('--json', 'print JSON (every id)')
     .action(async (id: string, opts: { date: string; pages: number; json?: boolean }) => {
+      const m = await impl();
       if (!/^\d{4}-\d{2}-\d{2}$/.test(opts.date) || Number.isNaN(Date.parse(`${opts.date}T00:00:00Z`))) {
         throw new UserFacingError(
           `sources try: --date must be YYYY-MM-DD, got '${opts.date}'`,
@@ -54,16 +62,17 @@ export function registerSourcesTry(sources: Command, ctx: () => CliContext): voi
       if (opts.pages < 1 || opts.pages > MAX_TRY_PAGES) {
         throw new UserFacingError(`sources try: --pages must be 1..${MAX_TRY_PAGES}`, 'INVALID_INPUT');
       }
+      const { defaultJobs } = await import('../../worker/jobs.ts');
       const c = ctx();
       const prisma = await c.prisma();
-      const http = createHttpClient(c.config.http);
+      const http = m.createHttpClient(c.config.http);
       let report: TryReport;
       try {
-        report = await trySource(
+        report = await m.trySource(
           {
             prisma,
             http,
-            secret: (ref) => (isSecretRef(ref) ? process.env[ref] : undefined),
+            secret: (ref) => (m.isSecretRef(ref) ? process.env[ref] : undefined),
             jobs: defaultJobs(),
             pageLimit: c.config.partner.pageLimit,
             requestTimeoutMs: c.config.http.responseTimeoutMs + c.config.http.connectTimeoutMs,

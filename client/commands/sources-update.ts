@@ -1,12 +1,15 @@
 /** `durable-fetch sources update`: fixing a source's configuration. */
 import { type Command, Option } from 'commander';
 import { UserFacingError } from '../../runtime/errors.ts';
-import { PARTNER_PRESETS } from '../../workflows/retry-presets.ts';
+import { PARTNER_PRESETS } from '../../workflows/partner-presets.ts';
 import type { CliContext } from '../cli-context.ts';
 import { defaultActor } from '../audit.ts';
-import { type SourceChanges, updateSource } from '../sources.ts';
+import type { SourceChanges } from '../sources.ts';
 import { printJson } from './output.ts';
 import { durationMsArg, integerArg, readJsonArg } from './source-args.ts';
+
+/** The implementation, imported only when a subcommand runs: help loads none of it. */
+const impl = () => import('../sources.ts');
 
 const shown = (v: unknown) =>
   v === null || v === undefined ? 'none' : typeof v === 'string' ? v : JSON.stringify(v);
@@ -72,6 +75,7 @@ Example:
     --reason "new ledger account (ticket 31)"`,
     )
     .action(async (id: string, opts: UpdateOpts) => {
+      const m = await impl();
       if (opts.job !== undefined) {
         throw new UserFacingError(
           `the job type of source '${id}' cannot change (its runs, records and keys belong to its job): add a new source with --job ${opts.job} instead`,
@@ -96,7 +100,7 @@ Example:
         config: config?.value,
       };
       const c = ctx();
-      const updated = await updateSource({ prisma: await c.prisma() }, id, changes, {
+      const updated = await m.updateSource({ prisma: await c.prisma() }, id, changes, {
         actor: opts.by ?? defaultActor(),
         reason: opts.reason,
       });

@@ -4,22 +4,19 @@ import { UserFacingError } from '../../runtime/errors.ts';
 import type { CliContext } from '../cli-context.ts';
 import { defaultActor } from '../audit.ts';
 import { duration, table } from '../format.ts';
-import { scheduleIdFor } from '../schedules.ts';
-import {
-  getSource,
-  listSources,
-  pauseSource,
-  pauseText,
-  removedText,
-  resumeSource,
-  scheduleSummary,
-  type Source,
-} from '../sources.ts';
+import type { Source } from '../sources.ts';
 import { printJson } from './output.ts';
 import { registerSourcesAdd } from './sources-add.ts';
 import { registerSourcesApply } from './sources-apply.ts';
 import { registerSourcesTry } from './sources-try.ts';
 import { registerSourcesUpdate } from './sources-update.ts';
+
+/** The implementation, imported only when a subcommand runs: help loads none of it. */
+const impl = async () => {
+  const [m0, m1] = await Promise.all([import('../schedules.ts'), import('../sources.ts')]);
+  return { ...m0, ...m1 };
+};
+type Impl = Awaited<ReturnType<typeof impl>>;
 
 const SOURCES_HELP = `
 A source is a partner to fetch from (a row of the "source" table). Pausing one stops it
@@ -34,7 +31,7 @@ the table match it.`;
 
 const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
 
-function row(s: Source): Record<string, string> {
+function row(m: Impl, s: Source): Record<string, string> {
   return {
     id: s.id,
     job: s.jobType,
@@ -44,7 +41,7 @@ function row(s: Source): Record<string, string> {
       : s.pausedAt
         ? `yes: ${(s.pausedReason ?? '').replace(/\s+/g, ' ')}`
         : 'no',
-    schedule: scheduleSummary(s.schedule),
+    schedule: m.scheduleSummary(s.schedule),
     'base url': s.baseUrl,
     'page size': String(s.pageSize),
     'retry policy': s.retryPolicy,
@@ -94,10 +91,16 @@ export function registerSources(program: Command, ctx: () => CliContext): void {
     .option('--all', 'include removed sources')
     .option('--json', 'print JSON')
     .action(async (opts: { all?: boolean; json?: boolean }) => {
-      const list = await listSources({ prisma: await ctx().prisma() }, { all: opts.all === true });
+      const m = await impl();
+      const list = await m.listSources({ prisma: await ctx().prisma() }, { all: opts.all === true });
       if (opts.json) return printJson(list);
       if (list.length === 0) return console.log('no sources');
-      console.log(table(list.map(row), COLUMNS));
+      console.log(
+        table(
+          list.map((s) => row(m, s)),
+          COLUMNS,
+        ),
+      );
     });
 
   sources
@@ -106,10 +109,11 @@ export function registerSources(program: Command, ctx: () => CliContext): void {
     .argument('<id>', 'source id')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
+      const m = await impl();
       const c = ctx();
-      const found = await getSource({ prisma: await c.prisma() }, id);
+      const found = await m.getSource({ prisma: await c.prisma() }, id);
       if (!found) throw new UserFacingError(`no source '${id}'`, 'NOT_FOUND');
-      const scheduleId = scheduleIdFor(c.config.temporal.taskQueue, found.id);
+      const scheduleId = m.scheduleIdFor(c.config.temporal.taskQueue, found.id);
       if (opts.json) return printJson({ ...found, scheduleId });
       const fields: [string, string][] = [
         ['id', found.id],
@@ -117,8 +121,8 @@ export function registerSources(program: Command, ctx: () => CliContext): void {
         ['job', found.jobType],
         ['config', JSON.stringify(found.config)],
         ['enabled', found.enabled ? 'yes' : 'no'],
-        ['removed', found.removedAt ? `yes: ${removedText(found)}` : 'no'],
-        ['paused', found.pausedAt ? `yes: ${pauseText(found)}` : 'no'],
+        ['removed', found.removedAt ? `yes: ${m.removedText(found)}` : 'no'],
+        ['paused', found.pausedAt ? `yes: ${m.pauseText(found)}` : 'no'],
         ['base url', found.baseUrl],
         ['credentials ref', found.credentialsRef ?? 'none'],
         ['timezone', found.timezone],
@@ -128,7 +132,7 @@ export function registerSources(program: Command, ctx: () => CliContext): void {
         ['submit max processing', `${found.submitMaxProcessingMs} ms`],
         ['max run time', `${duration(found.maxRunTimeMs)} (then DeadlineExceeded)`],
         ['downstream', found.downstream],
-        ['schedule', scheduleSummary(found.schedule)],
+        ['schedule', m.scheduleSummary(found.schedule)],
         ['schedule config', found.schedule === null ? '' : JSON.stringify(found.schedule)],
         ['schedule id', found.schedule === null ? '' : scheduleId],
         ['running runs', String(found.runningRuns)],
@@ -153,8 +157,9 @@ export function registerSources(program: Command, ctx: () => CliContext): void {
     .option('--by <who>', 'who (default: the OS user)')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { reason: string; by?: string; json?: boolean }) => {
+      const m = await impl();
       const c = ctx();
-      const paused = await pauseSource(
+      const paused = await m.pauseSource(
         { prisma: await c.prisma(), temporal: await c.temporal(), taskQueue: c.config.temporal.taskQueue },
         id,
         { reason: opts.reason, actor: opts.by ?? defaultActor() },
@@ -177,8 +182,9 @@ export function registerSources(program: Command, ctx: () => CliContext): void {
     .option('--by <who>', 'who (default: the OS user)')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { reason?: string; by?: string; json?: boolean }) => {
+      const m = await impl();
       const c = ctx();
-      const resumed = await resumeSource(
+      const resumed = await m.resumeSource(
         { prisma: await c.prisma(), temporal: await c.temporal(), taskQueue: c.config.temporal.taskQueue },
         id,
         { actor: opts.by ?? defaultActor(), ...(opts.reason === undefined ? {} : { reason: opts.reason }) },
@@ -192,11 +198,14 @@ export function registerSources(program: Command, ctx: () => CliContext): void {
             : `${resumed.signalled} of ${resumed.runningRuns} running runs signalled to go on (the others had ended)`;
       console.log(
         `resumed ${id}: ${resumed.scheduleResumed ? 'schedule resumed' : 'no paused schedule'}, ${runs} ` +
-          `(was ${pauseText(resumed.was)})`,
+          `(was ${m.pauseText(resumed.was)})`,
       );
     });
 
-  registerSourcesAdd(sources, ctx);
+  const describeJobs = registerSourcesAdd(sources, ctx);
+  program.hook('preSubcommand', async (_program, command) => {
+    if (command === sources) await describeJobs();
+  });
   registerSourcesUpdate(sources, ctx);
   registerSourcesTry(sources, ctx);
   registerSourcesApply(sources, ctx);

@@ -2,11 +2,17 @@ import { type Command, InvalidArgumentError } from 'commander';
 import { ORPHAN_QUIET_SECONDS } from '../../db/orphaned-actions.ts';
 import { UserFacingError } from '../../runtime/errors.ts';
 import type { CliContext } from '../cli-context.ts';
-import { budgetCell, stateCell } from '../breakers.ts';
 import { table } from '../format.ts';
 import { buildName } from '../status-builds.ts';
-import { readStatus, type Status } from '../status.ts';
+import type { Status } from '../status.ts';
 import { parseJobType, printJson } from './output.ts';
+
+/** The implementation, imported only when a subcommand runs: help loads none of it. */
+const impl = async () => {
+  const [m0, m1] = await Promise.all([import('../breakers.ts'), import('../status.ts')]);
+  return { ...m0, ...m1 };
+};
+type Impl = Awaited<ReturnType<typeof impl>>;
 
 const STATUS_HELP = `
 A backlog risk is flagged only when, over the window, the oldest waiting task keeps getting older
@@ -39,7 +45,7 @@ function parseWindow(value: string): number {
 const age = (seconds: number) =>
   seconds < 120 ? `${seconds.toFixed(0)} s` : `${(seconds / 60).toFixed(1)} min`;
 
-function print(s: Status): void {
+function print(m: Impl, s: Status): void {
   const of = s.jobType === null ? '' : `, job ${s.jobType}`;
   console.log(
     `${s.healthy ? 'healthy' : 'NEEDS ATTENTION'} at ${s.at} (window ${age(s.windowSeconds)}${of})`,
@@ -145,10 +151,10 @@ function print(s: Status): void {
       table(
         s.breakers.map((b) => ({
           breaker: b.downstream,
-          state: stateCell(b),
+          state: m.stateCell(b),
           since: b.changedAt?.toISOString() ?? '-',
           reason: (b.reason ?? '').replace(/\s+/g, ' '),
-          'retry budget': budgetCell(b),
+          'retry budget': m.budgetCell(b),
         })),
         ['breaker', 'state', 'since', 'reason', 'retry budget'],
       ),
@@ -195,7 +201,8 @@ export function registerStatus(program: Command, ctx: () => CliContext): void {
         json?: boolean;
       }) => {
         const c = ctx();
-        const status = await readStatus(
+        const m = await impl();
+        const status = await m.readStatus(
           {
             prisma: await c.prisma(),
             temporal: await c.temporal(),
@@ -208,7 +215,7 @@ export function registerStatus(program: Command, ctx: () => CliContext): void {
           },
         );
         if (opts.json) printJson(status);
-        else print(status);
+        else print(m, status);
         if (opts.check && !status.healthy) {
           throw new UserFacingError(`${status.problems.length} problems need attention`, 'UNHEALTHY');
         }

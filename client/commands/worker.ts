@@ -1,12 +1,28 @@
 import type { Command } from 'commander';
-import { createLogger } from '../../runtime/logger.ts';
-import { installRuntime, startObservability } from '../../worker/observability.ts';
-import { downstreamSlotsAt, workerPool } from '../../worker/pool-size.ts';
-import { ensureSearchAttributes } from '../../worker/search-attributes.ts';
-import { describeBuild } from '../../worker/build-version.ts';
-import { describeDownstreamQueues } from '../../worker/downstream-pollers.ts';
-import { startWorkerProcess } from '../../worker/worker-process.ts';
 import type { CliContext } from '../cli-context.ts';
+
+/** The worker's modules, imported only when it starts: help loads none of them. */
+async function load() {
+  const [logger, observability, db, searchAttributes, buildVersion, downstreamPollers, workerProcess] =
+    await Promise.all([
+      import('../../runtime/logger.ts'),
+      import('../../worker/observability.ts'),
+      import('../../worker/pool-size.ts'),
+      import('../../worker/search-attributes.ts'),
+      import('../../worker/build-version.ts'),
+      import('../../worker/downstream-pollers.ts'),
+      import('../../worker/worker-process.ts'),
+    ]);
+  return {
+    ...logger,
+    ...observability,
+    ...db,
+    ...searchAttributes,
+    ...buildVersion,
+    ...downstreamPollers,
+    ...workerProcess,
+  };
+}
 
 const WORKER_HELP = `
 Runs the fetch workflows and their activities on DURABLE_FETCH_TASK_QUEUE (run as many as you like),
@@ -50,6 +66,17 @@ export function registerWorker(program: Command, ctx: () => CliContext): void {
     .description('run a worker (workflows + activities) on the task queue until SIGINT/SIGTERM')
     .addHelpText('after', WORKER_HELP)
     .action(async () => {
+      const {
+        createLogger,
+        installRuntime,
+        startObservability,
+        workerPool,
+        downstreamSlotsAt,
+        ensureSearchAttributes,
+        describeBuild,
+        describeDownstreamQueues,
+        startWorkerProcess,
+      } = await load();
       const c = ctx();
       const { config } = c;
       const log = createLogger(config.logLevel, { process: 'worker' });
