@@ -11,7 +11,7 @@ import { startPartner } from '../partner/server.ts';
 import { useTestDatabase } from '../test/helpers/database.ts';
 import { createSource } from '../test/helpers/deps.ts';
 import { testClient } from '../test/helpers/temporal.ts';
-import { measurePhase, type PhaseResult, startBare, startRun, startWorkers } from './phases.ts';
+import { measurePhase, type PhaseResult, settleAll, startBare, startRun, startWorkers } from './phases.ts';
 import { type BenchOptions, type BenchRow, type BenchSection, median, round } from './report.ts';
 import { standalone } from './standalone.ts';
 
@@ -46,13 +46,13 @@ export async function benchOverhead(opts: BenchOptions): Promise<BenchSection> {
       const started = await Promise.all(
         Array.from({ length: 10 }, () => startRun(ctx, kinds[kind], RECORDS)),
       );
-      await Promise.all(started.map((s) => s.done));
+      await settleAll(started);
       const [one] = await db.prisma.fetchRun.findMany({ where: { sourceId: kinds[kind] }, take: 1 });
       steps[kind] = await stepsOf(client, one?.workflowId ?? '');
       const bare = await Promise.all(
         Array.from({ length: 10 }, () => startBare(client, workers.bareQueue, steps[kind])),
       );
-      await Promise.all(bare.map((s) => s.done));
+      await settleAll(bare);
     }
     const phases: Record<string, PhaseResult[]> = {};
     const add = (key: string, r: PhaseResult) => (phases[key] ??= []).push(r);

@@ -88,9 +88,9 @@ export async function measurePhase(
   const t0 = performance.now();
   const started = await startAll(count, start);
   // Every end settled before any failure is reported: nothing is left running past the phase.
-  const ends = await Promise.allSettled(started.map((s) => s.done));
+  const ends = await settleAll(started);
   const failed = ends.find((e) => e.status === 'rejected');
-  if (failed) throw failed.reason;
+  if (failed) throw failed.reason instanceof Error ? failed.reason : new Error(JSON.stringify(failed.reason));
   const seconds = (performance.now() - t0) / 1000;
   const [w1, s1] = await Promise.all([cpuMs(pid), cpuMs(serverPid)]);
   const [workerPeakRssMiB = 0] = memory.stop();
@@ -114,28 +114,48 @@ async function startAll(count: number, start: (i: number) => Promise<Started>): 
       const i = next++;
       started[i] = await start(i).catch((err: unknown) => {
         failure ??= err;
-        return { done: Promise.resolve() };
+        return { end: () => Promise.resolve() };
       });
     }
   };
   await Promise.all(Array.from({ length: Math.min(32, count) }, starter));
   // Settled first: nothing keeps using the client once the phase has failed.
   if (failure !== undefined) {
-    await Promise.allSettled(started.map((s) => s.done));
-    throw failure;
+    await settleAll(started);
+    throw failure instanceof Error ? failure : new Error(JSON.stringify(failure));
   }
   return started;
+}
+
+/** Waits for every run's end, at most 100 waits at once; settled results in order. */
+export async function settleAll(started: Started[]): Promise<PromiseSettledResult<unknown>[]> {
+  const results: PromiseSettledResult<unknown>[] = [];
+  let next = 0;
+  const waiter = async () => {
+    while (next < started.length) {
+      const i = next++;
+      results[i] = await (started[i] as Started).end().then(
+        (value) => ({ status: 'fulfilled', value }) as const,
+        (reason: unknown) => ({ status: 'rejected', reason }) as const,
+      );
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(100, started.length) }, waiter));
+  return results;
 }
 
 /** Business dates that never repeat within one bench process: each run is a new business key. */
 let day = 0;
 export function nextDate(): string {
-  return new Date(Date.UTC(2021, 0, 1) + day++ * 86_400_000).toISOString().slice(0, 10);
+  return new Date(Date.UTC(2000, 0, 1) + day++ * 86_400_000).toISOString().slice(0, 10);
 }
 
-/** A run once started: `done` settles when it ends (an async function would wait for that). */
+/**
+ * A run once started: `end()` waits for its end. A function, not a promise: each wait is a long
+ * poll of the server, which limits how many a namespace serves at once.
+ */
 export interface Started {
-  done: Promise<unknown>;
+  end: () => Promise<unknown>;
 }
 
 /** Starts one fetch run of `sourceId`; resolves once started, with a promise of a checked success. */
@@ -145,12 +165,13 @@ export async function startRun(
   records: number,
 ): Promise<Started> {
   const started = await startFetch(ctx, { sourceId, date: nextDate(), requestedBy: 'test' });
-  const done = started.handle.result().then((r) => {
-    if (r.status !== 'succeeded' || r.records !== records) {
-      throw new Error(`bench run ${started.workflowId} ended ${JSON.stringify(r)}`);
-    }
-  });
-  return { done };
+  const end = () =>
+    started.handle.result().then((r) => {
+      if (r.status !== 'succeeded' || r.records !== records) {
+        throw new Error(`bench run ${started.workflowId} ended ${JSON.stringify(r)}`);
+      }
+    });
+  return { end };
 }
 
 /** Starts one bare workflow of `steps` no-op activities; resolves once started. */
@@ -160,5 +181,5 @@ export async function startBare(client: Client, taskQueue: string, steps: number
     taskQueue,
     args: [steps],
   });
-  return { done: handle.result() };
+  return { end: () => handle.result() };
 }

@@ -16,6 +16,7 @@ import pg from 'pg';
 import { startTestServices } from '../test/helpers/services.ts';
 import { PROJECT_ROOT } from '../worker/config.ts';
 import { benchBreaker } from './breaker.ts';
+import { benchCli } from './cli.ts';
 import { benchFetch } from './fetch.ts';
 import { benchOutbox } from './outbox.ts';
 import { benchOverhead } from './overhead.ts';
@@ -24,6 +25,7 @@ import { benchScale } from './scale.ts';
 import { benchStore } from './store.ts';
 
 const SECTIONS: Record<string, (opts: BenchOptions) => Promise<BenchSection>> = {
+  cli: benchCli,
   store: benchStore,
   outbox: benchOutbox,
   breaker: benchBreaker,
