@@ -21,6 +21,7 @@ import { useTestDatabase } from '../test/helpers/database.ts';
 import { createSource } from '../test/helpers/deps.ts';
 import { insertDeadLetter, insertRun } from '../test/helpers/job-rows.ts';
 import type { BenchOptions, BenchRow, BenchSection } from './report.ts';
+import { standalone } from './standalone.ts';
 
 interface Scenario {
   name: string;
@@ -130,16 +131,4 @@ export async function benchCli(opts: BenchOptions): Promise<BenchSection> {
   }
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const { startTestServices } = await import('../test/helpers/services.ts');
-  const say = (line: string) => console.log(`[bench:cli] ${line}`);
-  const services = await startTestServices(say);
-  Object.assign(process.env, services.env);
-  try {
-    const section = await benchCli({ quick: process.argv.includes('--quick'), say });
-    console.table(section.rows);
-    console.log(JSON.stringify(section, null, 2));
-  } finally {
-    await services.stop();
-  }
-}
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await standalone(benchCli);

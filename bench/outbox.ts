@@ -20,7 +20,6 @@ import { pino } from 'pino';
 import { createHttpClient } from '../activities/http.ts';
 import { useTestDatabase } from '../test/helpers/database.ts';
 import { spawnTs } from '../test/helpers/process.ts';
-import { startTestServices } from '../test/helpers/services.ts';
 import { createPrisma, type PrismaClient } from '../worker/db.ts';
 import { publisherPool } from '../worker/pool-size.ts';
 import { createNatsSink } from '../worker/outbox/nats-sink.ts';
@@ -28,6 +27,7 @@ import { Publisher, type PublisherOptions } from '../worker/outbox/publisher.ts'
 import type { Sink } from '../worker/outbox/sinks.ts';
 import { createWebhookSink } from '../worker/outbox/webhook-sink.ts';
 import type { BenchOptions, BenchRow, BenchSection } from './report.ts';
+import { standalone } from './standalone.ts';
 
 const AGGREGATES = 500;
 const NATS_URL = process.env.DURABLE_FETCH_NATS_URL ?? 'nats://127.0.0.1:4222';
@@ -235,15 +235,4 @@ export async function benchOutbox(opts: BenchOptions): Promise<BenchSection> {
   }
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const say = (line: string) => console.log(`[bench] ${line}`);
-  const services = await startTestServices(say);
-  Object.assign(process.env, services.env);
-  try {
-    const section = await benchOutbox({ quick: process.argv.includes('--quick'), say });
-    console.table(section.rows);
-    console.log(JSON.stringify(section, null, 2));
-  } finally {
-    await services.stop();
-  }
-}
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await standalone(benchOutbox);

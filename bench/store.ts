@@ -15,10 +15,10 @@ import { createActivities } from '../activities/index.ts';
 import { PrismaClient } from '../prisma/generated/client.ts';
 import { useTestDatabase } from '../test/helpers/database.ts';
 import { testDeps } from '../test/helpers/deps.ts';
-import { startTestServices } from '../test/helpers/services.ts';
 import { poolConfig } from '../worker/db.ts';
 import { poolSize, WORKER_BACKGROUND } from '../worker/pool-size.ts';
 import type { BenchOptions, BenchRow, BenchSection } from './report.ts';
+import { standalone } from './standalone.ts';
 import { baselineStorePage, countingPool, type CountingPool } from './store-baseline.ts';
 import { createLaneSources, prepareLanes, RECORDS_PER_PAGE } from './store-setup.ts';
 import type { StorePageInput } from '../workflows/types.ts';
@@ -186,15 +186,4 @@ export async function benchStore(opts: BenchOptions): Promise<BenchSection> {
   }
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const say = (line: string) => console.log(`[bench] ${line}`);
-  const services = await startTestServices(say);
-  Object.assign(process.env, services.env);
-  try {
-    const section = await benchStore({ quick: process.argv.includes('--quick'), say });
-    console.table(section.rows);
-    console.log(JSON.stringify(section, null, 2));
-  } finally {
-    await services.stop();
-  }
-}
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await standalone(benchStore);
