@@ -154,14 +154,15 @@ describe('database sessions', () => {
     },
   );
 
-  it('db-sessions: the worker pool holds its activity and downstream slots plus the background connections, no more', async () => {
+  it('db-sessions: the worker pool holds its activity, local-activity and downstream slots plus the background connections, no more', async () => {
     assert.equal(loadConfig({}).worker.activitySlots, 20);
     const config = loadConfig({ DURABLE_FETCH_WORKER_ACTIVITY_SLOTS: '2' });
     const pool = workerPool(config, 1);
-    assert.deepEqual(pool, { max: 3 + WORKER_BACKGROUND, bounded: true });
+    // 2 activity slots, as many local ones (the database steps), 1 downstream slot.
+    assert.deepEqual(pool, { max: 5 + WORKER_BACKGROUND, bounded: true });
     assert.deepEqual(poolConfig(db.url, pool), {
       connectionString: db.url,
-      max: 3 + WORKER_BACKGROUND,
+      max: 5 + WORKER_BACKGROUND,
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
       lock_timeout: SESSION_BOUNDS.lockTimeoutMs,
       idle_in_transaction_session_timeout: SESSION_BOUNDS.idleInTransactionTimeoutMs,

@@ -110,6 +110,11 @@ function timelineOf(events: HistoryEvent[]): TimelineEntry[] {
   const entryOf = (scheduledEventId: unknown) => bySchedule.get(String(scheduledEventId));
   for (const event of events) {
     const at = dateOf(event.eventTime);
+    const local = localStepOf(event, at);
+    if (local) {
+      bySchedule.set(`local-${String(event.eventId)}`, local);
+      continue;
+    }
     const scheduled = event.activityTaskScheduledEventAttributes;
     if (scheduled && at) {
       bySchedule.set(String(event.eventId), {
@@ -151,4 +156,31 @@ function timelineOf(events: HistoryEvent[]): TimelineEntry[] {
     if (failure) entry.failure = failure;
   }
   return [...bySchedule.values()];
+}
+
+/**
+ * A local activity (the database steps, workflows/db-steps.ts) as its marker records it: type,
+ * attempt and outcome, at the time its workflow task completed (it has no task events of its own).
+ */
+function localStepOf(event: HistoryEvent, at: Date | null): TimelineEntry | undefined {
+  const marker = event.markerRecordedEventAttributes;
+  const data =
+    marker?.markerName === 'core_local_activity' ? marker.details?.data?.payloads?.[0]?.data : null;
+  if (!data || !at) return undefined;
+  const step = JSON.parse(Buffer.from(data).toString()) as {
+    activity_type?: string;
+    activity_id?: string;
+    attempt?: number;
+  };
+  const failure = failureOf(marker?.failure);
+  return {
+    activity: step.activity_type ?? 'unknown',
+    activityId: step.activity_id ?? '',
+    attempt: step.attempt ?? 1,
+    scheduledAt: at,
+    startedAt: at,
+    endedAt: at,
+    outcome: failure ? 'failed' : 'completed',
+    ...(failure ? { failure } : {}),
+  };
 }
