@@ -34,10 +34,18 @@ export interface Workers {
  * Starts both workers (settings from `env`, as a user would set them; `nodeFlags` for node itself,
  * e.g. a profiler) and finds the server's pid.
  */
+/**
+ * Node flags for both worker processes from `BENCH_NODE_FLAGS`, e.g.
+ * `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile them during a bench (NODE_OPTIONS refuses those).
+ */
+function nodeFlagsFromEnv(): string[] {
+  return (process.env.BENCH_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
+}
+
 export async function startWorkers(
   databaseUrl: string,
   env: Record<string, string> = {},
-  nodeFlags: string[] = [],
+  nodeFlags: string[] = nodeFlagsFromEnv(),
 ): Promise<Workers> {
   const address = temporalAddress();
   const oursQueue = `bench-ours-${randomUUID()}`;

@@ -3,8 +3,9 @@
  * each measured against its baseline in the same run on this machine (the machines are shared and
  * noisy: ratios, not absolute times, are what compare across runs). Starts its own stack (a
  * Temporal dev server, PostgreSQL, the demo partner), runs each section in turn, prints one table
- * and writes bench/results/<date>.json (`<date>-quick.json` for --quick). Never fails on a figure;
- * exits 1 when a section could not be measured. See bench/README.md.
+ * and writes bench/results/<date>.json (`<date>-quick.json` for --quick, `<date>-<section>.json`
+ * for --only). Never fails on a figure; exits 1 when a section could not be measured. See
+ * bench/README.md.
  */
 import { execFile } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -92,7 +93,9 @@ try {
   }
   console.table(results.flatMap((s) => s.rows.map((row) => ({ section: s.name, ...row }))));
   const date = started.toISOString().slice(0, 10);
-  const file = path.join(PROJECT_ROOT, 'bench', 'results', `${date}${quick ? '-quick' : ''}.json`);
+  // A partial run never overwrites a whole one's file: `<date>[-quick][-<section>…].json`.
+  const suffix = `${quick ? '-quick' : ''}${only ? `-${only.join('-')}` : ''}`;
+  const file = path.join(PROJECT_ROOT, 'bench', 'results', `${date}${suffix}.json`);
   const document = {
     date: started.toISOString(),
     quick,

@@ -9,11 +9,18 @@ import { startPartner } from '../partner/server.ts';
 import { useTestDatabase } from '../test/helpers/database.ts';
 import { createSource } from '../test/helpers/deps.ts';
 import { testClient } from '../test/helpers/temporal.ts';
+import { loadConfig } from '../worker/config.ts';
 import { measurePhase, type PhaseResult, startRun, startWorkers } from './phases.ts';
 import { type BenchOptions, type BenchSection, round } from './report.ts';
 import { standalone } from './standalone.ts';
 
 const RECORDS = 100;
+
+/** The worker's settings that bound its memory, as the worker reads them (defaults unless overridden). */
+function workerSettings(overrides: Record<string, string>) {
+  const { activitySlots, cachedWorkflows } = loadConfig({ ...process.env, ...overrides }).worker;
+  return { activitySlots, cachedWorkflows, overrides };
+}
 
 export async function benchScale(opts: BenchOptions): Promise<BenchSection> {
   const sizes = opts.quick ? [50, 200] : [100, 500, 2_000];
@@ -59,7 +66,7 @@ export async function benchScale(opts: BenchOptions): Promise<BenchSection> {
           goal: '≥ 0.83 (within 20 %)',
         },
       ],
-      details: { recordsPerRun: RECORDS, sizes, phases, workerSettings: env },
+      details: { recordsPerRun: RECORDS, sizes, phases, workerSettings: workerSettings(env) },
     };
   } finally {
     await workers.stop();
