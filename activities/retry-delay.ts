@@ -38,6 +38,14 @@ export function parseRetryAfter(value: string | undefined, now: Date): number | 
 export type RetryDecision = { retryInMs: number } | { deadlineExceeded: true; neededMs: number };
 
 /**
+ * The shortest delay handed to Temporal. Its server reads a next-retry delay of zero as none
+ * given: it waits the policy's maximum interval instead, or retries no more when that would pass
+ * the step's deadline. So "at once" (a `Retry-After: 0`, a date already past, a jitter that drew 0)
+ * is sent as 1 ms.
+ */
+export const MIN_RETRY_DELAY_MS = 1;
+
+/**
  * The delay before the next attempt: `retryAfterMs` (clamped to the maximum interval) when the
  * partner asked for one, else full jitter. When waiting would leave less than `minAttemptMs`
  * (default 1 s) before `deadlineMs` (the activity's schedule-to-close deadline), retrying is
@@ -52,10 +60,11 @@ export function nextRetry(opts: {
   minAttemptMs?: number;
   random?: () => number;
 }): RetryDecision {
-  const delay =
+  const asked =
     opts.retryAfterMs !== undefined
       ? Math.min(opts.retryAfterMs, opts.backoff.maximumMs)
       : fullJitterMs(opts.attempt, opts.backoff, opts.random);
+  const delay = Math.max(MIN_RETRY_DELAY_MS, asked);
   if (opts.deadlineMs !== undefined && opts.nowMs + delay + (opts.minAttemptMs ?? 1000) >= opts.deadlineMs) {
     return { deadlineExceeded: true, neededMs: delay };
   }

@@ -203,6 +203,18 @@ describe('failure semantics', () => {
     assert.ok(at(retried.at) - at(limited.at) >= 1950, `retried after ${at(retried.at) - at(limited.at)} ms`);
   });
 
+  it('a 503 with Retry-After: 0 (or a date already past) is retried at once, not given up', async () => {
+    // Temporal takes a next-retry delay of zero as "none given": the policy's maximum interval, or
+    // no retry at all when that is past the step's deadline. A partner asking for no wait at all
+    // must still get its retry.
+    await createSource(db.prisma, 'fs-503-now', partner.url);
+    partner.faults.add({ sourceId: 'fs-503-now', kind: 'status', status: 503, retryAfter: '0' });
+    const result = await worker.run(() => run('fs-503-now'));
+    assert.equal((result as { status: string }).status, 'succeeded', `ended ${String(result)}`);
+    const [limited, retried] = partner.ledger.entries({ sourceId: 'fs-503-now' });
+    assert.deepEqual([limited?.status, retried?.status], [503, 200]);
+  });
+
   it('a 503 with Retry-After as an HTTP-date is honoured: the retry comes at or after that date', async () => {
     await createSource(db.prisma, 'fs-503', partner.url);
     const retryAt = new Date(Math.ceil(Date.now() / 1000) * 1000 + 3000);

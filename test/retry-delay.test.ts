@@ -44,6 +44,11 @@ void describe('retry-delay', () => {
     });
   });
 
+  void it('"retry at once" is sent as 1 ms: Temporal reads a zero delay as none given (its maximum interval)', () => {
+    assert.deepEqual(nextRetry({ attempt: 1, backoff, retryAfterMs: 0, nowMs: 0 }), { retryInMs: 1 });
+    assert.deepEqual(nextRetry({ attempt: 3, backoff, nowMs: 0, random: () => 0 }), { retryInMs: 1 });
+  });
+
   void it('a wait that would pass the deadline is DeadlineExceeded instead of a sleep into it', () => {
     assert.deepEqual(nextRetry({ attempt: 1, backoff, retryAfterMs: 30_000, nowMs: 0, deadlineMs: 20_000 }), {
       deadlineExceeded: true,
