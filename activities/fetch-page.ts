@@ -15,7 +15,7 @@ import {
   startPageCursors,
 } from '../db/staging.ts';
 import { breakerScope } from '../db/downstreams.ts';
-import { findStoredPageOfClaim } from '../db/stored-page.ts';
+import { renewAndStartPage } from '../db/stored-page.ts';
 import { jobTypeOf, pageKeyFor } from '../workflows/business-key.ts';
 import type { FetchPageInput, FetchPageResult } from '../workflows/types.ts';
 import type { PageFence } from '../db/fence.ts';
@@ -25,7 +25,7 @@ import { failure } from './errors.ts';
 import { crashPoint } from './crash-points.ts';
 import { heartbeatEvery } from './heartbeat.ts';
 import { observed } from './observe.ts';
-import { renewLease } from './lease.ts';
+import { currentRunId, lostLease, renewLease } from './lease.ts';
 import { checkedPage, inJob, jobOf, partnerAccess } from './job-runtime.ts';
 import { loadEnabledSource } from './sources.ts';
 
@@ -57,22 +57,24 @@ export function createFetchPage(deps: ActivityDeps) {
     const ctx = Context.current();
     const { prisma } = deps;
     const fence = { fetchRunId: input.fetchRunId, leaseToken: input.leaseToken, pageNo: input.pageNo };
+    const key = pageKeyFor({ ...input, jobType: jobTypeOf(input) }, input.pageNo);
     // Every attempt renews the lease first: a partner outage retried for minutes keeps the run ours.
-    await renewLease(prisma, fence, deps.leaseTtlMs);
+    // The same statement reads where the page stands.
+    const start = await renewAndStartPage(prisma, key, fence, deps.leaseTtlMs, currentRunId());
+    if (!start) throw await lostLease(prisma, fence);
+    let renewedAt = Date.now();
     const source = await loadEnabledSource(prisma, input.sourceId);
     const { job, view } = jobOf(deps, source);
     const access = partnerAccess(deps, source, ctx.cancellationSignal);
     const what = `partner ${source.id} (job ${job.type}) page`;
 
-    const key = pageKeyFor({ ...input, jobType: jobTypeOf(input) }, input.pageNo);
     // Stored already under this lease (the execution was reset to before the page was stored):
     // this claim's own page, given back as stored; the partner is not asked again.
-    const stored = await findStoredPageOfClaim(prisma, key, fence);
-    if (stored) {
+    if (start.stored) {
       ctx.log.info('page stored already by this claim', { pageNo: input.pageNo });
-      return stored;
+      return start.stored;
     }
-    let staged = await loadStagedPage(prisma, key);
+    let staged = start.staged;
     if (staged && staged.startCursor !== input.cursor) {
       // Staged by a run that started this page elsewhere (partner data changed since): start over.
       await dropStaleStagedPage(prisma, key, fence);
@@ -156,19 +158,31 @@ export function createFetchPage(deps: ActivityDeps) {
           now,
           expiresAt: new Date(now.getTime() + deps.idempotencyRetentionMs),
         });
-        // Not applied: either we lost the lease (renewLease throws LeaseLost) or a concurrent
-        // attempt staged first, and we continue from what it staged.
-        await renewLease(prisma, fence, deps.leaseTtlMs);
-        staged = await loadStagedPage(prisma, key);
-        if (!appended && page.nextCursor !== null && unchanged(staged, from)) {
-          await refuseLoop(prisma, fence, page.nextCursor, what);
+        if (appended) {
+          // Applied under the fence: the lease held just now, and the page is where the append
+          // left it. The lease is renewed again once a quarter of its time has gone by (a page of
+          // many partner calls), not after every call.
+          staged = appended;
+          pagesFetched += 1;
+          if (Date.now() - renewedAt >= deps.leaseTtlMs / 4) {
+            await renewLease(prisma, fence, deps.leaseTtlMs);
+            renewedAt = Date.now();
+          }
+        } else {
+          // Not applied: either we lost the lease (renewLease throws LeaseLost) or a concurrent
+          // attempt staged first, and we continue from what it staged.
+          await renewLease(prisma, fence, deps.leaseTtlMs);
+          renewedAt = Date.now();
+          staged = await loadStagedPage(prisma, key);
+          if (page.nextCursor !== null && unchanged(staged, from)) {
+            await refuseLoop(prisma, fence, page.nextCursor, what);
+          }
+          if (!staged) {
+            throw failure('LeaseLost', 'PAGE_ALREADY_STORED', `page ${key} was stored by another attempt`);
+          }
+          ctx.log.warn('another attempt staged this page first', { pageNo: input.pageNo });
         }
-        if (!staged) {
-          throw failure('LeaseLost', 'PAGE_ALREADY_STORED', `page ${key} was stored by another attempt`);
-        }
-        if (!appended) ctx.log.warn('another attempt staged this page first', { pageNo: input.pageNo });
         at = state(staged);
-        if (appended) pagesFetched += 1;
         ctx.heartbeat(progress());
       }
     } finally {

@@ -15,14 +15,18 @@ export interface StagedPage {
   recordCount: number;
 }
 
+/** The columns of {@link StagedPage}, for SELECT and RETURNING alike. */
+const STAGED_COLUMNS = Prisma.raw(
+  'key, start_cursor AS "startCursor", cursor, complete, record_count AS "recordCount"',
+);
+
 /** The staged page of `key` (without its records), or undefined. Read-only. */
 export async function loadStagedPage(
   db: Pick<PrismaClient, '$queryRaw'>,
   key: string,
 ): Promise<StagedPage | undefined> {
   const [row] = await db.$queryRaw<StagedPage[]>`
-    SELECT key, start_cursor AS "startCursor", cursor, complete, record_count AS "recordCount"
-      FROM fetched_page WHERE key = ${key}`;
+    SELECT ${STAGED_COLUMNS} FROM fetched_page WHERE key = ${key}`;
   return row;
 }
 
@@ -70,9 +74,13 @@ function unseen(fence: PageFence, digest: string | null): Prisma.Sql {
  * - loop-free: the run must never have reached `cursor` before (`run_cursor`), so a partner whose
  *   cursors come back round (A → B → A) cannot make the run fetch the same pages again.
  * One statement: the staged page and the remembered cursor change together or not at all.
- * Returns false when the append did not apply; the caller finds out which condition failed.
+ * Returns the staged page as the append left it, or undefined when the append did not apply (the
+ * caller finds out which condition failed).
  */
-export async function appendToStagedPage(db: Pick<PrismaClient, '$queryRaw'>, a: Append): Promise<boolean> {
+export async function appendToStagedPage(
+  db: Pick<PrismaClient, '$queryRaw'>,
+  a: Append,
+): Promise<StagedPage | undefined> {
   const records = JSON.stringify(a.records);
   const digest = a.cursor === null ? null : cursorDigest(a.cursor);
   const staged =
@@ -83,7 +91,7 @@ export async function appendToStagedPage(db: Pick<PrismaClient, '$queryRaw'>, a:
                  ${a.now}, ${a.expiresAt}
            WHERE ${runAtPage(a.fence)} AND ${unseen(a.fence, digest)}
           ON CONFLICT (key) DO NOTHING
-          RETURNING 1`
+          RETURNING ${STAGED_COLUMNS}`
       : Prisma.sql`
           UPDATE fetched_page
              SET records = records || ${records}::jsonb, record_count = record_count + ${a.records.length},
@@ -91,17 +99,17 @@ export async function appendToStagedPage(db: Pick<PrismaClient, '$queryRaw'>, a:
            WHERE key = ${a.key} AND cursor IS NOT DISTINCT FROM ${a.from.cursor}
              AND record_count = ${a.from.recordCount} AND NOT complete
              AND ${runAtPage(a.fence)} AND ${unseen(a.fence, digest)}
-          RETURNING 1`;
+          RETURNING ${STAGED_COLUMNS}`;
   // Data-modifying CTEs always run to completion, read or not: the cursor row goes in exactly when
   // the staging write applied.
-  const rows = await db.$queryRaw<{ applied: number }[]>`
+  const [row] = await db.$queryRaw<StagedPage[]>`
     WITH staged AS (${staged}),
          remembered AS (
            INSERT INTO run_cursor (fetch_run_id, digest, page_no)
            SELECT ${a.fence.fetchRunId}::uuid, ${digest}, ${a.fence.pageNo} FROM staged WHERE ${digest}::text IS NOT NULL
            ON CONFLICT DO NOTHING)
-    SELECT count(*)::int AS applied FROM staged`;
-  return (rows[0]?.applied ?? 0) === 1;
+    SELECT * FROM staged`;
+  return row;
 }
 
 /** True when the run reached `cursor` before (a staged or stored page of it ended there). */
@@ -123,16 +131,22 @@ export async function cursorSeen(
  * cursors are live). Fenced: a stale attempt forgets nothing.
  */
 export async function startPageCursors(
-  db: Pick<PrismaClient, '$executeRaw' | '$queryRaw'>,
+  db: Pick<PrismaClient, '$queryRaw'>,
   key: string,
   fence: PageFence,
 ): Promise<number> {
-  await db.$executeRaw`
-    DELETE FROM run_cursor
-     WHERE fetch_run_id = ${fence.fetchRunId}::uuid AND page_no >= ${fence.pageNo}
-       AND NOT EXISTS (SELECT 1 FROM fetched_page WHERE key = ${key})
-       AND ${runAtPage(fence)}`;
-  return pagesReached(db, fence.fetchRunId);
+  // One statement: its count sees the cursors as they were before its own delete, so the deleted
+  // ones are taken off.
+  const rows = await db.$queryRaw<{ n: number }[]>`
+    WITH forgotten AS (
+      DELETE FROM run_cursor
+       WHERE fetch_run_id = ${fence.fetchRunId}::uuid AND page_no >= ${fence.pageNo}
+         AND NOT EXISTS (SELECT 1 FROM fetched_page WHERE key = ${key})
+         AND ${runAtPage(fence)}
+      RETURNING 1)
+    SELECT ((SELECT count(*) FROM run_cursor WHERE fetch_run_id = ${fence.fetchRunId}::uuid)
+            - (SELECT count(*) FROM forgotten))::int AS n`;
+  return rows[0]?.n ?? 0;
 }
 
 /** True when `fence` holds the run at its page now. */

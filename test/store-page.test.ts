@@ -204,7 +204,11 @@ describe('store-page', () => {
         expiresAt: new Date(now.getTime() + 60_000),
       });
     const applied = await Promise.all([append('x'), append('y'), append('z')]);
-    assert.deepEqual(applied.sort(), [false, false, true]);
+    assert.deepEqual(applied.map((a) => a?.recordCount ?? 'not applied').sort(), [
+      11,
+      'not applied',
+      'not applied',
+    ]);
     const row = await db.prisma.fetchedPage.findUniqueOrThrow({ where: { key } });
     assert.equal(row.recordCount, 11);
     assert.equal((row.records as unknown[]).length, 11);
@@ -225,7 +229,7 @@ describe('store-page', () => {
       expiresAt: new Date(now.getTime() + 60_000),
     };
     const stored = { fetchRunId: claim.fetchRunId, leaseToken: claim.leaseToken, pageNo: 0 };
-    assert.equal(await appendToStagedPage(db.prisma, { ...late, fence: stored }), false);
+    assert.equal(await appendToStagedPage(db.prisma, { ...late, fence: stored }), undefined);
     const lost = {
       fetchRunId: claim.fetchRunId,
       leaseToken: '00000000-0000-4000-8000-000000000000',
@@ -237,7 +241,7 @@ describe('store-page', () => {
         key: pageKeyFor({ jobType: 'fetch-records', sourceId: 's7', businessDate: DATE }, 1),
         fence: lost,
       }),
-      false,
+      undefined,
     );
     assert.equal(
       await db.prisma.fetchedPage.count({ where: { key: { startsWith: 'fetch-records:s7:' } } }),
