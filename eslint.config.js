@@ -68,6 +68,7 @@ export default tseslint.config(
       'client/dead-letters/state-changes.ts',
       'client/owed-compensations.ts',
       'client/replay.ts',
+      'client/sql-reader.ts',
       'client/status.ts',
       'client/status-jobs.ts',
       'client/stuck-runs/find.ts',

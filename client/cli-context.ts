@@ -7,6 +7,7 @@ import { type Config, databaseUrl, loadConfig } from '../worker/config.ts';
 import type { PoolOptions, PrismaClient } from '../worker/db.ts';
 import { UserFacingError } from '../runtime/errors.ts';
 import { redactUrl } from '../runtime/redact.ts';
+import { readerOf, type SqlConnection, type SqlReader } from './sql-reader.ts';
 
 export interface CliContext {
   config: Config;
@@ -16,6 +17,12 @@ export interface CliContext {
    * publisher) pass theirs before anything else opens it.
    */
   prisma(pool?: PoolOptions): Promise<PrismaClient>;
+  /**
+   * The database for read-only statements (client/sql-reader.ts): the Prisma client when one is
+   * open already, else one plain node-postgres connection, which spares a listing the Prisma
+   * runtime's start-up. Checked as {@link prisma} is; later calls return the same reader.
+   */
+  sql(): Promise<SqlReader>;
   temporal(): Promise<Client>;
   close(): Promise<void>;
 }
@@ -27,6 +34,7 @@ export interface CliContext {
 export function createCliContext(config: Config = loadConfig()): CliContext {
   let prisma: PrismaClient | undefined;
   let temporal: Client | undefined;
+  let sql: SqlConnection | undefined;
   return {
     config,
     async prisma(pool?: PoolOptions) {
@@ -34,9 +42,19 @@ export function createCliContext(config: Config = loadConfig()): CliContext {
       const { CLI_POOL_SIZE, createPrisma } = await import('../worker/db.ts');
       const url = databaseUrl(config);
       const client = createPrisma(url, pool ?? { max: CLI_POOL_SIZE });
-      await checkDatabase(client, url, config);
+      await checkDatabase(prismaConnection(client), url, config);
       prisma = client;
       return prisma;
+    },
+    async sql() {
+      if (sql) return sql;
+      if (prisma) return readerOf({ prisma });
+      const { openPgReader } = await import('./pg-reader.ts');
+      const url = databaseUrl(config);
+      const connection = openPgReader(url);
+      await checkDatabase(connection, url, config);
+      sql = connection;
+      return sql;
     },
     async temporal() {
       const { connectClient } = await import('../worker/temporal.ts');
@@ -44,20 +62,30 @@ export function createCliContext(config: Config = loadConfig()): CliContext {
       return temporal;
     },
     async close() {
+      await sql?.close();
       await prisma?.$disconnect();
       await temporal?.connection.close();
     },
   };
 }
 
-/** @throws UserFacingError when the database is unreachable, missing or not migrated. */
-export async function checkDatabase(prisma: PrismaClient, url: string, config: Config): Promise<void> {
+/** The Prisma client as a connection to check: its raw queries, closed by disconnecting. */
+function prismaConnection(prisma: PrismaClient): SqlConnection {
+  return { ...readerOf({ prisma }), close: () => prisma.$disconnect().catch(() => undefined) };
+}
+
+/**
+ * Runs a first statement on `db` and closes it when that fails, so a command reports a database it
+ * cannot use in one line, whichever client it opened.
+ * @throws UserFacingError when the database is unreachable, missing or not migrated.
+ */
+export async function checkDatabase(db: SqlConnection, url: string, config: Config): Promise<void> {
   const where = redactUrl(url);
   const origin = config.database.url ? 'DATABASE_URL' : 'the embedded PostgreSQL: is `npm start` running?';
   try {
-    await prisma.$queryRaw`SELECT 1 FROM fetch_run LIMIT 1`;
+    await db.query('SELECT 1 FROM fetch_run LIMIT 1', []);
   } catch (err) {
-    await prisma.$disconnect().catch(() => undefined);
+    await db.close();
     // Decided by SQLSTATE / Prisma code, never by message text.
     const { codeOf } = await import('../activities/errors.ts');
     const code = codeOf(err);

@@ -4,9 +4,11 @@
  * environment (except Temporal's own envconfig loader for TEMPORAL_* connection settings, which
  * follows Temporal's conventions).
  */
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadClientConnectConfig, type ClientConnectConfig } from '@temporalio/envconfig';
+import type * as Envconfig from '@temporalio/envconfig';
+import type { ClientConnectConfig } from '@temporalio/envconfig';
 import type { CrashPoint } from '../activities/crash-points.ts';
 import { UserFacingError } from '../runtime/errors.ts';
 import { type Env, envSchema } from './config-env.ts';
@@ -109,6 +111,15 @@ export interface Config {
 }
 
 /**
+ * Temporal's envconfig loader, required only when TEMPORAL_ADDRESS is set: loading it (with the
+ * part of the Temporal SDK it uses) is a cost every command would otherwise pay at start, even one
+ * that never talks to Temporal, such as `runs list`.
+ */
+function envconfig(): typeof Envconfig {
+  return createRequire(import.meta.url)('@temporalio/envconfig') as typeof Envconfig;
+}
+
+/**
  * Reads and validates the environment.
  * @throws UserFacingError naming every invalid variable (values are not echoed: they may be secret).
  */
@@ -122,7 +133,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const e = parsed.data;
   // TEMPORAL_ADDRESS set: TLS, API key, profiles and namespace follow Temporal's own conventions.
   const external = e.TEMPORAL_ADDRESS
-    ? loadClientConnectConfig({ overrideEnvVars: env as Record<string, string> })
+    ? envconfig().loadClientConnectConfig({ overrideEnvVars: env as Record<string, string> })
     : undefined;
   return {
     projectRoot: PROJECT_ROOT,

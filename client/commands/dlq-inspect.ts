@@ -7,18 +7,13 @@ import type { Client } from '@temporalio/client';
 import { UserFacingError } from '../../runtime/errors.ts';
 import type { CliContext } from '../cli-context.ts';
 import type { DeadLetterDetail } from '../dead-letters/show.ts';
+import { listDeadLetters } from '../dead-letters/list.ts';
 import { parseSince } from '../dead-letters/since.ts';
 import type { TimelineEntry } from '../dead-letters/timeline.ts';
 import type { DeadLetterView } from '../dead-letters/view.ts';
 import { table, workflowUrl } from '../format.ts';
 import { deadLetterId, parseLimit, parseStatus, STATUSES } from './dlq-args.ts';
 import { parseJobType, printAuditTrail, printJson } from './output.ts';
-
-/** The implementation, imported only when a subcommand runs: help loads none of it. */
-const impl = async () => {
-  const [m0, m1] = await Promise.all([import('../dead-letters/list.ts'), import('../dead-letters/show.ts')]);
-  return { ...m0, ...m1 };
-};
 
 const iso = (d: Date | null | undefined) => d?.toISOString() ?? '';
 
@@ -100,10 +95,9 @@ export function registerDlqInspect(dlq: Command, ctx: () => CliContext): void {
         const status = parseStatus(opts.status);
         const limit = parseLimit(opts.limit);
         const since = opts.since === undefined ? undefined : parseSince(opts.since);
-        const prisma = await ctx().prisma();
-        const m = await impl();
-        const list = await m.listDeadLetters(
-          { prisma },
+        const sql = await ctx().sql();
+        const list = await listDeadLetters(
+          { sql },
           { jobType: opts.job, sourceId: opts.source, errorType: opts.errorType, since, status, limit },
         );
         if (opts.json) return printJson(list);
@@ -120,11 +114,12 @@ export function registerDlqInspect(dlq: Command, ctx: () => CliContext): void {
     .argument('<id>', 'dead letter id (a UUID, from `dlq list`)')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
-      const m = await impl();
+      // Imported by this command alone: it loads Temporal's client, which help and `list` need not.
+      const { getDeadLetter } = await import('../dead-letters/show.ts');
       const c = ctx();
       const letterId = deadLetterId(id);
       const temporal = (): Promise<Client> => c.temporal();
-      const found = await m.getDeadLetter({ prisma: await c.prisma(), temporal }, letterId);
+      const found = await getDeadLetter({ prisma: await c.prisma(), temporal }, letterId);
       if (!found) throw new UserFacingError(`no dead letter '${id}'`, 'NOT_FOUND');
       const webUi = webUiOf(c, found);
       if (opts.json) return printJson({ ...found, webUi: webUi ?? null });

@@ -54,9 +54,9 @@ export function registerRuns(program: Command, ctx: () => CliContext): void {
     .option('--json', 'print JSON')
     .action(
       async (opts: { job?: string; source?: string; status?: RunStatus; limit?: number; json?: boolean }) => {
-        const prisma = await ctx().prisma();
+        const sql = await ctx().sql();
         const list = await listRuns(
-          { prisma },
+          { sql },
           { jobType: opts.job, sourceId: opts.source, status: opts.status, limit: opts.limit },
         );
         if (opts.json) return printJson(list);
