@@ -1,8 +1,9 @@
 /**
  * `npm run build` (and part of postinstall): compiles the CLI (client/cli.ts) to JavaScript in
  * .build/cli/, so `durable-fetch` starts without transpiling TypeScript. Packages stay external
- * (node_modules is loaded as usual) but those in BUNDLED_PACKAGES, and dynamic imports become
- * chunks, so a command loads only its own code. bin/cli-build.js decides at each start whether the build still matches its sources.
+ * (loaded from node_modules as usual), except BUNDLED_PACKAGES; dynamic imports become chunks, so a
+ * command loads only its own code. bin/cli-build.js decides at each start whether the build still
+ * matches its sources.
  */
 import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
