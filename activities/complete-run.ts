@@ -2,7 +2,7 @@
  * `completeRun`: marks the run succeeded and writes its `fetch.run_completed` outbox event in one
  * transaction, fenced by the lease token (R1, R5).
  */
-import { supersedeOpenLetters } from '../db/dead-letter-close.ts';
+import { auditSupersededLetters } from '../db/dead-letter-close.ts';
 import { isLiveStatus } from '../db/fence.ts';
 import { lockRunOfToken, markSucceeded } from '../db/run-end.ts';
 import { idempotencyKeyFor, jobTypeOf } from '../workflows/business-key.ts';
@@ -10,7 +10,7 @@ import type { CompleteRunInput, CompleteRunResult } from '../workflows/types.ts'
 import type { ActivityDeps } from './deps.ts';
 import { crashPoint } from './crash-points.ts';
 import { currentRunId, leaseLost } from './lease.ts';
-import { eventIdFor, insertRunEvent, RUN_COMPLETED_TOPIC } from './outbox.ts';
+import { eventIdFor, RUN_COMPLETED_TOPIC, runEventRow } from './outbox.ts';
 
 /**
  * The run's open dead letters become `superseded` in the same transaction (with audit entries).
@@ -37,13 +37,8 @@ export function createCompleteRun(deps: ActivityDeps) {
       if (run.status === 'succeeded') return result;
       // The execution that completed it (a reset to a later workflow task kept the token).
       const workflowRunId = currentRunId();
-      await markSucceeded(tx, input.fetchRunId, now, workflowRunId);
-      // The key's earlier failures need no handling any more (e.g. it was reset after a fix).
-      const superseded = await supersedeOpenLetters(tx, { fetchRunId: input.fetchRunId, workflowRunId });
-      if (superseded.length > 0) {
-        deps.log.info({ fetchRunId: input.fetchRunId, deadLetterIds: superseded }, 'dead letters superseded');
-      }
-      await insertRunEvent(tx, {
+      const ending = { fetchRunId: input.fetchRunId, workflowRunId };
+      const event = runEventRow({
         topic: RUN_COMPLETED_TOPIC,
         stepKey: key,
         fetchRunId: input.fetchRunId,
@@ -56,6 +51,12 @@ export function createCompleteRun(deps: ActivityDeps) {
         },
         now,
       });
+      // The key's earlier failures need no handling any more (e.g. it was reset after a fix).
+      const closed = await markSucceeded(tx, { ...ending, now, event });
+      const superseded = await auditSupersededLetters(tx, ending, closed);
+      if (superseded.length > 0) {
+        deps.log.info({ fetchRunId: input.fetchRunId, deadLetterIds: superseded }, 'dead letters superseded');
+      }
       return { ...result, startedAt: run.started_at };
     });
     crashPoint(deps.crashPoint, 'after-complete');

@@ -27,7 +27,7 @@ import { heartbeatEvery } from './heartbeat.ts';
 import { observed } from './observe.ts';
 import { currentRunId, lostLease, renewLease } from './lease.ts';
 import { checkedPage, inJob, jobOf, partnerAccess } from './job-runtime.ts';
-import { loadEnabledSource } from './sources.ts';
+import { enabledSource } from './sources.ts';
 
 /** Heartbeat details: where this page's fetch got to (no records: they are staged). */
 export interface FetchProgress {
@@ -59,11 +59,18 @@ export function createFetchPage(deps: ActivityDeps) {
     const fence = { fetchRunId: input.fetchRunId, leaseToken: input.leaseToken, pageNo: input.pageNo };
     const key = pageKeyFor({ ...input, jobType: jobTypeOf(input) }, input.pageNo);
     // Every attempt renews the lease first: a partner outage retried for minutes keeps the run ours.
-    // The same statement reads where the page stands.
-    const start = await renewAndStartPage(prisma, key, fence, deps.leaseTtlMs, currentRunId());
+    // The same statement reads where the page stands, and the source as it is now.
+    const start = await renewAndStartPage(
+      prisma,
+      key,
+      fence,
+      deps.leaseTtlMs,
+      currentRunId(),
+      input.sourceId,
+    );
     if (!start) throw await lostLease(prisma, fence);
     let renewedAt = Date.now();
-    const source = await loadEnabledSource(prisma, input.sourceId);
+    const source = enabledSource(start.source, input.sourceId);
     const { job, view } = jobOf(deps, source);
     const access = partnerAccess(deps, source, ctx.cancellationSignal);
     const what = `partner ${source.id} (job ${job.type}) page`;

@@ -29,18 +29,21 @@ export function eventIdFor(stepKey: string, topic: string): string {
  * derived id makes a second insert fail rather than duplicate.
  */
 export async function insertRunEvent(tx: Prisma.TransactionClient, event: FetchRunEvent): Promise<string> {
-  const id = eventIdFor(event.stepKey, event.topic);
-  await insertOutboxEvents(tx, [
-    {
-      id,
-      topic: event.topic,
-      aggregateType: 'fetch_run',
-      aggregateId: event.fetchRunId,
-      payload: event.payload,
-      now: event.now,
-    },
-  ]);
-  return id;
+  const row = runEventRow(event);
+  await insertOutboxEvents(tx, [row]);
+  return row.id;
+}
+
+/** The outbox row of a run event, with its derived id (see {@link insertRunEvent}). */
+export function runEventRow(event: FetchRunEvent): NewOutboxEvent {
+  return {
+    id: eventIdFor(event.stepKey, event.topic),
+    topic: event.topic,
+    aggregateType: 'fetch_run',
+    aggregateId: event.fetchRunId,
+    payload: event.payload,
+    now: event.now,
+  };
 }
 
 /**

@@ -28,7 +28,11 @@ export async function loadEnabledSource(
   prisma: Pick<PrismaClient, 'source'>,
   sourceId: string,
 ): Promise<Source> {
-  const source = await findSource(prisma, sourceId);
+  return enabledSource(await findSource(prisma, sourceId), sourceId);
+}
+
+/** {@link loadEnabledSource}'s check of a source read by another statement (null: none). */
+export function enabledSource(source: Source | null, sourceId: string): Source {
   if (!source) throw sourceNotFound(sourceId);
   // A removed source is disabled too: say it was removed, which no one can undo.
   if (source.removedAt)

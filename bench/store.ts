@@ -10,12 +10,10 @@
  */
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { PrismaPg } from '@prisma/adapter-pg';
 import { createActivities } from '../activities/index.ts';
-import { PrismaClient } from '../prisma/generated/client.ts';
 import { useTestDatabase } from '../test/helpers/database.ts';
 import { testDeps } from '../test/helpers/deps.ts';
-import { poolConfig } from '../worker/db.ts';
+import { poolConfig, prismaOn } from '../worker/db.ts';
 import { poolSize, WORKER_BACKGROUND } from '../worker/pool-size.ts';
 import type { BenchOptions, BenchRow, BenchSection } from './report.ts';
 import { standalone } from './standalone.ts';
@@ -91,7 +89,7 @@ export async function benchStore(opts: BenchOptions): Promise<BenchSection> {
   });
   const oursPool = countingPool(config);
   const basePool = countingPool(config);
-  const prisma = new PrismaClient({ adapter: new PrismaPg(oursPool.pool) });
+  const prisma = prismaOn(oursPool.pool);
   const deps = testDeps(prisma, { leaseTtlMs: LEASE_TTL_MS, idempotencyRetentionMs: RETENTION_MS });
   const acts = createActivities(deps);
   const sides: Record<Side, (input: StorePageInput) => Promise<unknown>> = {

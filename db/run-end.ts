@@ -4,7 +4,9 @@
  */
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { FinishRunInput } from '../workflows/types.ts';
+import { type SupersededLetter, supersedeOpenLettersSql } from './dead-letter-close.ts';
 import { type Fence, heldBy, tokenOf } from './fence.ts';
+import { insertOutboxEventsSql, type NewOutboxEvent } from './outbox.ts';
 
 /** What {@link lockRunOfToken} reads of the run. */
 export interface RunTotals {
@@ -31,30 +33,29 @@ export async function lockRunOfToken(
 }
 
 /**
- * Marks the run succeeded at `now`, ends its lease and clears its error and next attempt time; `workflowRunId` is the
- * execution that completed it (a reset to a later workflow task kept the token). Call it under
- * {@link lockRunOfToken}'s lock.
+ * One statement, under {@link lockRunOfToken}'s lock: marks the run succeeded at `now` (its lease
+ * ended, its error and next attempt time cleared; `workflowRunId`, when known, the execution that
+ * completed it: a reset to a later workflow task kept the token), deletes its loop memory (one row
+ * per partner page: a succeeded run fetches nothing more), inserts `event` (the run's completion
+ * event) and closes the run's open dead letters. Returns the letters closed, for their audit
+ * entries (db/dead-letter-close.ts).
  */
 export async function markSucceeded(
-  tx: Pick<PrismaClient, 'fetchRun' | 'runCursor'>,
-  fetchRunId: string,
-  now: Date,
-  workflowRunId: string | undefined,
-): Promise<void> {
-  // A succeeded run fetches nothing more: its loop memory (one row per partner page) can go.
-  await tx.runCursor.deleteMany({ where: { fetchRunId } });
-  await tx.fetchRun.update({
-    where: { id: fetchRunId },
-    data: {
-      status: 'succeeded',
-      finishedAt: now,
-      leaseUntil: null,
-      nextRunAt: null,
-      errorClass: null,
-      errorMessage: null,
-      workflowRunId,
-    },
-  });
+  tx: Pick<PrismaClient, '$queryRaw'>,
+  run: { fetchRunId: string; now: Date; workflowRunId: string | undefined; event: NewOutboxEvent },
+): Promise<SupersededLetter[]> {
+  // Data-modifying CTEs always run to completion, read or not; each writes a table of its own.
+  return tx.$queryRaw<SupersededLetter[]>`
+    WITH cursors AS (DELETE FROM run_cursor WHERE fetch_run_id = ${run.fetchRunId}::uuid),
+         event AS (${insertOutboxEventsSql([run.event])}),
+         run AS (
+           UPDATE fetch_run
+              SET status = 'succeeded', finished_at = ${run.now}, lease_until = NULL, next_run_at = NULL,
+                  error_class = NULL, error_message = NULL, updated_at = now(),
+                  workflow_run_id = COALESCE(${run.workflowRunId ?? null}, workflow_run_id)
+            WHERE id = ${run.fetchRunId}::uuid),
+         letters AS (${supersedeOpenLettersSql(run)})
+    SELECT id, workflow_run_id FROM letters`;
 }
 
 /** What {@link endRun} wrote. */

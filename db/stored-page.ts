@@ -5,8 +5,9 @@
  * execution, or to a workflow task before the page's store, goes on with the same lease token from
  * an earlier point of the history than the database has reached (R1, R3).
  */
-import type { PrismaClient } from '../prisma/generated/client.ts';
+import type { PrismaClient, Source } from '../prisma/generated/client.ts';
 import { heldBy, type PageFence } from './fence.ts';
+import { sourceColumns, sourceOfRow } from './sources.ts';
 import type { StagedPage } from './staging.ts';
 
 /** What fetchPage returns for a stored page: its stored record count and the partner's next cursor. */
@@ -21,6 +22,8 @@ export interface PageStart {
   stored: StoredPage | undefined;
   /** The staged page of the key (without its records), whoever staged it. */
   staged: StagedPage | undefined;
+  /** The run's source as it is now (R2: re-read at every step); null when it was deleted. */
+  source: Source | null;
 }
 
 interface StartRow {
@@ -37,7 +40,8 @@ interface StartRow {
 /**
  * One statement: extends the lease by `ttlMs` from now while `fence` holds the run, records
  * `workflowRunId` (when given) as the execution that holds it now — as db/fetch-run.ts
- * `renewLease` does — and reads what the attempt starts from (see {@link PageStart}). Undefined
+ * `renewLease` does — and reads what the attempt starts from (see {@link PageStart}) and the
+ * source `sourceId`. Undefined
  * when the fence does not hold the run: nothing was renewed, nothing read.
  */
 export async function renewAndStartPage(
@@ -46,18 +50,21 @@ export async function renewAndStartPage(
   fence: PageFence,
   ttlMs: number,
   workflowRunId: string | undefined,
+  sourceId: string,
 ): Promise<PageStart | undefined> {
-  const [row] = await db.$queryRaw<StartRow[]>`
+  const [row] = await db.$queryRaw<(StartRow & Record<string, unknown>)[]>`
     WITH run AS (
       UPDATE fetch_run SET lease_until = now() + make_interval(secs => ${ttlMs / 1000}),
                            workflow_run_id = COALESCE(${workflowRunId ?? null}, workflow_run_id)
        WHERE ${heldBy(fence)}
       RETURNING pages_stored, cursor)
     SELECT run.pages_stored, run.cursor AS run_cursor, i.result,
-           p.key AS staged_key, p.start_cursor AS "startCursor", p.cursor, p.complete, p.record_count AS "recordCount"
+           p.key AS staged_key, p.start_cursor AS "startCursor", p.cursor, p.complete, p.record_count AS "recordCount",
+           ${sourceColumns('s')}
       FROM run
       LEFT JOIN idempotency_record i ON run.pages_stored > ${fence.pageNo} AND i.key = ${key}
-      LEFT JOIN fetched_page p ON p.key = ${key}`;
+      LEFT JOIN fetched_page p ON p.key = ${key}
+      LEFT JOIN source s ON s.id = ${sourceId}`;
   if (!row) return undefined;
   const staged =
     row.staged_key === null
@@ -69,7 +76,7 @@ export async function renewAndStartPage(
           complete: row.complete ?? false,
           recordCount: row.recordCount ?? 0,
         };
-  return { stored: storedPage(row, fence.pageNo), staged };
+  return { stored: storedPage(row, fence.pageNo), staged, source: sourceOfRow(row) };
 }
 
 /**

@@ -35,7 +35,12 @@ function stubHttp(page: unknown): HttpClient & { calls: number } {
   return http;
 }
 
-async function fetchWith(sourceId: string, http: HttpClient, leaseToken?: string): Promise<unknown> {
+async function fetchWith(
+  sourceId: string,
+  http: HttpClient,
+  leaseToken?: string,
+  afterClaim?: () => Promise<unknown>,
+): Promise<unknown> {
   await createSource(db.prisma, sourceId, 'http://127.0.0.1:9');
   const acts = createActivities(testDeps(db.prisma, { http }));
   const claim = await acts.claimRun({
@@ -49,6 +54,7 @@ async function fetchWith(sourceId: string, http: HttpClient, leaseToken?: string
   });
   assert.equal(claim.outcome, 'claimed');
   if (claim.outcome !== 'claimed') return;
+  await afterClaim?.();
   const input = {
     fetchRunId: claim.fetchRunId,
     leaseToken: leaseToken ?? claim.leaseToken,
@@ -76,6 +82,22 @@ function failureCode(err: unknown): string {
 }
 
 void describe('fetch-page', () => {
+  // R2: the source is re-read at every step (in the statement that renews the lease), so an
+  // operator's change after the claim stops the next page before any partner call.
+  for (const [change, code] of [
+    [{ enabled: false }, 'SOURCE_DISABLED'],
+    [{ enabled: false, removedAt: new Date(), removedBy: 'test' }, 'SOURCE_REMOVED'],
+  ] as const) {
+    void it(`a source changed after the claim (${code}) fails the page before any partner call`, async () => {
+      const id = `fp-${code.toLowerCase().replace('_', '-')}`;
+      const http = stubHttp({ records: [{ id: 'x1' }], nextCursor: null });
+      const disable = () => db.prisma.source.update({ where: { id }, data: change });
+      assert.equal(failureCode(await fetchWith(id, http, undefined, disable)), `PermissionDenied/${code}`);
+      assert.equal(http.calls, 0);
+      assert.equal(await stagedPages(id), 0);
+    });
+  }
+
   void it('a partner cursor that does not advance fails the page as InvalidResponse instead of looping', async () => {
     const http = stubHttp({ records: [{ id: 'x1' }], nextCursor: 'c-1' });
     assert.equal(failureCode(await fetchWith('fp-stuck', http)), 'InvalidResponse/CURSOR_NOT_ADVANCING');

@@ -3,10 +3,10 @@
 // Be very careful: PostgreSQL refuses to clone a template while anyone is connected to it, so the
 // template is closed to connections once migrated, and nothing here ever opens one to it.
 import { randomBytes } from 'node:crypto';
-import { PrismaPg } from '@prisma/adapter-pg';
 import { Client, DatabaseError, escapeIdentifier } from 'pg';
-import { PrismaClient } from '../../prisma/generated/client.ts';
+import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { applyMigrations, withDatabaseName } from '../../prisma/migrator.ts';
+import { prismaOn } from '../../worker/db.ts';
 
 export interface TestDatabase {
   url: string;
@@ -46,7 +46,7 @@ export async function createTemplateDatabase(adminUrl: string, name: string): Pr
 export async function useTestDatabase(): Promise<TestDatabase> {
   const { adminUrl, template } = testEnv();
   const database = await createDatabase(adminUrl, template);
-  const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: database.url }) });
+  const prisma = prismaOn({ connectionString: database.url });
   return {
     url: database.url,
     name: database.name,
