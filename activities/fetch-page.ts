@@ -10,7 +10,6 @@ import {
   dropStaleStagedPage,
   heldAtPageNow,
   loadStagedPage,
-  pagesReached,
   type StagedPage,
   startPageCursors,
 } from '../db/staging.ts';
@@ -82,19 +81,19 @@ export function createFetchPage(deps: ActivityDeps) {
       return start.stored;
     }
     let staged = start.staged;
+    // Partner pages the run staged before this call: what a job's page limit counts.
+    let pagesFetched = start.pagesFetched;
     if (staged && staged.startCursor !== input.cursor) {
       // Staged by a run that started this page elsewhere (partner data changed since): start over.
       await dropStaleStagedPage(prisma, key, fence);
       staged = undefined;
+      // The page's cursors went with it.
+      pagesFetched = await startPageCursors(prisma, key, fence);
     }
     if (staged) {
       const beat = ctx.info.heartbeatDetails as FetchProgress | undefined;
       ctx.log.info('resuming staged page', { pageNo: input.pageNo, records: staged.recordCount, beat });
     }
-    // Partner pages the run staged before this call: what a job's page limit counts.
-    let pagesFetched = staged
-      ? await pagesReached(prisma, input.fetchRunId)
-      : await startPageCursors(prisma, key, fence);
     const state = (s: StagedPage | undefined) => ({
       cursor: s ? s.cursor : input.cursor,
       recordCount: s?.recordCount ?? 0,

@@ -138,15 +138,30 @@ export async function startPageCursors(
   // One statement: its count sees the cursors as they were before its own delete, so the deleted
   // ones are taken off.
   const rows = await db.$queryRaw<{ n: number }[]>`
-    WITH forgotten AS (
-      DELETE FROM run_cursor
-       WHERE fetch_run_id = ${fence.fetchRunId}::uuid AND page_no >= ${fence.pageNo}
-         AND NOT EXISTS (SELECT 1 FROM fetched_page WHERE key = ${key})
-         AND ${runAtPage(fence)}
-      RETURNING 1)
-    SELECT ((SELECT count(*) FROM run_cursor WHERE fetch_run_id = ${fence.fetchRunId}::uuid)
-            - (SELECT count(*) FROM forgotten))::int AS n`;
+    WITH forgotten AS (${forgetCursorsSql(key, fence, runAtPage(fence))})
+    SELECT ${cursorsLeftSql(fence.fetchRunId)} AS n`;
   return rows[0]?.n ?? 0;
+}
+
+/**
+ * The DELETE of {@link startPageCursors} (returning a row per cursor forgotten), while `atPage`:
+ * the condition that `fence` holds the run at its page, which also takes the run's row lock
+ * before any cursor row's — the order every append takes them in, so that the two never wait on
+ * each other. For a data-modifying CTE named `forgotten`, next to {@link cursorsLeftSql}.
+ */
+export function forgetCursorsSql(key: string, fence: PageFence, atPage: Prisma.Sql): Prisma.Sql {
+  return Prisma.sql`
+    DELETE FROM run_cursor
+     WHERE fetch_run_id = ${fence.fetchRunId}::uuid AND page_no >= ${fence.pageNo}
+       AND NOT EXISTS (SELECT 1 FROM fetched_page WHERE key = ${key})
+       AND ${atPage}
+    RETURNING 1`;
+}
+
+/** The run's cursors left after the CTE `forgotten` ({@link forgetCursorsSql}): an int. */
+export function cursorsLeftSql(fetchRunId: string): Prisma.Sql {
+  return Prisma.sql`((SELECT count(*) FROM run_cursor WHERE fetch_run_id = ${fetchRunId}::uuid)
+            - (SELECT count(*) FROM forgotten))::int`;
 }
 
 /** True when `fence` holds the run at its page now. */
@@ -154,13 +169,6 @@ export async function heldAtPageNow(db: Pick<PrismaClient, '$queryRaw'>, fence: 
   const rows = await db.$queryRaw<{ held: boolean }[]>`
     SELECT EXISTS (SELECT 1 FROM fetch_run WHERE ${heldAtPage(fence)}) AS held`;
   return rows[0]?.held ?? false;
-}
-
-/** How many cursors the run has reached: the partner pages it staged, but for a last one. */
-export async function pagesReached(db: Pick<PrismaClient, '$queryRaw'>, fetchRunId: string): Promise<number> {
-  const rows = await db.$queryRaw<{ n: number }[]>`
-    SELECT count(*)::int AS n FROM run_cursor WHERE fetch_run_id = ${fetchRunId}::uuid`;
-  return rows[0]?.n ?? 0;
 }
 
 /**

@@ -5,10 +5,10 @@
  * execution, or to a workflow task before the page's store, goes on with the same lease token from
  * an earlier point of the history than the database has reached (R1, R3).
  */
-import type { PrismaClient, Source } from '../prisma/generated/client.ts';
+import { Prisma, type PrismaClient, type Source } from '../prisma/generated/client.ts';
 import { heldBy, type PageFence } from './fence.ts';
 import { sourceColumns, sourceOfRow } from './sources.ts';
-import type { StagedPage } from './staging.ts';
+import { cursorsLeftSql, forgetCursorsSql, type StagedPage } from './staging.ts';
 
 /** What fetchPage returns for a stored page: its stored record count and the partner's next cursor. */
 export interface StoredPage {
@@ -24,6 +24,11 @@ export interface PageStart {
   staged: StagedPage | undefined;
   /** The run's source as it is now (R2: re-read at every step); null when it was deleted. */
   source: Source | null;
+  /**
+   * The partner pages the run staged before this page (what a job's page limit counts), its cursor
+   * memory readied as db/staging.ts `startPageCursors` readies it when nothing is staged.
+   */
+  pagesFetched: number;
 }
 
 interface StartRow {
@@ -35,14 +40,15 @@ interface StartRow {
   cursor: string | null;
   complete: boolean | null;
   recordCount: number | null;
+  pages_fetched: number;
 }
 
 /**
  * One statement: extends the lease by `ttlMs` from now while `fence` holds the run, records
  * `workflowRunId` (when given) as the execution that holds it now — as db/fetch-run.ts
  * `renewLease` does — and reads what the attempt starts from (see {@link PageStart}) and the
- * source `sourceId`. Undefined
- * when the fence does not hold the run: nothing was renewed, nothing read.
+ * source `sourceId`. Undefined when the fence does not hold the run: nothing was renewed, read or
+ * forgotten.
  */
 export async function renewAndStartPage(
   db: Pick<PrismaClient, '$queryRaw'>,
@@ -57,8 +63,10 @@ export async function renewAndStartPage(
       UPDATE fetch_run SET lease_until = now() + make_interval(secs => ${ttlMs / 1000}),
                            workflow_run_id = COALESCE(${workflowRunId ?? null}, workflow_run_id)
        WHERE ${heldBy(fence)}
-      RETURNING pages_stored, cursor)
-    SELECT run.pages_stored, run.cursor AS run_cursor, i.result,
+      RETURNING pages_stored, cursor),
+         -- After the renewal, which holds the run's row lock by then (see forgetCursorsSql).
+         forgotten AS (${forgetCursorsSql(key, fence, Prisma.sql`EXISTS (SELECT 1 FROM run WHERE run.pages_stored = ${fence.pageNo})`)})
+    SELECT ${cursorsLeftSql(fence.fetchRunId)} AS pages_fetched, run.pages_stored, run.cursor AS run_cursor, i.result,
            p.key AS staged_key, p.start_cursor AS "startCursor", p.cursor, p.complete, p.record_count AS "recordCount",
            ${sourceColumns('s')}
       FROM run
@@ -76,7 +84,12 @@ export async function renewAndStartPage(
           complete: row.complete ?? false,
           recordCount: row.recordCount ?? 0,
         };
-  return { stored: storedPage(row, fence.pageNo), staged, source: sourceOfRow(row) };
+  return {
+    stored: storedPage(row, fence.pageNo),
+    staged,
+    source: sourceOfRow(row),
+    pagesFetched: row.pages_fetched,
+  };
 }
 
 /**

@@ -35,12 +35,8 @@ function stubHttp(page: unknown): HttpClient & { calls: number } {
   return http;
 }
 
-async function fetchWith(
-  sourceId: string,
-  http: HttpClient,
-  leaseToken?: string,
-  afterClaim?: () => Promise<unknown>,
-): Promise<unknown> {
+/** A new source `sourceId` whose partner is `http`, and a claimed run of it. */
+async function claimed(sourceId: string, http: HttpClient) {
   await createSource(db.prisma, sourceId, 'http://127.0.0.1:9');
   const acts = createActivities(testDeps(db.prisma, { http }));
   const claim = await acts.claimRun({
@@ -52,8 +48,17 @@ async function fetchWith(
     requestedBy: 'test',
     scheduledAt: `${DATE}T00:00:00Z`,
   });
-  assert.equal(claim.outcome, 'claimed');
-  if (claim.outcome !== 'claimed') return;
+  if (claim.outcome !== 'claimed') throw new Error(`not claimed: ${claim.outcome}`);
+  return { acts, claim };
+}
+
+async function fetchWith(
+  sourceId: string,
+  http: HttpClient,
+  leaseToken?: string,
+  afterClaim?: () => Promise<unknown>,
+): Promise<unknown> {
+  const { acts, claim } = await claimed(sourceId, http);
   await afterClaim?.();
   const input = {
     fetchRunId: claim.fetchRunId,
@@ -173,18 +178,7 @@ void describe('fetch-page: a page this claim stored already', () => {
     ];
     const http = stubHttp(undefined);
     http.getJson = () => Promise.resolve(pages[http.calls++]);
-    await createSource(db.prisma, sourceId, 'http://127.0.0.1:9');
-    const acts = createActivities(testDeps(db.prisma, { http }));
-    const claim = await acts.claimRun({
-      sourceId,
-      businessDate: DATE,
-      workflowId: `fetch/fetch-records/${sourceId}/${DATE}`,
-      workflowRunId: 'r1',
-      correlationId: 'c',
-      requestedBy: 'test',
-      scheduledAt: `${DATE}T00:00:00Z`,
-    });
-    assert.ok(claim.outcome === 'claimed');
+    const { acts, claim } = await claimed(sourceId, http);
     const run = { fetchRunId: claim.fetchRunId, leaseToken: claim.leaseToken, sourceId, businessDate: DATE };
     const env = new MockActivityEnvironment();
     const fetchAt = (
@@ -212,4 +206,37 @@ void describe('fetch-page: a page this claim stored already', () => {
     const stale = '00000000-0000-4000-8000-000000000002';
     assert.equal(failureCode(await fetchAt(0, null, stale).catch((e: unknown) => e)), 'LeaseLost/LEASE_LOST');
   });
+});
+
+void describe('fetch-page: a page fetched again from the start', () => {
+  // The cursors a staged page reached are the run's loop memory; once the page is gone (expired, or
+  // dropped because it started elsewhere) they must be forgotten, or fetching the page again would
+  // meet its own cursors and fail as a loop.
+  for (const [how, secondCursor] of [
+    ['after its staged page expired', 'c-1'],
+    ['from another cursor than its staged page started at', 'c-9'],
+  ] as const) {
+    void it(`${how}: stages it again, not a CURSOR_LOOP`, async () => {
+      const sourceId = `fp-again-${secondCursor}`;
+      const http = stubHttp({ records: [{ id: 'a1' }], nextCursor: 'c-2' });
+      const { acts, claim } = await claimed(sourceId, http);
+      const env = new MockActivityEnvironment();
+      const run = {
+        fetchRunId: claim.fetchRunId,
+        leaseToken: claim.leaseToken,
+        sourceId,
+        businessDate: DATE,
+      };
+      const fetchFrom = (cursor: string) =>
+        env.run(acts.fetchPage, { ...run, pageNo: 0, cursor, pageSize: 1 });
+      assert.deepEqual(await fetchFrom('c-1'), { recordCount: 1, nextCursor: 'c-2' });
+      if (secondCursor === 'c-1')
+        await db.prisma.fetchedPage.deleteMany({ where: { key: { contains: sourceId } } });
+      assert.deepEqual(await fetchFrom(secondCursor), { recordCount: 1, nextCursor: 'c-2' });
+      assert.equal(http.calls, 2);
+      const [staged] = await db.prisma.fetchedPage.findMany({ where: { key: { contains: sourceId } } });
+      assert.equal(staged?.startCursor, secondCursor);
+      assert.equal(await db.prisma.runCursor.count({ where: { fetchRunId: claim.fetchRunId } }), 1);
+    });
+  }
 });
