@@ -2,12 +2,13 @@
  * The run's lease (R1, R9): a fencing token plus an expiry on the FetchRun row. Every write of a
  * run checks the token; long work renews the expiry. Times come from the database's clock.
  */
-import { type ApplicationFailure, Context } from '@temporalio/activity';
+import type { ApplicationFailure } from '@temporalio/activity';
 import { renewLease as renewLeaseRow, statusUnderToken } from '../db/fetch-run.ts';
 import { type Fence, isLiveStatus } from '../db/fence.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import { RUN_ENDED } from '../workflows/error-types.ts';
 import { failure } from './errors.ts';
+import { currentActivityInfo } from './activity-info.ts';
 
 /**
  * Extends the lease by `ttlMs` from now if `fence` still holds it, and records the calling
@@ -55,9 +56,5 @@ export function leaseLost(fence: Fence) {
 
 /** The workflow execution (run id) of the activity being executed; undefined outside one. */
 export function currentRunId(): string | undefined {
-  try {
-    return Context.current().info.workflowExecution?.runId;
-  } catch {
-    return undefined; // called outside an activity (a direct call in a test)
-  }
+  return currentActivityInfo()?.workflowExecution?.runId;
 }

@@ -4,25 +4,17 @@
  * retry that could only happen after the activity's schedule-to-close deadline becomes a
  * non-retryable DeadlineExceeded at once.
  */
-import { Context, type Info } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { msOptionalToNumber } from '@temporalio/common/lib/time.js';
 import { detailsOf, failure } from './errors.ts';
 import { nextRetry } from './retry-delay.ts';
-
-function currentInfo(): Info | undefined {
-  try {
-    return Context.current().info;
-  } catch {
-    return undefined; // called outside an activity (e.g. a direct call in a test)
-  }
-}
+import { currentActivityInfo } from './activity-info.ts';
 
 /** Returns `err` with `nextRetryDelay` set, DeadlineExceeded in its place, or `err` unchanged. */
 export function withRetryTiming(err: unknown, now = Date.now(), random: () => number = Math.random): unknown {
   if (!(err instanceof ApplicationFailure) || err.nonRetryable || err.nextRetryDelay !== undefined)
     return err;
-  const info = currentInfo();
+  const info = currentActivityInfo();
   const policy = info?.retryPolicy;
   if (!info || !policy) return err;
   const backoff = {

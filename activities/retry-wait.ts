@@ -10,7 +10,7 @@
  * is logged and the step goes on; a failure that is our own database being unavailable writes
  * nothing at all (the write would meet the same outage, and the step's own retry covers it).
  */
-import { type ApplicationFailure, Context, type Info } from '@temporalio/activity';
+import type { ApplicationFailure, Info } from '@temporalio/activity';
 import { msOptionalToNumber } from '@temporalio/common/lib/time.js';
 import type { Fence } from '../db/fence.ts';
 import { MAX_KEPT_MESSAGE } from '../db/limits.ts';
@@ -18,6 +18,7 @@ import { enterRetryWait, leaveRetryWait } from '../db/retry-wait.ts';
 import { redactUrlsIn } from '../runtime/redact.ts';
 import { codeOf, databaseOutageCode } from './database-errors.ts';
 import type { ActivityDeps } from './deps.ts';
+import { currentActivityInfo } from './activity-info.ts';
 
 /** The run fence an activity's input carries, when the activity is a step of a run. */
 export function fenceOf(input: unknown): Fence | undefined {
@@ -50,14 +51,6 @@ export function retryDelayMs(
   return Math.min(maximum, initial * coefficient ** Math.max(0, info.attempt - 1));
 }
 
-function currentInfo(): Info | undefined {
-  try {
-    return Context.current().info;
-  } catch {
-    return undefined; // called outside an activity (a direct call in a test)
-  }
-}
-
 /**
  * Runs `write`; a failure is logged (its code only: no message, no URL) and swallowed — at debug
  * level when the database is unavailable, which the step's own failures already say, once per
@@ -87,7 +80,7 @@ export async function markAttemptStarted(
   input: unknown,
 ): Promise<void> {
   const fence = fenceOf(input);
-  const info = currentInfo();
+  const info = currentActivityInfo();
   if (!fence || !info || info.attempt <= 1) return;
   await bestEffort(deps, fence, 'the end of a retry wait', () => leaveRetryWait(deps.prisma, fence));
 }
@@ -104,7 +97,7 @@ export async function markRetryWait(
   failure: ApplicationFailure,
 ): Promise<void> {
   const fence = fenceOf(input);
-  const info = currentInfo();
+  const info = currentActivityInfo();
   if (!fence || !info || failure.type === 'DatabaseUnavailable') return;
   const wait = {
     delayMs: retryDelayMs(failure, info),
