@@ -72,3 +72,13 @@ export function heldBy(fence: Fence, alias?: string): Prisma.Sql {
 export function heldAtPage(fence: PageFence, alias?: string): Prisma.Sql {
   return Prisma.sql`${heldBy(fence, alias)} AND ${column('pages_stored', alias)} = ${fence.pageNo}`;
 }
+
+/**
+ * `lease_until = now() + <ttl>, workflow_run_id = COALESCE($n, workflow_run_id)`: the SET clause
+ * of a lease renewal, for an UPDATE of fetch_run under {@link heldBy}. `workflowRunId`, when
+ * known, is recorded as the execution that holds the run now (a reset may have replaced it).
+ */
+export function renewedLease(ttlMs: number, workflowRunId: string | undefined): Prisma.Sql {
+  return Prisma.sql`lease_until = now() + make_interval(secs => ${ttlMs / 1000}),
+                    workflow_run_id = COALESCE(${workflowRunId ?? null}, workflow_run_id)`;
+}

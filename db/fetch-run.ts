@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Prisma, type PrismaClient } from '../prisma/generated/client.ts';
-import { type Fence, heldBy, isLive, tokenOf } from './fence.ts';
+import { type Fence, heldBy, isLive, renewedLease, tokenOf } from './fence.ts';
 
 /** The business key of a run, with its date as the `date` column takes it (`dateColumn`). */
 export interface RunKey {
@@ -118,9 +118,7 @@ export async function renewLease(
   workflowRunId: string | undefined,
 ): Promise<boolean> {
   const renewed = await db.$executeRaw`
-    UPDATE fetch_run SET lease_until = now() + make_interval(secs => ${ttlMs / 1000}),
-                         workflow_run_id = COALESCE(${workflowRunId ?? null}, workflow_run_id)
-     WHERE ${heldBy(fence)}`;
+    UPDATE fetch_run SET ${renewedLease(ttlMs, workflowRunId)} WHERE ${heldBy(fence)}`;
   return renewed === 1;
 }
 

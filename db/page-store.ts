@@ -5,7 +5,7 @@
  * lease. Few statements on purpose: each is a round trip inside an open transaction.
  */
 import type { PrismaClient, Source } from '../prisma/generated/client.ts';
-import { heldBy, type Fence } from './fence.ts';
+import { heldBy, type Fence, renewedLease } from './fence.ts';
 import { insertIdempotencyRecordSql, type NewIdempotencyRecord } from './idempotency.ts';
 import { insertOutboxEventsSql, type NewOutboxEvent } from './outbox.ts';
 
@@ -115,9 +115,7 @@ export async function commitPage(tx: Tx, c: PageCommit): Promise<{ advanced: boo
          run AS (
            UPDATE fetch_run
               SET pages_stored = ${c.run.pagesStored}, records_stored = records_stored + ${c.run.recordCount},
-                  cursor = ${c.run.cursor}, updated_at = now(),
-                  lease_until = now() + make_interval(secs => ${c.leaseTtlMs / 1000}),
-                  workflow_run_id = COALESCE(${c.workflowRunId ?? null}, workflow_run_id)
+                  cursor = ${c.run.cursor}, updated_at = now(), ${renewedLease(c.leaseTtlMs, c.workflowRunId)}
             WHERE ${heldBy(c.fence)}
            RETURNING 1)
     SELECT EXISTS (SELECT 1 FROM run) AS advanced,

@@ -6,7 +6,7 @@
  * an earlier point of the history than the database has reached (R1, R3).
  */
 import { Prisma, type PrismaClient, type Source } from '../prisma/generated/client.ts';
-import { heldBy, type PageFence } from './fence.ts';
+import { heldBy, type PageFence, renewedLease } from './fence.ts';
 import { sourceColumns, sourceOfRow } from './sources.ts';
 import { cursorsLeftSql, forgetCursorsSql, type StagedPage } from './staging.ts';
 
@@ -60,9 +60,7 @@ export async function renewAndStartPage(
 ): Promise<PageStart | undefined> {
   const [row] = await db.$queryRaw<(StartRow & Record<string, unknown>)[]>`
     WITH run AS (
-      UPDATE fetch_run SET lease_until = now() + make_interval(secs => ${ttlMs / 1000}),
-                           workflow_run_id = COALESCE(${workflowRunId ?? null}, workflow_run_id)
-       WHERE ${heldBy(fence)}
+      UPDATE fetch_run SET ${renewedLease(ttlMs, workflowRunId)} WHERE ${heldBy(fence)}
       RETURNING pages_stored, cursor),
          -- After the renewal, which holds the run's row lock by then (see forgetCursorsSql).
          forgotten AS (${forgetCursorsSql(key, fence, Prisma.sql`EXISTS (SELECT 1 FROM run WHERE run.pages_stored = ${fence.pageNo})`)})
