@@ -38,7 +38,7 @@ export interface Workers {
  * Node flags for both worker processes from `BENCH_NODE_FLAGS`, e.g.
  * `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile them during a bench (NODE_OPTIONS refuses those).
  */
-function nodeFlagsFromEnv(): string[] {
+export function nodeFlagsFromEnv(): string[] {
   return (process.env.BENCH_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
 }
 
