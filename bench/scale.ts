@@ -31,27 +31,31 @@ function workerSettings(overrides: Record<string, string>) {
  */
 export const SCALE_HEAP_CAP_MIB = 512;
 
+/** What every sequence of the section runs against. */
+interface Stack {
+  dbUrl: string;
+  client: Awaited<ReturnType<typeof testClient>>;
+  prisma: Parameters<typeof startRun>[0]['prisma'];
+  env: Record<string, string>;
+}
+
 /** One sequence of backlogs on a fresh pair of workers started with `nodeFlags`. */
 async function sequence(
   opts: BenchOptions,
-  dbUrl: string,
-  client: Awaited<ReturnType<typeof testClient>>,
-  prisma: Parameters<typeof startRun>[0]['prisma'],
-  env: Record<string, string>,
-  nodeFlags: string[] | undefined,
+  stack: Stack,
+  nodeFlags: string[],
   sizes: number[],
 ): Promise<PhaseResult[]> {
-  const workers = await startWorkers(dbUrl, env, nodeFlags);
+  const workers = await startWorkers(stack.dbUrl, stack.env, nodeFlags);
   try {
-    const ctx = { temporal: client, prisma, taskQueue: workers.oursQueue };
+    const ctx = { temporal: stack.client, prisma: stack.prisma, taskQueue: workers.oursQueue };
+    const run = () => startRun(ctx, 'scale', RECORDS);
     opts.say('scale: warming up…');
-    await measurePhase(workers.ours, workers.serverPid, 20, () => startRun(ctx, 'scale', RECORDS));
+    await measurePhase(workers.ours, workers.serverPid, 20, run);
     const phases: PhaseResult[] = [];
     for (const size of sizes) {
-      opts.say(`scale: ${size} one-page runs queued at once${nodeFlags ? ` (${nodeFlags.join(' ')})` : ''}…`);
-      phases.push(
-        await measurePhase(workers.ours, workers.serverPid, size, () => startRun(ctx, 'scale', RECORDS)),
-      );
+      opts.say(`scale: ${size} one-page runs queued at once (node ${nodeFlags.join(' ') || 'defaults'})…`);
+      phases.push(await measurePhase(workers.ours, workers.serverPid, size, run));
     }
     return phases;
   } finally {
@@ -93,18 +97,12 @@ export async function benchScale(opts: BenchOptions): Promise<BenchSection> {
     Object.entries(process.env).filter(([k]) => k.startsWith('DURABLE_FETCH_WORKER_')),
   ) as Record<string, string>;
   const capFlag = `--max-old-space-size=${SCALE_HEAP_CAP_MIB}`;
+  const stack = { dbUrl: db.url, client, prisma: db.prisma, env };
+  const cappedFlags = [...nodeFlagsFromEnv(), capFlag];
   try {
     await createSource(db.prisma, 'scale', partner.url, { pageSize: RECORDS });
-    const phases = await sequence(opts, db.url, client, db.prisma, env, undefined, sizes);
-    const capped = await sequence(
-      opts,
-      db.url,
-      client,
-      db.prisma,
-      env,
-      [...nodeFlagsFromEnv(), capFlag],
-      sizes,
-    );
+    const phases = await sequence(opts, stack, nodeFlagsFromEnv(), sizes);
+    const capped = await sequence(opts, stack, cappedFlags, sizes);
     return {
       name: 'scale',
       rows: [...rowsOf(phases, sizes, "Node's default heap"), ...rowsOf(capped, sizes, capFlag)],
@@ -112,7 +110,7 @@ export async function benchScale(opts: BenchOptions): Promise<BenchSection> {
         recordsPerRun: RECORDS,
         sizes,
         phases,
-        cappedHeap: { nodeFlags: [capFlag], phases: capped },
+        cappedHeap: { nodeFlags: cappedFlags, phases: capped },
         workerSettings: workerSettings(env),
       },
     };

@@ -364,12 +364,23 @@ describe('claim-run and complete-run', () => {
   it('completeRun repeated after success returns the same event and writes nothing more', async () => {
     const { base: input, ...claim } = await claimed('c3');
     await acts.storePage(await stage(input, 0, records('c3', 3), null));
+    // An earlier attempt's failure on the row: the success clears it.
+    await db.prisma.fetchRun.update({
+      where: { id: claim.fetchRunId },
+      data: { errorClass: 'UpstreamUnavailable', errorMessage: 'partner: 503', nextRunAt: new Date() },
+    });
     const a = await acts.completeRun(input);
     const b = await acts.completeRun(input);
     assert.deepEqual(b, a);
     assert.deepEqual(a, { eventId: a.eventId, pages: 1, records: 3 });
     const run = await db.prisma.fetchRun.findUniqueOrThrow({ where: { id: claim.fetchRunId } });
     assert.equal(run.status, 'succeeded');
+    // Its lease ended, its error and next attempt cleared, its token kept (a repeat is recognised).
+    assert.deepEqual(
+      [run.leaseUntil, run.nextRunAt, run.errorClass, run.errorMessage, run.leaseToken],
+      [null, null, null, null, input.leaseToken],
+    );
+    assert.ok(run.finishedAt instanceof Date);
     assert.equal(
       await db.prisma.outboxEvent.count({ where: { topic: 'fetch.run_completed', aggregateId: run.id } }),
       1,
