@@ -6,8 +6,7 @@
 import {
   adoptAction,
   findActionByKey,
-  findClaimAction,
-  findEarlierOpenAction,
+  findOwnOrEarlierOpenAction,
   insertIntent,
 } from '../db/ledger-intent.ts';
 import { idempotencyKeyFor, jobTypeOf } from '../workflows/business-key.ts';
@@ -45,17 +44,17 @@ export function createIntentActivities(deps: ActivityDeps) {
      */
     async recordDownstreamIntent(input: RecordIntentInput): Promise<RecordIntentResult> {
       await renewLease(prisma, input, deps.leaseTtlMs);
-      const current = await findClaimAction(prisma, input, input.round);
-      if (current) return view(current);
-      const earlier = await findEarlierOpenAction(prisma, input, input.round);
-      if (earlier) {
-        if (input.settleEarlier && SETTLEABLE_EARLIER.has(earlier.state)) {
-          return { kind: 'earlier', action: view(earlier) };
+      const found = await findOwnOrEarlierOpenAction(prisma, input, input.round);
+      if (found?.round === input.round) return view(found);
+      if (found) {
+        // An earlier claim's action, still open.
+        if (input.settleEarlier && SETTLEABLE_EARLIER.has(found.state)) {
+          return { kind: 'earlier', action: view(found) };
         }
         throw failure(
           'InvalidInput',
           'EARLIER_ACTION_UNSETTLED',
-          `an earlier ${input.action} of this run (compensation ${earlier.id}) is ${earlier.state}: settle it first (durable-fetch compensations show ${earlier.id})`,
+          `an earlier ${input.action} of this run (compensation ${found.id}) is ${found.state}: settle it first (durable-fetch compensations show ${found.id})`,
         );
       }
       const businessKey = idempotencyKeyFor({
@@ -66,13 +65,15 @@ export function createIntentActivities(deps: ActivityDeps) {
       // Also the reference the partner is given: one per action and claim, so that an earlier
       // claim's compensation looking up its own reference never finds (and voids) this one's.
       const key = `${businessKey}:${input.action}:r${input.round}`;
-      await insertIntent(prisma, input, {
+      const inserted = await insertIntent(prisma, input, {
         businessKey,
         key,
         round: input.round,
         action: input.action,
         step: input.step,
       });
+      if (inserted) return view(inserted);
+      // Written meanwhile by another attempt of this claim, or the fence no longer holds.
       const row = await findActionByKey(prisma, key);
       if (!row) throw leaseLost(input);
       return view(row);

@@ -4,13 +4,13 @@
  * and state sets are in db/ledger*.ts.
  */
 import { ApplicationFailure } from '@temporalio/activity';
-import { type ActionRow, findAction } from '../db/ledger.ts';
+import { type ActionRow, type ActionState, findAction, findActionState } from '../db/ledger.ts';
 import { MAX_KEPT_MESSAGE } from '../db/limits.ts';
-import type { DownstreamAction, PrismaClient } from '../prisma/generated/client.ts';
+import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { DownstreamActionView } from '../workflows/types.ts';
 import { classify, failure } from './errors.ts';
 
-export function view(row: DownstreamAction): DownstreamActionView {
+export function view(row: ActionState): DownstreamActionView {
   return { actionId: row.id, state: row.state, attempts: row.attempts, partnerId: row.partnerId };
 }
 
@@ -32,6 +32,20 @@ export async function loadAction(
   actionId: string,
 ): Promise<ActionRow> {
   const row = await findAction(prisma, actionId);
-  if (!row) throw failure('NotFound', 'ACTION_NOT_FOUND', `downstream action ${actionId} does not exist`);
+  if (!row) throw actionNotFound(actionId);
+  return row;
+}
+
+function actionNotFound(actionId: string): ApplicationFailure {
+  return failure('NotFound', 'ACTION_NOT_FOUND', `downstream action ${actionId} does not exist`);
+}
+
+/** {@link loadAction} without the run: what a claim acts on. @throws ApplicationFailure NotFound. */
+export async function loadActionState(
+  prisma: Pick<PrismaClient, 'downstreamAction'>,
+  actionId: string,
+): Promise<ActionState> {
+  const row = await findActionState(prisma, actionId);
+  if (!row) throw actionNotFound(actionId);
   return row;
 }

@@ -18,10 +18,10 @@ import type { ConfirmSubmissionInput, SubmitSummaryInput } from '../workflows/ty
 import { crashPoint } from './crash-points.ts';
 import type { ActivityDeps } from './deps.ts';
 import type { PartnerCalls } from './downstream-calls.ts';
-import { errorFields, loadAction, outcomeUnknown } from './downstream-ledger.ts';
+import { errorFields, loadAction, loadActionState, outcomeUnknown } from './downstream-ledger.ts';
 import { failure } from './errors.ts';
-import { renewLease } from './lease.ts';
-import { loadEnabledSource } from './sources.ts';
+import { renewLease, renewLeaseWithSource } from './lease.ts';
+import { enabledSource, loadEnabledSource } from './sources.ts';
 import type { DownstreamEffect } from './job-api/define.ts';
 
 /**
@@ -154,9 +154,9 @@ export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) 
      *   submission is InvalidInput, permanent).
      */
     async confirmSubmission(input: ConfirmSubmissionInput): Promise<void> {
-      await renewLease(prisma, input, deps.leaseTtlMs);
-      const source = await loadEnabledSource(prisma, input.sourceId);
-      const row = await loadAction(prisma, input.actionId);
+      const renewed = await renewLeaseWithSource(prisma, input, deps.leaseTtlMs, input.sourceId);
+      const source = enabledSource(renewed, input.sourceId);
+      const row = await loadActionState(prisma, input.actionId);
       if (!row.partnerId) throw failure('Internal', 'NO_PARTNER_ID', `action ${row.id} has no partner id`);
       const partnerId = row.partnerId;
       let confirmed: DownstreamEffect | undefined;

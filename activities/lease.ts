@@ -3,9 +3,9 @@
  * run checks the token; long work renews the expiry. Times come from the database's clock.
  */
 import type { ApplicationFailure } from '@temporalio/activity';
-import { renewLease as renewLeaseRow, statusUnderToken } from '../db/fetch-run.ts';
+import { renewLease as renewLeaseRow, renewLeaseReadingSource, statusUnderToken } from '../db/fetch-run.ts';
 import { type Fence, isLiveStatus } from '../db/fence.ts';
-import type { PrismaClient } from '../prisma/generated/client.ts';
+import type { PrismaClient, Source } from '../prisma/generated/client.ts';
 import { RUN_ENDED } from '../workflows/error-types.ts';
 import { failure } from './errors.ts';
 import { currentActivityInfo } from './activity-info.ts';
@@ -25,6 +25,22 @@ export async function renewLease(
   ttlMs: number,
 ): Promise<void> {
   if (await renewLeaseRow(db, fence, ttlMs, currentRunId())) return;
+  throw await lostLease(db, fence);
+}
+
+/**
+ * {@link renewLease}, and the source `sourceId` as it is now (null: deleted), read in the same
+ * statement: one round trip for a step that renews the lease and re-reads its source (R2).
+ * @throws ApplicationFailure LeaseLost, as {@link renewLease}.
+ */
+export async function renewLeaseWithSource(
+  db: Pick<PrismaClient, '$queryRaw'>,
+  fence: Fence,
+  ttlMs: number,
+  sourceId: string,
+): Promise<Source | null> {
+  const renewed = await renewLeaseReadingSource(db, fence, ttlMs, currentRunId(), sourceId);
+  if (renewed) return renewed.source;
   throw await lostLease(db, fence);
 }
 

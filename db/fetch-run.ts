@@ -4,8 +4,9 @@
  * Lease times use the database's clock, so workers' clocks cannot move the takeover point.
  */
 import { randomUUID } from 'node:crypto';
-import { Prisma, type PrismaClient } from '../prisma/generated/client.ts';
+import { Prisma, type PrismaClient, type Source } from '../prisma/generated/client.ts';
 import { type Fence, heldBy, isLive, renewedLease, tokenOf } from './fence.ts';
+import { sourceColumns, sourceOfRow } from './sources.ts';
 
 /** The business key of a run, with its date as the `date` column takes it (`dateColumn`). */
 export interface RunKey {
@@ -120,6 +121,24 @@ export async function renewLease(
   const renewed = await db.$executeRaw`
     UPDATE fetch_run SET ${renewedLease(ttlMs, workflowRunId)} WHERE ${heldBy(fence)}`;
   return renewed === 1;
+}
+
+/**
+ * {@link renewLease}, reading the source `sourceId` as it is now in the same statement (R2: a run
+ * re-reads its source at every step): `{ source }`, null when it was deleted; undefined when the
+ * fence does not hold the run (nothing was renewed).
+ */
+export async function renewLeaseReadingSource(
+  db: Pick<PrismaClient, '$queryRaw'>,
+  fence: Fence,
+  ttlMs: number,
+  workflowRunId: string | undefined,
+  sourceId: string,
+): Promise<{ source: Source | null } | undefined> {
+  const [row] = await db.$queryRaw<Record<string, unknown>[]>`
+    WITH run AS (UPDATE fetch_run SET ${renewedLease(ttlMs, workflowRunId)} WHERE ${heldBy(fence)} RETURNING id)
+    SELECT run.id AS run_id, ${sourceColumns('s')} FROM run LEFT JOIN source s ON s.id = ${sourceId}`;
+  return row ? { source: sourceOfRow(row) } : undefined;
 }
 
 /**

@@ -5,7 +5,7 @@
  */
 import type { DownstreamAction, PrismaClient } from '../prisma/generated/client.ts';
 import { type Fence, heldBy } from './fence.ts';
-import { NOT_FINAL_STATES } from './ledger.ts';
+import { type ActionState, NOT_FINAL_STATES } from './ledger.ts';
 
 /** Which action of which run: a claim's rows are its run's `action` rows of its round. */
 export interface ActionOfRun {
@@ -13,22 +13,13 @@ export interface ActionOfRun {
   action: string;
 }
 
-/** The claim's own (non-stray) row of `action` in `round`, or null. Read-only. */
-export async function findClaimAction(
-  db: Pick<PrismaClient, 'downstreamAction'>,
-  of: ActionOfRun,
-  round: number,
-): Promise<DownstreamAction | null> {
-  return db.downstreamAction.findFirst({
-    where: { fetchRunId: of.fetchRunId, action: of.action, strayOf: null, round },
-  });
-}
-
 /**
- * The latest row of `action` an earlier claim (a round before `round`) left in
- * {@link NOT_FINAL_STATES}, or null. Read-only.
+ * The claim's own (non-stray) row of `action` in `round`; else the latest row of `action` an
+ * earlier claim (a round before `round`) left in {@link NOT_FINAL_STATES}; else null. One read:
+ * a run has one non-stray row of an action per round (its key names the round), so the claim's
+ * own row, when there is one, comes first by round. Read-only.
  */
-export async function findEarlierOpenAction(
+export async function findOwnOrEarlierOpenAction(
   db: Pick<PrismaClient, 'downstreamAction'>,
   of: ActionOfRun,
   round: number,
@@ -38,8 +29,7 @@ export async function findEarlierOpenAction(
       fetchRunId: of.fetchRunId,
       action: of.action,
       strayOf: null,
-      round: { lt: round },
-      state: { in: [...NOT_FINAL_STATES] },
+      OR: [{ round }, { round: { lt: round }, state: { in: [...NOT_FINAL_STATES] } }],
     },
     orderBy: { round: 'desc' },
   });
@@ -55,20 +45,23 @@ export async function findActionByKey(
 
 /**
  * Inserts the intent row (state `attempting`, no call made) of `intent.key`, whose reference is
- * the key too — only while `fence` holds the run. Idempotent: an existing key writes nothing.
- * The caller reads the row back by key; none means the fence did not hold.
+ * the key too — only while `fence` holds the run — and returns it. Idempotent: an existing key
+ * writes nothing and returns undefined, as does a fence that does not hold (the caller reads the
+ * row back by key to tell the two apart).
  */
 export async function insertIntent(
-  db: Pick<PrismaClient, '$executeRaw'>,
+  db: Pick<PrismaClient, '$queryRaw'>,
   fence: Fence,
   intent: { businessKey: string; key: string; round: number; action: string; step: number },
-): Promise<void> {
-  await db.$executeRaw`
+): Promise<ActionState | undefined> {
+  const [row] = await db.$queryRaw<ActionState[]>`
     INSERT INTO downstream_action (id, fetch_run_id, business_key, key, round, action, step, reference)
     SELECT gen_random_uuid(), r.id, ${intent.businessKey}, ${intent.key}, ${intent.round}, ${intent.action}, ${intent.step}, ${intent.key}
       FROM fetch_run r
      WHERE ${heldBy(fence, 'r')}
-    ON CONFLICT (key) DO NOTHING`;
+    ON CONFLICT (key) DO NOTHING
+    RETURNING id::text AS id, state::text AS state, attempts, partner_id AS "partnerId"`;
+  return row;
 }
 
 /**

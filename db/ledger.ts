@@ -62,6 +62,20 @@ export async function findAction(
   });
 }
 
+/** What a claim acts on of the action `actionId` (one read, without its run), or null. Read-only. */
+export async function findActionState(
+  db: Pick<PrismaClient, 'downstreamAction'>,
+  actionId: string,
+): Promise<ActionState | null> {
+  return db.downstreamAction.findUnique({
+    where: { id: actionId },
+    select: { id: true, state: true, attempts: true, partnerId: true },
+  });
+}
+
+/** What a claim acts on of its ledger row. */
+export type ActionState = Pick<DownstreamAction, 'id' | 'state' | 'attempts' | 'partnerId'>;
+
 /**
  * Records a stray: an effect the partner holds under `action`'s reference that the ledger did not
  * expect (a stale attempt's call that took effect after the ledger moved on, or a second live

@@ -58,18 +58,6 @@ export function sourceOfRow(row: Record<string, unknown>): Source | null {
   return source as unknown as Source;
 }
 
-/** Whether an operator paused the source, and why; `paused: false` when it does not exist. */
-export async function sourcePause(
-  db: Pick<PrismaClient, 'source'>,
-  sourceId: string,
-): Promise<{ paused: boolean; reason: string | null }> {
-  const source = await db.source.findUnique({
-    where: { id: sourceId },
-    select: { pausedAt: true, pausedReason: true },
-  });
-  return { paused: source?.pausedAt != null, reason: source?.pausedReason ?? null };
-}
-
 /** Enabled sources whose job is none of `jobTypes`, by id. Read-only. */
 export async function enabledSourcesOfOtherJobs(
   db: Pick<PrismaClient, 'source'>,

@@ -1,11 +1,15 @@
-// A source read beside another statement's work (db/sources.ts `sourceColumns`, as fetchPage's
-// lease renewal reads it) must be the very row Prisma's `findUnique` returns: every field, its
-// Dates, numbers, booleans and parsed JSON (R2: the step decides on what the operator set).
+// A source read beside another statement's work (db/sources.ts `sourceColumns`, as the lease
+// renewals of fetchPage, confirmSubmission and checkSourcePause read it) must be the very row
+// Prisma's `findUnique` returns: every field, its Dates, numbers, booleans and parsed JSON (R2:
+// the step decides on what the operator set). The renewal that reads it is fenced (R1, R9).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { randomUUID } from 'node:crypto';
+import { renewLeaseReadingSource } from '../db/fetch-run.ts';
 import { findSource, sourceColumns, sourceOfRow } from '../db/sources.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource } from './helpers/deps.ts';
+import { insertRun } from './helpers/job-rows.ts';
 
 let db: TestDatabase;
 
@@ -51,5 +55,34 @@ void describe('source row', () => {
   void it('no source joined reads as null, as findUnique does', async () => {
     assert.equal(await findSource(db.prisma, 'row-none'), null);
     assert.equal(sourceOfRow(await readBeside('row-none')), null);
+  });
+
+  void it('a lease renewal reads the source as it is, and a fence that does not hold renews and reads nothing', async () => {
+    const run = await insertRun(db.prisma, {
+      jobType: 'fetch-records',
+      sourceId: 'row-full',
+      date: '2026-03-04',
+      status: 'running',
+    });
+    const token = randomUUID();
+    await db.prisma.fetchRun.update({
+      where: { id: run.id },
+      data: { leaseToken: token, leaseUntil: new Date(Date.now() - 1_000) },
+    });
+    const fence = { fetchRunId: run.id, leaseToken: token };
+    const held = await renewLeaseReadingSource(db.prisma, fence, 60_000, 'wf-run-2', 'row-full');
+    assert.deepEqual(held, { source: await findSource(db.prisma, 'row-full') });
+    const renewed = await db.prisma.fetchRun.findUniqueOrThrow({ where: { id: run.id } });
+    assert.ok((renewed.leaseUntil?.getTime() ?? 0) > Date.now() + 30_000, 'the lease is renewed');
+    assert.equal(renewed.workflowRunId, 'wf-run-2', 'the execution that holds the run is recorded');
+
+    assert.deepEqual(await renewLeaseReadingSource(db.prisma, fence, 60_000, undefined, 'row-none'), {
+      source: null,
+    });
+    const stale = { fetchRunId: run.id, leaseToken: randomUUID() };
+    assert.equal(await renewLeaseReadingSource(db.prisma, stale, 1, 'wf-run-3', 'row-full'), undefined);
+    const after = await db.prisma.fetchRun.findUniqueOrThrow({ where: { id: run.id } });
+    assert.equal(after.workflowRunId, 'wf-run-2', 'a stale fence records nothing');
+    assert.ok((after.leaseUntil?.getTime() ?? 0) > Date.now() + 30_000, 'a stale fence renews nothing');
   });
 });
