@@ -2,7 +2,8 @@
  * The storePage bench's baseline: the statements the storePage activity sends (the same SQL, in
  * one transaction, on the same data), through a plain `pg` pool with no ORM in between. The SQL
  * is the activity's own (db/page-store.ts, the demo job's upsert), built by Prisma.sql and sent
- * by `pg`; the control flow mirrors activities/store-page.ts by hand.
+ * by `pg` — prepared once per connection, as the Prisma client's adapter prepares them, when given
+ * a namer (worker/statement-names.ts); the control flow mirrors activities/store-page.ts by hand.
  */
 import pg from 'pg';
 import { fingerprint } from '../activities/ids.ts';
@@ -13,6 +14,9 @@ import { commitPage, lockRunWithSource, takeStagedPage } from '../db/page-store.
 import { Prisma } from '../prisma/generated/client.ts';
 import { pageKeyFor } from '../workflows/business-key.ts';
 import type { StorePageInput } from '../workflows/types.ts';
+
+/** Names a statement by its text (worker/statement-names.ts `statementNamer`). */
+type StatementNamer = (query: { sql: string }) => string;
 
 /** A pool whose clients count the statements they send (BEGIN and COMMIT included). */
 export interface CountingPool {
@@ -62,18 +66,16 @@ export function countingPool(config: pg.PoolConfig): CountingPool {
  * build the very statement Prisma would (Prisma.sql: the same text, the same values) and send it
  * as it is. Only for the bench: it is what "the same SQL without the ORM" means here.
  */
-function pgTx(client: pg.PoolClient): Prisma.TransactionClient {
-  const sql = (strings: TemplateStringsArray | Prisma.Sql, values: unknown[]) =>
-    strings instanceof Prisma.Sql ? strings : Prisma.sql(strings, ...values);
+function pgTx(client: pg.PoolClient, name: StatementNamer | undefined): Prisma.TransactionClient {
+  const send = (strings: TemplateStringsArray | Prisma.Sql, values: unknown[]) => {
+    const q = strings instanceof Prisma.Sql ? strings : Prisma.sql(strings, ...values);
+    return client.query({ text: q.text, values: q.values, name: name?.({ sql: q.text }) ?? '' });
+  };
   const tx = {
-    $queryRaw: async (strings: TemplateStringsArray | Prisma.Sql, ...values: unknown[]) => {
-      const q = sql(strings, values);
-      return (await client.query(q.text, q.values)).rows as unknown[];
-    },
-    $executeRaw: async (strings: TemplateStringsArray | Prisma.Sql, ...values: unknown[]) => {
-      const q = sql(strings, values);
-      return (await client.query(q.text, q.values)).rowCount ?? 0;
-    },
+    $queryRaw: async (strings: TemplateStringsArray | Prisma.Sql, ...values: unknown[]) =>
+      (await send(strings, values)).rows as unknown[],
+    $executeRaw: async (strings: TemplateStringsArray | Prisma.Sql, ...values: unknown[]) =>
+      (await send(strings, values)).rowCount ?? 0,
   };
   return tx as unknown as Prisma.TransactionClient;
 }
@@ -87,12 +89,12 @@ export async function baselineStorePage(
   pool: pg.Pool,
   jobs: JobRegistry,
   input: StorePageInput,
-  opts: { leaseTtlMs: number; retentionMs: number },
+  opts: { leaseTtlMs: number; retentionMs: number; statementName?: StatementNamer },
 ): Promise<string | null> {
   const key = pageKeyFor({ jobType: 'fetch-records', ...input }, input.pageNo);
   const now = new Date();
   const client = await pool.connect();
-  const tx = pgTx(client);
+  const tx = pgTx(client, opts.statementName);
   try {
     await client.query('BEGIN');
     const locked = await lockRunWithSource(tx, input, input.sourceId);

@@ -2,9 +2,11 @@
  * The storePage transaction against the same statements through plain `pg`: the real storePage
  * activity (built by createActivities with the project's deps, on Prisma and its pg adapter)
  * and bench/store-baseline.ts, which sends the activity's SQL in one transaction on the same data,
- * interleaved A/B at concurrency 1 and 8, pages of 100 records. Figures: tx/s, client CPU per
- * transaction (process.cpuUsage), latency percentiles, statements per store (counted on the
- * pools' connections). Prints its figures; never fails on them.
+ * interleaved at concurrency 1 and 8, pages of 100 records. Both sides prepare each statement once
+ * per connection, as a worker's client does, so that their ratio is the ORM's own cost; a third
+ * side, the activity on a client that sends its statements unnamed, shows what preparing them
+ * saves. Figures: tx/s, client CPU per transaction (process.cpuUsage), latency percentiles,
+ * statements per store (counted on the pools' connections). Prints its figures; never fails on them.
  *
  *   npx tsx bench/store.ts [--quick]
  */
@@ -15,6 +17,7 @@ import { useTestDatabase } from '../test/helpers/database.ts';
 import { testDeps } from '../test/helpers/deps.ts';
 import { poolConfig, prismaOn } from '../worker/db.ts';
 import { poolSize, WORKER_BACKGROUND } from '../worker/pool-size.ts';
+import { statementNamer } from '../worker/statement-names.ts';
 import type { BenchOptions, BenchRow, BenchSection } from './report.ts';
 import { standalone } from './standalone.ts';
 import { baselineStorePage, countingPool, type CountingPool } from './store-baseline.ts';
@@ -25,7 +28,8 @@ const CONCURRENCY = [1, 8] as const;
 const LEASE_TTL_MS = 60_000;
 const RETENTION_MS = 86_400_000;
 
-type Side = 'ours' | 'baseline';
+type Side = 'ours' | 'baseline' | 'unnamed';
+const SIDES: readonly Side[] = ['ours', 'baseline', 'unnamed'];
 interface Phase {
   txPerSecond: number;
   cpuMsPerTx: number;
@@ -89,29 +93,36 @@ export async function benchStore(opts: BenchOptions): Promise<BenchSection> {
   });
   const oursPool = countingPool(config);
   const basePool = countingPool(config);
+  const unnamedPool = countingPool(config);
   const prisma = prismaOn(oursPool.pool);
-  const deps = testDeps(prisma, { leaseTtlMs: LEASE_TTL_MS, idempotencyRetentionMs: RETENTION_MS });
+  const unnamedPrisma = prismaOn(unnamedPool.pool, { preparedStatements: false });
+  const settings = { leaseTtlMs: LEASE_TTL_MS, idempotencyRetentionMs: RETENTION_MS };
+  const deps = testDeps(prisma, settings);
   const acts = createActivities(deps);
+  const unnamedActs = createActivities(testDeps(unnamedPrisma, settings));
+  const baseOptions = {
+    leaseTtlMs: LEASE_TTL_MS,
+    retentionMs: RETENTION_MS,
+    statementName: statementNamer(),
+  };
   const sides: Record<Side, (input: StorePageInput) => Promise<unknown>> = {
     ours: (input) => acts.storePage(input),
-    baseline: (input) =>
-      baselineStorePage(basePool.pool, deps.jobs, input, {
-        leaseTtlMs: LEASE_TTL_MS,
-        retentionMs: RETENTION_MS,
-      }),
+    baseline: (input) => baselineStorePage(basePool.pool, deps.jobs, input, baseOptions),
+    unnamed: (input) => unnamedActs.storePage(input),
   };
-  const counters: Record<Side, CountingPool> = { ours: oursPool, baseline: basePool };
+  const counters: Record<Side, CountingPool> = { ours: oursPool, baseline: basePool, unnamed: unnamedPool };
   const details: Record<string, unknown> = {
     recordsPerPage: RECORDS_PER_PAGE,
     repetitions: reps,
     pagesPerLane: Object.fromEntries(CONCURRENCY.map((c) => [c, pagesAt(c)])),
-    pool: '8 slots and the background passes, on both sides',
+    pool: '8 slots and the background passes, on every side',
+    statements: 'prepared once per connection on ours and the baseline; unnamed on the third side',
   };
   const rows: BenchRow[] = [];
   try {
     const sources = await createLaneSources(basePool.pool, Math.max(...CONCURRENCY));
     // Warm-up (JIT, connections, plans), and the SQL each side sends for one page.
-    for (const side of ['ours', 'baseline'] as const) {
+    for (const side of SIDES) {
       const [lane] = await prepareLanes(acts, basePool.pool, sources.slice(0, 1), 3);
       const [first, ...rest] = lane ?? [];
       if (!first) continue;
@@ -123,7 +134,8 @@ export async function benchStore(opts: BenchOptions): Promise<BenchSection> {
     const phases: Record<string, Phase[]> = {};
     for (const c of CONCURRENCY) {
       for (let rep = 0; rep < reps; rep++) {
-        const order: Side[] = rep % 2 === 0 ? ['ours', 'baseline'] : ['baseline', 'ours'];
+        // Each side in each place of the order in turn, so a warming or cooling machine favours none.
+        const order = SIDES.map((_, i) => SIDES[(i + rep) % SIDES.length] as Side);
         for (const side of order) {
           const lanes = await prepareLanes(acts, basePool.pool, sources.slice(0, c), pagesAt(c));
           const phase = await runPhase(lanes, sides[side], counters[side]);
@@ -150,12 +162,14 @@ export async function benchStore(opts: BenchOptions): Promise<BenchSection> {
     for (const c of CONCURRENCY) {
       const ours = summary('ours', c);
       const base = summary('baseline', c);
+      const unnamed = summary('unnamed', c);
       // Each repetition's pair ran back to back: their ratio is the least disturbed by the load of
       // whatever else shares the machine.
       const pairs = ours.txPerSecondByRep.map((t, i) => t / (base.txPerSecondByRep[i] ?? t));
       details[`concurrency${c}`] = {
         ours,
         baseline: base,
+        unnamed,
         pairedRatioByRep: pairs.map((r) => round(r)),
         pairedRatioMedian: round(median(pairs)),
       };
@@ -174,12 +188,19 @@ export async function benchStore(opts: BenchOptions): Promise<BenchSection> {
         unit: 'ms',
         ratio: round(base.cpuMsPerTx / ours.cpuMsPerTx),
       });
+      rows.push({
+        scenario: `storePage tx/s, concurrency ${c}, statements prepared (baseline: sent unnamed)`,
+        ours: round(ours.txPerSecond, 1),
+        baseline: round(unnamed.txPerSecond, 1),
+        unit: 'tx/s',
+        ratio: round(ours.txPerSecond / unnamed.txPerSecond),
+      });
     }
     return { name: 'store', rows, details };
   } finally {
     await prisma.$disconnect();
-    await oursPool.pool.end();
-    await basePool.pool.end();
+    await unnamedPrisma.$disconnect();
+    await Promise.all([oursPool, basePool, unnamedPool].map((p) => p.pool.end()));
     await db.drop();
   }
 }

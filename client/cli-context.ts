@@ -41,7 +41,10 @@ export function createCliContext(config: Config = loadConfig()): CliContext {
       if (prisma) return prisma;
       const { CLI_POOL_SIZE, createPrisma } = await import('../worker/db.ts');
       const url = databaseUrl(config);
-      const client = createPrisma(url, pool ?? { max: CLI_POOL_SIZE });
+      const client = createPrisma(url, {
+        ...(pool ?? { max: CLI_POOL_SIZE }),
+        preparedStatements: config.database.preparedStatements,
+      });
       await checkDatabase(prismaConnection(client), url, config);
       prisma = client;
       return prisma;

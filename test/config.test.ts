@@ -22,7 +22,7 @@ describe('config', () => {
     assert.deepEqual(config, {
       projectRoot: PROJECT_ROOT,
       dataDir: path.join(PROJECT_ROOT, '.data'),
-      database: { url: undefined, embeddedPort: 5433, name: 'durable_fetch' },
+      database: { url: undefined, embeddedPort: 5433, name: 'durable_fetch', preparedStatements: true },
       temporal: {
         address: undefined,
         connection: undefined,
@@ -107,6 +107,18 @@ describe('config', () => {
     assert.equal(
       databaseUrl(loadConfig({ DURABLE_FETCH_PG_PORT: '6543', DURABLE_FETCH_DB_NAME: 'df_dev' })),
       'postgres://postgres:postgres@127.0.0.1:6543/df_dev',
+    );
+  });
+
+  it('config: prepared statements are on unless DURABLE_FETCH_DB_PREPARED_STATEMENTS is false; another value is refused', () => {
+    assert.equal(loadConfig({}).database.preparedStatements, true);
+    assert.equal(
+      loadConfig({ DURABLE_FETCH_DB_PREPARED_STATEMENTS: 'false' }).database.preparedStatements,
+      false,
+    );
+    assert.match(
+      configError({ DURABLE_FETCH_DB_PREPARED_STATEMENTS: 'off' }).message,
+      /\bDURABLE_FETCH_DB_PREPARED_STATEMENTS: /,
     );
   });
 

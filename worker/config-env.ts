@@ -57,6 +57,7 @@ const servicesEnv = z.object({
   DURABLE_FETCH_DATA_DIR: z._default(text(), '.data'),
   DURABLE_FETCH_PG_PORT: z._default(port, 5433),
   DURABLE_FETCH_DB_NAME: z._default(z.string().check(z.regex(/^[a-z_][a-z0-9_]*$/)), 'durable_fetch'),
+  DURABLE_FETCH_DB_PREPARED_STATEMENTS: z._default(z.enum(['true', 'false']), 'true'),
 });
 
 /** How runs are started, leased, swept and cleaned up. */

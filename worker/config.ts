@@ -26,6 +26,8 @@ export interface Config {
     url: string | undefined;
     embeddedPort: number;
     name: string;
+    /** Each connection prepares a statement once (worker/db.ts `ClientOptions`). */
+    preparedStatements: boolean;
   };
   temporal: {
     /** Explicit TEMPORAL_ADDRESS, or undefined: then a local dev server is used. */
@@ -138,7 +140,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     projectRoot: PROJECT_ROOT,
     dataDir: path.resolve(PROJECT_ROOT, e.DURABLE_FETCH_DATA_DIR),
-    database: { url: e.DATABASE_URL, embeddedPort: e.DURABLE_FETCH_PG_PORT, name: e.DURABLE_FETCH_DB_NAME },
+    database: {
+      url: e.DATABASE_URL,
+      embeddedPort: e.DURABLE_FETCH_PG_PORT,
+      name: e.DURABLE_FETCH_DB_NAME,
+      preparedStatements: e.DURABLE_FETCH_DB_PREPARED_STATEMENTS === 'true',
+    },
     temporal: {
       address: e.TEMPORAL_ADDRESS,
       connection: external?.connectionOptions,

@@ -136,7 +136,8 @@ async function main(): Promise<void> {
   closers.push({ name: 'temporal client', close: () => client.connection.close() });
   // The demo sources go in first, on a command-sized client: the process's pool is sized from the
   // downstreams they leave (their pollers' slots) beside the worker's and the publisher's.
-  const setup = createPrisma(url, { max: CLI_POOL_SIZE });
+  const { preparedStatements } = config.database;
+  const setup = createPrisma(url, { max: CLI_POOL_SIZE, preparedStatements });
   const applied = await applyDemoSources(
     {
       prisma: setup,
@@ -146,7 +147,8 @@ async function main(): Promise<void> {
     },
     partnerUrl(config),
   ).finally(() => setup.$disconnect());
-  const prisma = createPrisma(url, startPool(config, await downstreamSlotsAt(config, url)));
+  const pool = startPool(config, await downstreamSlotsAt(config, url));
+  const prisma = createPrisma(url, { ...pool, preparedStatements });
   closers.push({ name: 'prisma', close: () => prisma.$disconnect() });
   const touched = applied.changes.filter((c) => c.action !== 'unchanged');
   say(
