@@ -16,8 +16,8 @@ export interface ActionOfRun {
 /**
  * The claim's own (non-stray) row of `action` in `round`; else the latest row of `action` an
  * earlier claim (a round before `round`) left in {@link NOT_FINAL_STATES}; else null. One read:
- * a run has one non-stray row of an action per round (its key names the round), so the claim's
- * own row, when there is one, comes first by round. Read-only.
+ * the claim's own row, when there is one, comes first, its round being the highest matched.
+ * Read-only.
  */
 export async function findOwnOrEarlierOpenAction(
   db: Pick<PrismaClient, 'downstreamAction'>,
