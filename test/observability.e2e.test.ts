@@ -16,7 +16,7 @@ import { runCli } from './helpers/cli.ts';
 import { scrapeMetrics } from './helpers/metrics.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';
-import { insertRun } from './helpers/job-rows.ts';
+import { insertHeldRun } from './helpers/job-rows.ts';
 import { spawnTs } from './helpers/process.ts';
 import { temporalAddress, testClient, testWorker, type TestWorker } from './helpers/temporal.ts';
 
@@ -122,19 +122,15 @@ describe('observability', () => {
 
   it('run metrics carry the job type of the run: a dead-lettered exchange-rates run is counted under it', async () => {
     await createSource(db.prisma, 'obs-rates', partner.url, { jobType: 'exchange-rates' });
-    const run = await insertRun(db.prisma, {
+    const { fence } = await insertHeldRun(db.prisma, {
       jobType: 'exchange-rates',
       sourceId: 'obs-rates',
       date: '2026-09-02',
-      status: 'running',
     });
-    const leaseToken = randomUUID();
-    await db.prisma.fetchRun.update({ where: { id: run.id }, data: { leaseToken, startedAt: new Date() } });
     const before = await scrape();
     const finishRun = createFinishRun(testDeps(db.prisma, { metrics }));
     const done = await finishRun({
-      fetchRunId: run.id,
-      leaseToken,
+      ...fence,
       status: 'dead_lettered',
       errorType: 'InvalidInput',
     });

@@ -9,7 +9,7 @@ import { renewLeaseReadingSource } from '../db/fetch-run.ts';
 import { findSource, sourceColumns, sourceOfRow } from '../db/sources.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource } from './helpers/deps.ts';
-import { insertRun } from './helpers/job-rows.ts';
+import { insertHeldRun } from './helpers/job-rows.ts';
 
 let db: TestDatabase;
 
@@ -58,18 +58,11 @@ void describe('source row', () => {
   });
 
   void it('a lease renewal reads the source as it is, and a fence that does not hold renews and reads nothing', async () => {
-    const run = await insertRun(db.prisma, {
-      jobType: 'fetch-records',
-      sourceId: 'row-full',
-      date: '2026-03-04',
-      status: 'running',
-    });
-    const token = randomUUID();
-    await db.prisma.fetchRun.update({
-      where: { id: run.id },
-      data: { leaseToken: token, leaseUntil: new Date(Date.now() - 1_000) },
-    });
-    const fence = { fetchRunId: run.id, leaseToken: token };
+    const { run, fence } = await insertHeldRun(
+      db.prisma,
+      { jobType: 'fetch-records', sourceId: 'row-full', date: '2026-03-04' },
+      { leaseUntil: new Date(Date.now() - 1_000) },
+    );
     const held = await renewLeaseReadingSource(db.prisma, fence, 60_000, 'wf-run-2', 'row-full');
     assert.deepEqual(held, { source: await findSource(db.prisma, 'row-full') });
     const renewed = await db.prisma.fetchRun.findUniqueOrThrow({ where: { id: run.id } });

@@ -2,7 +2,8 @@
  * Rows of a given job type, written directly: tests of the `--job` filters need runs and dead
  * letters of two jobs side by side without running a partner for each job.
  */
-import type { DeadLetter, FetchRun, PrismaClient, RunStatus } from '../../prisma/generated/client.ts';
+import { randomUUID } from 'node:crypto';
+import type { DeadLetter, FetchRun, Prisma, PrismaClient, RunStatus } from '../../prisma/generated/client.ts';
 
 export interface RunRowOptions {
   jobType: string;
@@ -31,6 +32,24 @@ export async function insertRun(prisma: PrismaClient, o: RunRowOptions): Promise
       ...(o.finishedAt === undefined ? {} : { startedAt: o.finishedAt, finishedAt: o.finishedAt }),
     },
   });
+}
+
+/**
+ * A running FetchRun row of `jobType` held under a fresh lease token, as a claim leaves it (started
+ * now; `data` sets more), and the fence that holds it.
+ */
+export async function insertHeldRun(
+  prisma: PrismaClient,
+  o: Omit<RunRowOptions, 'status'>,
+  data: Prisma.FetchRunUpdateInput = {},
+): Promise<{ run: FetchRun; fence: { fetchRunId: string; leaseToken: string } }> {
+  const created = await insertRun(prisma, { ...o, status: 'running' });
+  const leaseToken = randomUUID();
+  const run = await prisma.fetchRun.update({
+    where: { id: created.id },
+    data: { leaseToken, startedAt: new Date(), ...data },
+  });
+  return { run, fence: { fetchRunId: run.id, leaseToken } };
 }
 
 /** A dead-lettered run of `jobType` and its open dead letter (no Temporal run id: no timeline). */
