@@ -106,6 +106,21 @@ export async function benchOverhead(opts: BenchOptions): Promise<BenchSection> {
         unit: 'ms',
         ratio: round(server.baseline / server.ours),
       });
+      // The rest of the machine: the work the bare workflow's no-ops do not do (PostgreSQL's
+      // statements, the partner serving its pages) shares the same two cores.
+      for (const [field, what] of [
+        ['postgresCpuMsPerRun', 'PostgreSQL CPU per run'],
+        ['benchCpuMsPerRun', 'bench process CPU per run (client, demo partner)'],
+        ['machineCpuMsPerRun', 'machine CPU per run (every process)'],
+      ] as const) {
+        const cpu = pair(field);
+        rows.push({
+          scenario: `${what}, ${label}`,
+          ...cpu,
+          unit: 'ms',
+          ratio: cpu.ours > 0 ? round(cpu.baseline / cpu.ours) : null,
+        });
+      }
     }
     return {
       name: 'overhead',

@@ -9,7 +9,7 @@ import { startFetch } from '../client/start-fetch.ts';
 import type { PrismaClient } from '../worker/db.ts';
 import { spawnTs, type Spawned } from '../test/helpers/process.ts';
 import { temporalAddress } from '../test/helpers/temporal.ts';
-import { cpuMs, peakRss, pidListeningOn } from './proc-stats.ts';
+import { cpuMs, cpuMsOfCommand, machineCpuMs, peakRss, pidListeningOn } from './proc-stats.ts';
 
 export interface PhaseResult {
   runs: number;
@@ -18,6 +18,13 @@ export interface PhaseResult {
   /** CPU per run of the worker process, and of the Temporal dev server, in ms. */
   workerCpuMsPerRun: number;
   serverCpuMsPerRun: number;
+  /**
+   * CPU per run of PostgreSQL (all its processes), of the bench process (the client starting and
+   * awaiting the runs, and the demo partner where the scenario uses it), and of the whole machine.
+   */
+  postgresCpuMsPerRun: number;
+  benchCpuMsPerRun: number;
+  machineCpuMsPerRun: number;
   workerPeakRssMiB: number;
 }
 
@@ -91,7 +98,13 @@ export async function measurePhase(
   start: (i: number) => Promise<Started>,
 ): Promise<PhaseResult> {
   const pid = worker.child.pid as number;
-  const [w0, s0] = await Promise.all([cpuMs(pid), cpuMs(serverPid)]);
+  const [w0, s0, p0, m0] = await Promise.all([
+    cpuMs(pid),
+    cpuMs(serverPid),
+    cpuMsOfCommand('postgres'),
+    machineCpuMs(),
+  ]);
+  const b0 = process.cpuUsage();
   const memory = peakRss([pid]);
   const t0 = performance.now();
   const started = await startAll(count, start);
@@ -100,14 +113,24 @@ export async function measurePhase(
   const failed = ends.find((e) => e.status === 'rejected');
   if (failed) throw failed.reason instanceof Error ? failed.reason : new Error(JSON.stringify(failed.reason));
   const seconds = (performance.now() - t0) / 1000;
-  const [w1, s1] = await Promise.all([cpuMs(pid), cpuMs(serverPid)]);
+  const b1 = process.cpuUsage(b0);
+  const [w1, s1, p1, m1] = await Promise.all([
+    cpuMs(pid),
+    cpuMs(serverPid),
+    cpuMsOfCommand('postgres'),
+    machineCpuMs(),
+  ]);
   const [workerPeakRssMiB = 0] = memory.stop();
+  const perRun = (ms: number) => Number((ms / count).toFixed(1));
   return {
     runs: count,
     seconds: Number(seconds.toFixed(2)),
     runsPerSecond: Number((count / seconds).toFixed(2)),
-    workerCpuMsPerRun: Number(((w1 - w0) / count).toFixed(1)),
-    serverCpuMsPerRun: Number(((s1 - s0) / count).toFixed(1)),
+    workerCpuMsPerRun: perRun(w1 - w0),
+    serverCpuMsPerRun: perRun(s1 - s0),
+    postgresCpuMsPerRun: perRun(p1 - p0),
+    benchCpuMsPerRun: perRun((b1.user + b1.system) / 1000),
+    machineCpuMsPerRun: perRun(m1 - m0),
     workerPeakRssMiB,
   };
 }

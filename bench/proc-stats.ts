@@ -17,6 +17,39 @@ export async function cpuMs(pid: number): Promise<number> {
   return ((utime + stime) * 1000) / TICKS_PER_SECOND;
 }
 
+/**
+ * CPU time the whole machine has spent so far (every core's user, nice, system, irq, softirq and
+ * steal time from /proc/stat), in ms: what all processes of a scenario took together, the ones
+ * no pid is charged with (PostgreSQL, the partner, the kernel's network stack) included.
+ */
+export async function machineCpuMs(): Promise<number> {
+  const stat = await readFile('/proc/stat', 'utf8');
+  // First line: `cpu  user nice system idle iowait irq softirq steal guest guest_nice`.
+  const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = (stat.split('\n')[0] ?? '')
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  return ((user + nice + system + irq + softirq + steal) * 1000) / TICKS_PER_SECOND;
+}
+
+/**
+ * CPU time every process named `comm` has used so far, in ms, with what their exited children
+ * used (a PostgreSQL backend that ended is counted in its postmaster's children's time).
+ */
+export async function cpuMsOfCommand(comm: string): Promise<number> {
+  let total = 0;
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== comm) continue;
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime, stime, cutime, cstime: fields 14-17 of /proc/<pid>/stat.
+    total += fields.slice(11, 15).reduce((sum, f) => sum + Number(f), 0);
+  }
+  return (total * 1000) / TICKS_PER_SECOND;
+}
+
 /** Resident memory of `pid` now, in MiB. */
 export async function rssMiB(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
