@@ -1,6 +1,7 @@
 /**
  * A developer's A/B of workflow code: the workflows of a git revision (A) against the working
- * tree's (B), each in its own `durable-fetch worker` on one dev server and one database, in
+ * tree's (B) — the activities and the worker around them are the working tree's on both sides —
+ * each in its own `durable-fetch worker` on one dev server and one database, in
  * alternating phases of runs started at once (ABBA…). Prints each phase and the medians of
  * throughput and CPU per run. A change to the workflow code is kept when it pays here: the
  * machine's speed drifts by a fifth within minutes, so phases of one `npm run bench` apart say
@@ -72,14 +73,20 @@ async function bundleOf(rev: string, dir: string): Promise<string> {
 async function main(): Promise<void> {
   const opts = parseArgs(process.argv);
   const say = (line: string) => console.log(`[workflow-ab] ${line}`);
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'df-workflow-ab-'));
-  const services = await startTestServices(say);
-  Object.assign(process.env, services.env);
-  const db = await useTestDatabase();
-  const partner = await startPartner({ port: 0, recordCount: () => RECORDS, maxPageSize: PAGE_SIZE });
-  const client = await testClient();
-  const stops: (() => Promise<void>)[] = [];
+  // Undone in reverse order, whatever got started before a failure.
+  const stops: (() => Promise<unknown>)[] = [];
   try {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'df-workflow-ab-'));
+    stops.push(() => rm(dir, { recursive: true, force: true }));
+    const services = await startTestServices(say);
+    stops.push(() => services.stop());
+    Object.assign(process.env, services.env);
+    const db = await useTestDatabase();
+    stops.push(() => db.drop());
+    const partner = await startPartner({ port: 0, recordCount: () => RECORDS, maxPageSize: PAGE_SIZE });
+    stops.push(() => partner.close());
+    const client = await testClient();
+    stops.push(() => client.connection.close());
     say(`bundling ${opts.rev}'s workflows (A)…`);
     const bundleA = await bundleOf(opts.rev, dir);
     // B: the working tree's workflows, bundled once for the run by the test services. Each side
@@ -132,12 +139,7 @@ async function main(): Promise<void> {
       }),
     );
   } finally {
-    for (const stop of stops) await stop();
-    await client.connection.close();
-    await partner.close();
-    await db.drop();
-    await services.stop();
-    await rm(dir, { recursive: true, force: true });
+    for (const stop of stops.reverse()) await stop();
   }
 }
 
