@@ -10,16 +10,16 @@
  *   npx tsx bench/workflow-ab.ts --rev HEAD [--step] [--runs 150] [--pairs 2]
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { Command, InvalidArgumentError } from 'commander';
 import { startPartner } from '../partner/server.ts';
 import { useTestDatabase } from '../test/helpers/database.ts';
 import { createSource } from '../test/helpers/deps.ts';
 import { startTestServices } from '../test/helpers/services.ts';
 import { testClient } from '../test/helpers/temporal.ts';
+import { bundleWorkflowCopy } from '../test/helpers/workflow-variant.ts';
 import { PROJECT_ROOT } from '../worker/config.ts';
 import { measurePhase, type PhaseResult, settleAll, startRun, startWorkers } from './phases.ts';
 import { median, round } from './report.ts';
@@ -58,16 +58,7 @@ function parseArgs(argv: string[]): Options {
 async function bundleOf(rev: string, dir: string): Promise<string> {
   const tar = execFileSync('git', ['archive', rev, 'workflows'], { cwd: PROJECT_ROOT });
   execFileSync('tar', ['-x', '-C', dir], { input: tar });
-  // Imports resolve as from the project: '@temporalio/workflow' from its node_modules.
-  await symlink(path.join(PROJECT_ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
-  const { code } = await bundleWorkflowCode({
-    workflowsPath: path.join(dir, 'workflows', 'index.ts'),
-    workflowInterceptorModules: [path.join(dir, 'workflows', 'interceptors.ts')],
-    logger: new DefaultLogger('WARN'),
-  });
-  const file = path.join(dir, 'workflow-bundle.js');
-  await writeFile(file, code);
-  return file;
+  return (await bundleWorkflowCopy(dir)).bundlePath;
 }
 
 async function main(): Promise<void> {

@@ -41,6 +41,24 @@ function extraStep(guarded: boolean): string {
   ].join('\n');
 }
 
+/**
+ * Bundles the copy of workflows/ in `<dir>/workflows` the way the worker bundles (with its workflow
+ * interceptor modules) into `<dir>/workflow-bundle.js`, for a worker's DURABLE_FETCH_WORKFLOW_BUNDLE.
+ * Imports resolve as from the project: '@temporalio/workflow' from its node_modules.
+ */
+export async function bundleWorkflowCopy(dir: string): Promise<{ bundlePath: string; code: string }> {
+  const workflows = path.join(dir, 'workflows');
+  await symlink(path.join(PROJECT_ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: path.join(workflows, 'index.ts'),
+    workflowInterceptorModules: [path.join(workflows, 'interceptors.ts')],
+    logger: quietLogger,
+  });
+  const bundlePath = path.join(dir, 'workflow-bundle.js');
+  await writeFile(bundlePath, code);
+  return { bundlePath, code };
+}
+
 /** Builds version B, guarded by `patched()` or not. */
 export async function buildWorkflowVariant(options: { guarded: boolean }): Promise<WorkflowVariant> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'df-variant-'));
@@ -48,8 +66,6 @@ export async function buildWorkflowVariant(options: { guarded: boolean }): Promi
   try {
     const workflows = path.join(dir, 'workflows');
     await cp(path.join(PROJECT_ROOT, 'workflows'), workflows, { recursive: true });
-    // Imports resolve as from the project: '@temporalio/workflow' from its node_modules.
-    await symlink(path.join(PROJECT_ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
     await writeFile(path.join(workflows, 'deploy-variant-step.ts'), extraStep(options.guarded));
     const file = path.join(workflows, 'fetch-records.ts');
     const source = await readFile(file, 'utf8');
@@ -59,14 +75,7 @@ export async function buildWorkflowVariant(options: { guarded: boolean }): Promi
       "import { deployVariantStep } from './deploy-variant-step.ts';\n" +
       source.replace(ANCHOR, `  await deployVariantStep();\n${ANCHOR}`);
     await writeFile(file, changed);
-    const { code } = await bundleWorkflowCode({
-      workflowsPath: path.join(workflows, 'index.ts'),
-      workflowInterceptorModules: [path.join(workflows, 'interceptors.ts')],
-      logger: quietLogger,
-    });
-    const bundlePath = path.join(dir, 'workflow-bundle.js');
-    await writeFile(bundlePath, code);
-    return { bundlePath, code, remove };
+    return { ...(await bundleWorkflowCopy(dir)), remove };
   } catch (err) {
     await remove();
     throw err;
