@@ -9,6 +9,7 @@ import type { DownstreamSettings } from '../db/downstreams.ts';
 import { errorMessage } from '../runtime/errors.ts';
 import type { ActivityDeps } from './deps.ts';
 import { classify, failure } from './errors.ts';
+import { engineSql } from '../db/transaction.ts';
 
 /** The failures that say a partner is unwell: only these count toward opening its breaker. */
 export const UNWELL_ERROR_TYPES: ReadonlySet<string> = new Set([
@@ -67,7 +68,7 @@ export async function admitPartnerCall(
 ): Promise<AdmittedCall> {
   const { settings } = guard;
   const downstream = settings.id;
-  const admission = await admitCall(deps.prisma, settings, guard.retry);
+  const admission = await admitCall(engineSql(deps.prisma), settings, guard.retry);
   if (admission.admitted) return { settings, trial: admission.trial };
   deps.metrics.breakerRefusedCalls.inc({ downstream, reason: admission.refusal });
   if (admission.refusal === 'retry_budget') deps.metrics.retryBudgetExhausted.inc({ downstream });
@@ -95,13 +96,13 @@ export async function settledCall<T>(
   } catch (err) {
     const unwell = isUnwell(err);
     if (trial && !(err instanceof CancelledFailure)) {
-      await recorded(deps, downstream, () => recordTrial(deps.prisma, settings, !unwell));
+      await recorded(deps, downstream, () => recordTrial(engineSql(deps.prisma), settings, !unwell));
     } else if (unwell) {
-      await recorded(deps, downstream, () => recordFailure(deps.prisma, settings));
+      await recorded(deps, downstream, () => recordFailure(engineSql(deps.prisma), settings));
     }
     throw err;
   }
-  if (trial) await recorded(deps, downstream, () => recordTrial(deps.prisma, settings, true));
+  if (trial) await recorded(deps, downstream, () => recordTrial(engineSql(deps.prisma), settings, true));
   return value;
 }
 

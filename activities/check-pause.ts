@@ -2,6 +2,7 @@
  * `checkSourcePause`: asked by a run waiting at a page boundary while its source is paused (R11
  * "pause consumption"). Renews the run's lease, so the wait keeps the run owned.
  */
+import { engineSql } from '../db/transaction.ts';
 import type { CheckPauseInput } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
 import { renewLeaseWithSource } from './lease.ts';
@@ -14,7 +15,7 @@ export function createCheckSourcePause(deps: ActivityDeps) {
   return async function checkSourcePause(
     input: CheckPauseInput,
   ): Promise<{ paused: boolean; reason: string | null }> {
-    const source = await renewLeaseWithSource(deps.prisma, input, deps.leaseTtlMs, input.sourceId);
+    const source = await renewLeaseWithSource(engineSql(deps.prisma), input, deps.leaseTtlMs, input.sourceId);
     // A deleted source is not paused: the run's next step fails on it.
     return { paused: source?.pausedAt != null, reason: source?.pausedReason ?? null };
   };

@@ -5,6 +5,7 @@ import { observeRunStarted } from '../runtime/metrics.ts';
 import { z } from 'zod';
 import { downstreamTaskQueue } from '../db/downstreams.ts';
 import { claimRun as claimRunRow, findRunByKey, insertRunIfMissing } from '../db/fetch-run.ts';
+import { engineSql } from '../db/transaction.ts';
 import {
   dateColumn,
   idempotencyKeyFor,
@@ -53,6 +54,8 @@ const claimInputSchema = z.object({
 export function createClaimRun(deps: ActivityDeps) {
   return async function claimRun(input: ClaimInput): Promise<ClaimResult> {
     const { prisma } = deps;
+    // The engine's own statements skip the Prisma client (db/transaction.ts).
+    const db = engineSql(prisma);
     const valid = claimInputSchema.safeParse(input);
     if (!valid.success) {
       const fields = [...new Set(valid.error.issues.map((i) => i.path.join('.')))].join(', ');
@@ -96,7 +99,7 @@ export function createClaimRun(deps: ActivityDeps) {
     // Be very careful: insert and claim are single statements (db/fetch-run.ts), never
     // read-then-write, so racing starters cannot both win.
     const runKey = { ...key, date };
-    await insertRunIfMissing(prisma, runKey, {
+    await insertRunIfMissing(db, runKey, {
       payload,
       idempotencyKey: idempotencyKeyFor(key),
       scheduledAt: new Date(input.scheduledAt),
@@ -104,7 +107,7 @@ export function createClaimRun(deps: ActivityDeps) {
       workflowId: input.workflowId,
       workflowRunId: input.workflowRunId,
     });
-    const row = await claimRunRow(prisma, runKey, input, ttlSeconds);
+    const row = await claimRunRow(db, runKey, input, ttlSeconds);
     if (row?.lease_token) {
       observeRunStarted(deps.metrics, input.sourceId, key.jobType);
       deps.log.info(
@@ -133,7 +136,7 @@ export function createClaimRun(deps: ActivityDeps) {
         ...(weight === 1 ? {} : { partnerWeight: weight }),
       };
     }
-    const current = await findRunByKey(prisma, runKey);
+    const current = await findRunByKey(db, runKey);
     if (!current) throw new Error(`fetch_run of ${idempotencyKeyFor(key)} vanished`);
     // The same workflow id restarted after its run committed (e.g. terminated just after
     // completeRun): report the stored outcome. Any other starter is a visible duplicate.

@@ -5,6 +5,7 @@
 import { auditSupersededLetters } from '../db/dead-letter-close.ts';
 import { isLiveStatus } from '../db/fence.ts';
 import { lockRunOfToken, markSucceeded } from '../db/run-end.ts';
+import { inTransaction } from '../db/transaction.ts';
 import { idempotencyKeyFor, jobTypeOf } from '../workflows/business-key.ts';
 import type { CompleteRunInput, CompleteRunResult } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
@@ -28,10 +29,11 @@ export function createCompleteRun(deps: ActivityDeps) {
     // Known before the transaction, so that a repeat after success returns the same id.
     const eventId = eventIdFor(key, RUN_COMPLETED_TOPIC);
     const now = deps.now();
-    const completed = await deps.prisma.$transaction(async (tx) => {
+    // Prisma's transaction, its statements sent on its connection through the driver (db/transaction.ts).
+    const completed = await inTransaction(deps.prisma, async (tx, sql) => {
       // The lease token stays on the row after success so that this check still recognises a
       // repeat by the same owner.
-      const run = await lockRunOfToken(tx, input);
+      const run = await lockRunOfToken(sql, input);
       if (!run || !(isLiveStatus(run.status) || run.status === 'succeeded')) throw leaseLost(input);
       const result = { eventId, pages: run.pages_stored, records: run.records_stored };
       if (run.status === 'succeeded') return result;
@@ -52,7 +54,7 @@ export function createCompleteRun(deps: ActivityDeps) {
         now,
       });
       // The key's earlier failures need no handling any more (e.g. it was reset after a fix).
-      const closed = await markSucceeded(tx, { ...ending, now, event });
+      const closed = await markSucceeded(sql, { ...ending, now, event });
       const superseded = await auditSupersededLetters(tx, ending, closed);
       if (superseded.length > 0) {
         deps.log.info({ fetchRunId: input.fetchRunId, deadLetterIds: superseded }, 'dead letters superseded');

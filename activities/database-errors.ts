@@ -4,6 +4,7 @@
  * the driver's error kind — never by message text, never by an allow-list of a few exact codes: a
  * failover, a maintenance window or a restart reaches the client under many codes.
  */
+import { DriverStatementError } from '../db/driver-error.ts';
 
 /**
  * SQLSTATE classes (the first two characters) that say the database, not the statement, is the
@@ -115,12 +116,13 @@ export function codeOf(err: unknown): string | undefined {
 }
 
 /**
- * True when `err` came from the database client: a Prisma error (it carries the client version)
- * or a node-postgres server error (a severity and a SQLSTATE).
+ * True when `err` came from the database client: a Prisma error (it carries the client version),
+ * a statement the engine sent through the driver on a transaction's connection, or a node-postgres
+ * server error (a severity and a SQLSTATE).
  */
 function fromDatabase(err: unknown): boolean {
   for (const c of layers(err)) {
-    if (typeof c.clientVersion === 'string') return true;
+    if (typeof c.clientVersion === 'string' || c instanceof DriverStatementError) return true;
     if (typeof c.severity === 'string' && typeof c.code === 'string' && SQLSTATE.test(c.code)) return true;
   }
   return false;
@@ -143,8 +145,8 @@ const isSqlState = (c: string) => /^([0-9][0-9A-Z]|F0|HV|P0|XX)[0-9A-Z]{3}$/.tes
  * undefined when it is not. A database error is an outage when any of its codes is in a
  * transient SQLSTATE class or is a transient driver code; when PostgreSQL ended the session
  * (severity FATAL/PANIC) for anything but a configuration error; when it is a socket error on the
- * database connection; or when Prisma failed without any data-level code (the connection layer
- * failing in a way it did not label). Codes alone decide for errors of unknown origin.
+ * database connection; or when Prisma or the driver failed without any data-level code (the
+ * connection layer failing in a way it did not label). Codes alone decide for errors of unknown origin.
  */
 export function databaseOutageCode(err: unknown): string | undefined {
   const codes = codesOf(err);
@@ -162,6 +164,11 @@ export function databaseOutageCode(err: unknown): string | undefined {
   }
   const socket = codes.find((c) => SOCKET_CODES.has(c));
   if (socket) return socket;
-  if (!codes.some((c) => /^P2\d{3}$/.test(c) || isSqlState(c))) return codes[0] ?? 'PRISMA_UNKNOWN';
+  if (!codes.some((c) => /^P2\d{3}$/.test(c) || isSqlState(c))) {
+    return (
+      codes[0] ??
+      ([...layers(err)].some((c) => c instanceof DriverStatementError) ? 'DRIVER_UNKNOWN' : 'PRISMA_UNKNOWN')
+    );
+  }
   return undefined;
 }

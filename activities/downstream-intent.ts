@@ -20,6 +20,7 @@ import type { ActivityDeps } from './deps.ts';
 import { loadAction, view } from './downstream-ledger.ts';
 import { failure } from './errors.ts';
 import { leaseLost, renewLease } from './lease.ts';
+import { engineSql } from '../db/transaction.ts';
 
 /** Earlier claims' states a later claim settles itself (the others wait for an operator). */
 const SETTLEABLE_EARLIER: ReadonlySet<string> = new Set([
@@ -30,7 +31,8 @@ const SETTLEABLE_EARLIER: ReadonlySet<string> = new Set([
 ]);
 
 export function createIntentActivities(deps: ActivityDeps) {
-  const { prisma } = deps;
+  // The engine's statements skip the Prisma client (db/transaction.ts).
+  const db = engineSql(deps.prisma);
   return {
     /**
      * The action of this claim: the row this claim owns (its own, or one it adopted), else a new
@@ -43,8 +45,8 @@ export function createIntentActivities(deps: ActivityDeps) {
      *   action waits for an operator (`needs_manual`), or always without `settleEarlier`.
      */
     async recordDownstreamIntent(input: RecordIntentInput): Promise<RecordIntentResult> {
-      await renewLease(prisma, input, deps.leaseTtlMs);
-      const found = await findOwnOrEarlierOpenAction(prisma, input, input.round);
+      await renewLease(db, input, deps.leaseTtlMs);
+      const found = await findOwnOrEarlierOpenAction(deps.prisma, input, input.round);
       if (found?.round === input.round) return view(found);
       if (found) {
         // An earlier claim's action, still open.
@@ -65,7 +67,7 @@ export function createIntentActivities(deps: ActivityDeps) {
       // Also the reference the partner is given: one per action and claim, so that an earlier
       // claim's compensation looking up its own reference never finds (and voids) this one's.
       const key = `${businessKey}:${input.action}:r${input.round}`;
-      const inserted = await insertIntent(prisma, input, {
+      const inserted = await insertIntent(db, input, {
         businessKey,
         key,
         round: input.round,
@@ -74,7 +76,7 @@ export function createIntentActivities(deps: ActivityDeps) {
       });
       if (inserted) return view(inserted);
       // Written meanwhile by another attempt of this claim, or the fence no longer holds.
-      const row = await findActionByKey(prisma, key);
+      const row = await findActionByKey(deps.prisma, key);
       if (!row) throw leaseLost(input);
       return view(row);
     },
@@ -87,15 +89,15 @@ export function createIntentActivities(deps: ActivityDeps) {
      * @throws ApplicationFailure LeaseLost.
      */
     async adoptDownstreamAction(input: AdoptActionInput): Promise<DownstreamActionView> {
-      const adopted = await adoptAction(prisma, input, input.actionId, input.round);
-      const row = await loadAction(prisma, input.actionId);
+      const adopted = await adoptAction(db, input, input.actionId, input.round);
+      const row = await loadAction(deps.prisma, input.actionId);
       if (adopted) {
         deps.log.info(
           { actionId: row.id, partnerId: row.partnerId, round: input.round },
           'an earlier claim’s downstream effect adopted',
         );
       } else if (row.round !== input.round) {
-        await renewLease(prisma, input, deps.leaseTtlMs);
+        await renewLease(db, input, deps.leaseTtlMs);
       }
       return view(row);
     },

@@ -23,6 +23,7 @@ import { failure } from './errors.ts';
 import { renewLease, renewLeaseWithSource } from './lease.ts';
 import { enabledSource, loadEnabledSource } from './sources.ts';
 import type { DownstreamEffect } from './job-api/define.ts';
+import { engineSql } from '../db/transaction.ts';
 
 /**
  * Answers that prove the partner did nothing: it refused the request as such. Anything else that
@@ -31,7 +32,8 @@ import type { DownstreamEffect } from './job-api/define.ts';
 const REJECTIONS: ReadonlySet<string> = new Set<ErrorType>(['InvalidInput', 'PermissionDenied', 'NotFound']);
 
 export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) {
-  const { prisma } = deps;
+  // The engine's statements skip the Prisma client (db/transaction.ts).
+  const db = engineSql(deps.prisma);
 
   return {
     /**
@@ -50,7 +52,7 @@ export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) 
      *   it was counted: nothing was sent.
      */
     async submitSummary(input: SubmitSummaryInput): Promise<{ partnerId: string }> {
-      const source = await loadEnabledSource(prisma, input.sourceId);
+      const source = await loadEnabledSource(deps.prisma, input.sourceId);
       const { connectTimeoutMs, responseTimeoutMs } = deps.http.options;
       // Be very careful: the settle window must outlast every moment at which this call can still
       // take effect. It is sent before `sendBy` (connect + response timeouts after a moment taken
@@ -64,7 +66,7 @@ export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) 
       const countedFrom = performance.now();
       let intent: Awaited<ReturnType<typeof countCall>>;
       try {
-        intent = await countCall(prisma, input, {
+        intent = await countCall(db, input, {
           actionId: input.actionId,
           expectedAttempts: input.expectedAttempts,
           settleMs,
@@ -107,11 +109,11 @@ export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) 
       } catch (err) {
         const { type, message } = errorFields(err, `partner ${source.id} submit`);
         if (REJECTIONS.has(type)) {
-          await recordCallFailed(prisma, input.actionId, counted, 'not_applied', { type, message });
+          await recordCallFailed(db, input.actionId, counted, 'not_applied', { type, message });
           throw err;
         }
         // Only while no later call was counted: a superseded attempt must not reopen a settled row.
-        await recordCallFailed(prisma, input.actionId, counted, 'unknown', { type, message });
+        await recordCallFailed(db, input.actionId, counted, 'unknown', { type, message });
         deps.log.warn({ actionId: input.actionId, errorType: type }, 'downstream outcome unknown');
         // A cancelled run stops here; its compensation reconciles the row.
         if (Context.current().cancellationSignal.aborted) throw err;
@@ -120,19 +122,19 @@ export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) 
       crashPoint(deps.crashPoint, 'after-submit');
       // This call's answer is authoritative while no later call was made: it records the id even
       // when another attempt marked the row unknown meanwhile (and waits for a lookup).
-      if (await recordSubmission(prisma, input.actionId, counted, submission)) {
+      if (await recordSubmission(db, input.actionId, counted, submission)) {
         deps.log.info(
           { actionId: input.actionId, partnerId: submission.id },
           'downstream submission recorded',
         );
         return { partnerId: submission.id };
       }
-      const row = await loadAction(prisma, input.actionId);
+      const row = await loadAction(deps.prisma, input.actionId);
       // A lookup found and recorded this very submission first: nothing is amiss.
       if (row.partnerId === submission.id) return { partnerId: submission.id };
       // The ledger moved on (a later call, or "not applied" concluded) before this call took effect.
       await recordStray(
-        prisma,
+        db,
         row,
         { partnerId: submission.id, partnerState: submission.status },
         'a superseded attempt’s call took effect after the ledger moved on',
@@ -154,9 +156,9 @@ export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) 
      *   submission is InvalidInput, permanent).
      */
     async confirmSubmission(input: ConfirmSubmissionInput): Promise<void> {
-      const renewed = await renewLeaseWithSource(prisma, input, deps.leaseTtlMs, input.sourceId);
+      const renewed = await renewLeaseWithSource(db, input, deps.leaseTtlMs, input.sourceId);
       const source = enabledSource(renewed, input.sourceId);
-      const row = await loadActionState(prisma, input.actionId);
+      const row = await loadActionState(deps.prisma, input.actionId);
       if (!row.partnerId) throw failure('Internal', 'NO_PARTNER_ID', `action ${row.id} has no partner id`);
       const partnerId = row.partnerId;
       let confirmed: DownstreamEffect | undefined;
@@ -170,16 +172,16 @@ export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) 
         throw err;
       }
       if (!confirmed) return;
-      await recordConfirmed(prisma, row.id, confirmed.status);
+      await recordConfirmed(db, row.id, confirmed.status);
     },
   };
 
   /** submitSummary found the row not as expected: say why, without calling the partner. */
   async function settledBefore(input: SubmitSummaryInput): Promise<{ partnerId: string }> {
-    const row = await loadAction(prisma, input.actionId);
+    const row = await loadAction(deps.prisma, input.actionId);
     // An earlier attempt recorded its success, then its answer was lost.
     if (row.state === 'confirmed' && row.partnerId) return { partnerId: row.partnerId };
-    await renewLease(prisma, input, deps.leaseTtlMs);
+    await renewLease(db, input, deps.leaseTtlMs);
     if (row.state === 'not_applied') {
       throw failure(
         'InvalidInput',
@@ -194,7 +196,7 @@ export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) 
       (row.state === 'attempting' && counted) ||
       (row.state === 'unknown' && row.attempts >= input.expectedAttempts)
     ) {
-      await markOutcomeLost(prisma, row.id, row.attempts);
+      await markOutcomeLost(db, row.id, row.attempts);
       throw outcomeUnknown('an earlier attempt of this submission ended without recording its outcome');
     }
     throw failure(

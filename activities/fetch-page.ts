@@ -15,6 +15,7 @@ import {
 } from '../db/staging.ts';
 import { breakerScope } from '../db/downstreams.ts';
 import { renewAndStartPage } from '../db/stored-page.ts';
+import { engineSql, type EngineSql } from '../db/transaction.ts';
 import { jobTypeOf, pageKeyFor } from '../workflows/business-key.ts';
 import type { FetchPageInput, FetchPageResult } from '../workflows/types.ts';
 import type { PageFence } from '../db/fence.ts';
@@ -54,20 +55,14 @@ export interface FetchProgress {
 export function createFetchPage(deps: ActivityDeps) {
   return async function fetchPage(input: FetchPageInput): Promise<FetchPageResult> {
     const ctx = Context.current();
-    const { prisma } = deps;
+    // The engine's statements skip the Prisma client (db/transaction.ts).
+    const db = engineSql(deps.prisma);
     const fence = { fetchRunId: input.fetchRunId, leaseToken: input.leaseToken, pageNo: input.pageNo };
     const key = pageKeyFor({ ...input, jobType: jobTypeOf(input) }, input.pageNo);
     // Every attempt renews the lease first: a partner outage retried for minutes keeps the run ours.
     // The same statement reads where the page stands, and the source as it is now.
-    const start = await renewAndStartPage(
-      prisma,
-      key,
-      fence,
-      deps.leaseTtlMs,
-      currentRunId(),
-      input.sourceId,
-    );
-    if (!start) throw await lostLease(prisma, fence);
+    const start = await renewAndStartPage(db, key, fence, deps.leaseTtlMs, currentRunId(), input.sourceId);
+    if (!start) throw await lostLease(db, fence);
     let renewedAt = Date.now();
     const source = enabledSource(start.source, input.sourceId);
     const { job, view } = jobOf(deps, source);
@@ -85,10 +80,10 @@ export function createFetchPage(deps: ActivityDeps) {
     let pagesFetched = start.pagesFetched;
     if (staged && staged.startCursor !== input.cursor) {
       // Staged by a run that started this page elsewhere (partner data changed since): start over.
-      await dropStaleStagedPage(prisma, key, fence);
+      await dropStaleStagedPage(db, key, fence);
       staged = undefined;
       // The page's cursors went with it.
-      pagesFetched = await startPageCursors(prisma, key, fence);
+      pagesFetched = await startPageCursors(db, key, fence);
     }
     if (staged) {
       const beat = ctx.info.heartbeatDetails as FetchProgress | undefined;
@@ -153,7 +148,7 @@ export function createFetchPage(deps: ActivityDeps) {
         }
         const now = deps.now();
         const from = staged ? { cursor: at.cursor, recordCount: at.recordCount } : undefined;
-        const appended = await appendToStagedPage(prisma, {
+        const appended = await appendToStagedPage(db, {
           key,
           fence,
           startCursor: input.cursor,
@@ -171,17 +166,17 @@ export function createFetchPage(deps: ActivityDeps) {
           staged = appended;
           pagesFetched += 1;
           if (Date.now() - renewedAt >= deps.leaseTtlMs / 4) {
-            await renewLease(prisma, fence, deps.leaseTtlMs);
+            await renewLease(db, fence, deps.leaseTtlMs);
             renewedAt = Date.now();
           }
         } else {
           // Not applied: either we lost the lease (renewLease throws LeaseLost) or a concurrent
           // attempt staged first, and we continue from what it staged.
-          await renewLease(prisma, fence, deps.leaseTtlMs);
+          await renewLease(db, fence, deps.leaseTtlMs);
           renewedAt = Date.now();
-          staged = await loadStagedPage(prisma, key);
+          staged = await loadStagedPage(db, key);
           if (page.nextCursor !== null && unchanged(staged, from)) {
-            await refuseLoop(prisma, fence, page.nextCursor, what);
+            await refuseLoop(db, fence, page.nextCursor, what);
           }
           if (!staged) {
             throw failure('LeaseLost', 'PAGE_ALREADY_STORED', `page ${key} was stored by another attempt`);
@@ -212,13 +207,8 @@ function unchanged(
  * check when the run is still at the page and has reached `cursor` before.
  * @throws ApplicationFailure InvalidResponse `CURSOR_LOOP` then.
  */
-async function refuseLoop(
-  prisma: ActivityDeps['prisma'],
-  fence: PageFence,
-  cursor: string,
-  what: string,
-): Promise<void> {
-  if ((await heldAtPageNow(prisma, fence)) && (await cursorSeen(prisma, fence.fetchRunId, cursor))) {
+async function refuseLoop(db: EngineSql, fence: PageFence, cursor: string, what: string): Promise<void> {
+  if ((await heldAtPageNow(db, fence)) && (await cursorSeen(db, fence.fetchRunId, cursor))) {
     throw failure(
       'InvalidResponse',
       'CURSOR_LOOP',

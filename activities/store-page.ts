@@ -3,6 +3,7 @@
  * outbox event and its idempotency record, fenced by the run's lease token (R1, R3, R4, R5).
  */
 import { commitPage, lockRunWithSource, takeStagedPage } from '../db/page-store.ts';
+import { inTransaction } from '../db/transaction.ts';
 import { jobTypeOf, pageKeyFor } from '../workflows/business-key.ts';
 import type { StorePageInput, StorePageResult } from '../workflows/types.ts';
 import type { ActivityDeps } from './deps.ts';
@@ -35,74 +36,80 @@ export function createStorePage(deps: ActivityDeps) {
   return async function storePage(input: StorePageInput): Promise<StorePageResult> {
     const key = pageKeyFor({ ...input, jobType: jobTypeOf(input) }, input.pageNo);
     const now = deps.now();
-    const stored = await deps.prisma.$transaction(async (tx) => {
-      // Be very careful: the run's row lock comes first; it serialises two attempts of the same
-      // run and makes the idempotency check of the next statement race-free.
-      const locked = await lockRunWithSource(tx, input, input.sourceId);
-      if (!locked) throw sourceNotFound(input.sourceId);
-      // Run again after the run ended under this claim (a reset, or a workflow task re-run after its
-      // worker died: the steps of one task are local activities): RUN_ENDED, not LEASE_LOST.
-      if (!locked.held) throw await lostLease(tx, input);
-      const { job, view } = jobOf(deps, locked.source);
-      const what = `job ${job.type} storePage`;
-      // The staged page is deleted as it is read: a page refused below comes back on rollback.
-      const { staged, prior, paused } = await takeStagedPage(tx, key, input.sourceId);
-      if (prior) {
-        // A staged page under a stored key is a re-fetch: it must match what was stored.
-        if (staged && prior.fingerprint !== fingerprint(staged.records)) {
+    // The engine's statements go on `sql`, the transaction's own connection (db/transaction.ts);
+    // the job's go on Prisma's `tx`.
+    const stored = await inTransaction(
+      deps.prisma,
+      async (tx, sql) => {
+        // Be very careful: the run's row lock comes first; it serialises two attempts of the same
+        // run and makes the idempotency check of the next statement race-free.
+        const locked = await lockRunWithSource(sql, input, input.sourceId);
+        if (!locked) throw sourceNotFound(input.sourceId);
+        // Run again after the run ended under this claim (a reset, or a workflow task re-run after its
+        // worker died: the steps of one task are local activities): RUN_ENDED, not LEASE_LOST.
+        if (!locked.held) throw await lostLease(tx, input);
+        const { job, view } = jobOf(deps, locked.source);
+        const what = `job ${job.type} storePage`;
+        // The staged page is deleted as it is read: a page refused below comes back on rollback.
+        const { staged, prior, paused } = await takeStagedPage(sql, key, input.sourceId);
+        if (prior) {
+          // A staged page under a stored key is a re-fetch: it must match what was stored.
+          if (staged && prior.fingerprint !== fingerprint(staged.records)) {
+            throw failure(
+              'IdempotencyConflict',
+              'IDEMPOTENCY_CONFLICT',
+              `key ${key} was used with a different page`,
+            );
+          }
+          // The record's next cursor is for fetchPage (db/stored-page.ts), not part of the result.
+          const { nextCursor: _, ...result } = prior.result as StoredResult & { nextCursor?: unknown };
+          return { ...result, replayed: true, sourcePaused: paused };
+        }
+        if (!staged) throw failure('NotFound', 'STAGED_PAGE_MISSING', `no staged page for ${key}`);
+        if (staged.recordCount !== input.recordCount || staged.cursor !== input.nextCursor) {
           throw failure(
-            'IdempotencyConflict',
-            'IDEMPOTENCY_CONFLICT',
-            `key ${key} was used with a different page`,
+            'InvalidInput',
+            'STAGED_PAGE_MISMATCH',
+            `staged page ${key} changed after it was fetched`,
           );
         }
-        // The record's next cursor is for fetchPage (db/stored-page.ts), not part of the result.
-        const { nextCursor: _, ...result } = prior.result as StoredResult & { nextCursor?: unknown };
-        return { ...result, replayed: true, sourcePaused: paused };
-      }
-      if (!staged) throw failure('NotFound', 'STAGED_PAGE_MISSING', `no staged page for ${key}`);
-      if (staged.recordCount !== input.recordCount || staged.cursor !== input.nextCursor) {
-        throw failure(
-          'InvalidInput',
-          'STAGED_PAGE_MISMATCH',
-          `staged page ${key} changed after it was fetched`,
-        );
-      }
 
-      const records = byRecordId(job, staged.records, what);
-      const ctx = {
-        source: view,
-        businessDate: input.businessDate,
-        fetchRunId: input.fetchRunId,
-        pageNo: input.pageNo,
-        now,
-      };
-      const page = await inJob(job, 'storePage', () => job.storePage(tx, records, ctx));
-      const recordCount = checkedStoreResult(page, records.length, what);
-      const events = jobEventRows({ stepKey: key, fetchRunId: input.fetchRunId, events: page.events, now });
-      const eventIds = events.map((e) => e.id);
-      // `eventId` is the page's first event (the one event of pages stored before jobs had many).
-      const result = { eventId: eventIds[0] ?? null, eventIds, recordCount };
-      const committed = await commitPage(tx, {
-        fence: input,
-        sourceId: input.sourceId,
-        events,
-        record: {
-          key,
-          fingerprint: fingerprint(staged.records),
-          // With the partner's next cursor: a reset execution asking for this page again gets it back.
-          result: { ...result, nextCursor: input.nextCursor },
-          createdAt: now,
-          expiresAt: new Date(now.getTime() + deps.idempotencyRetentionMs),
-        },
-        run: { pagesStored: input.pageNo + 1, recordCount, cursor: input.nextCursor },
-        leaseTtlMs: deps.leaseTtlMs,
-        workflowRunId: currentRunId(),
-      });
-      if (!committed.advanced) throw await lostLease(tx, input);
-      crashPoint(deps.crashPoint, 'before-commit');
-      return { ...result, replayed: false, sourcePaused: committed.paused };
-    }, TRANSACTION_OPTIONS);
+        const records = byRecordId(job, staged.records, what);
+        const ctx = {
+          source: view,
+          businessDate: input.businessDate,
+          fetchRunId: input.fetchRunId,
+          pageNo: input.pageNo,
+          now,
+        };
+        const page = await inJob(job, 'storePage', () => job.storePage(tx, records, ctx));
+        const recordCount = checkedStoreResult(page, records.length, what);
+        const events = jobEventRows({ stepKey: key, fetchRunId: input.fetchRunId, events: page.events, now });
+        const eventIds = events.map((e) => e.id);
+        // `eventId` is the page's first event (the one event of pages stored before jobs had many).
+        const result = { eventId: eventIds[0] ?? null, eventIds, recordCount };
+        const committed = await commitPage(sql, {
+          fence: input,
+          sourceId: input.sourceId,
+          events,
+          record: {
+            key,
+            fingerprint: fingerprint(staged.records),
+            // With the partner's next cursor: a reset execution asking for this page again gets it back.
+            result: { ...result, nextCursor: input.nextCursor },
+            createdAt: now,
+            expiresAt: new Date(now.getTime() + deps.idempotencyRetentionMs),
+          },
+          run: { pagesStored: input.pageNo + 1, recordCount, cursor: input.nextCursor },
+          leaseTtlMs: deps.leaseTtlMs,
+          workflowRunId: currentRunId(),
+        });
+        if (!committed.advanced) throw await lostLease(tx, input);
+        crashPoint(deps.crashPoint, 'before-commit');
+        return { ...result, replayed: false, sourcePaused: committed.paused };
+      },
+      TRANSACTION_OPTIONS,
+    );
     if (!stored.replayed) crashPoint(deps.crashPoint, 'after-commit');
     return stored;
   };

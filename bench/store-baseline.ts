@@ -2,8 +2,10 @@
  * The storePage bench's baseline: the statements the storePage activity sends (the same SQL, in
  * one transaction, on the same data), through a plain `pg` pool with no ORM in between. The SQL
  * is the activity's own (db/page-store.ts, the demo job's upsert), built by Prisma.sql and sent
- * by `pg` — prepared once per connection, as the Prisma client's adapter prepares them, when given
- * a namer (worker/statement-names.ts); the control flow mirrors activities/store-page.ts by hand.
+ * by `pg` (db/transaction.ts `driverSql`, which the activity uses for the engine's statements) —
+ * prepared once per connection, as the Prisma client's adapter prepares them, when given a namer
+ * (worker/statement-names.ts); the control flow mirrors activities/store-page.ts by hand. The job's
+ * upsert, which the activity sends through Prisma's transaction client, goes through `pg` here.
  */
 import pg from 'pg';
 import { fingerprint } from '../activities/ids.ts';
@@ -11,7 +13,8 @@ import type { JobRegistry } from '../activities/job-api/registry.ts';
 import { byRecordId, jobOf } from '../activities/job-runtime.ts';
 import { jobEventRows } from '../activities/outbox.ts';
 import { commitPage, lockRunWithSource, takeStagedPage } from '../db/page-store.ts';
-import { Prisma } from '../prisma/generated/client.ts';
+import { driverSql } from '../db/transaction.ts';
+import type { Prisma } from '../prisma/generated/client.ts';
 import { pageKeyFor } from '../workflows/business-key.ts';
 import type { StorePageInput } from '../workflows/types.ts';
 
@@ -62,25 +65,6 @@ export function countingPool(config: pg.PoolConfig): CountingPool {
 }
 
 /**
- * A stand-in for Prisma's transaction client on a plain `pg` client: `$queryRaw` and `$executeRaw`
- * build the very statement Prisma would (Prisma.sql: the same text, the same values) and send it
- * as it is. Only for the bench: it is what "the same SQL without the ORM" means here.
- */
-function pgTx(client: pg.PoolClient, name: StatementNamer | undefined): Prisma.TransactionClient {
-  const send = (strings: TemplateStringsArray | Prisma.Sql, values: unknown[]) => {
-    const q = strings instanceof Prisma.Sql ? strings : Prisma.sql(strings, ...values);
-    return client.query({ text: q.text, values: q.values, name: name?.({ sql: q.text }) ?? '' });
-  };
-  const tx = {
-    $queryRaw: async (strings: TemplateStringsArray | Prisma.Sql, ...values: unknown[]) =>
-      (await send(strings, values)).rows as unknown[],
-    $executeRaw: async (strings: TemplateStringsArray | Prisma.Sql, ...values: unknown[]) =>
-      (await send(strings, values)).rowCount ?? 0,
-  };
-  return tx as unknown as Prisma.TransactionClient;
-}
-
-/**
  * One page stored as storePage stores it — the same statements from db/page-store.ts and the demo
  * job's upsert, the same checks and the same JSON work — through `pool`. Bench pages are stored
  * once, so the replay and refusal branches are not taken; any refusal throws.
@@ -94,7 +78,7 @@ export async function baselineStorePage(
   const key = pageKeyFor({ jobType: 'fetch-records', ...input }, input.pageNo);
   const now = new Date();
   const client = await pool.connect();
-  const tx = pgTx(client, opts.statementName);
+  const tx = driverSql(client, { name: opts.statementName });
   try {
     await client.query('BEGIN');
     const locked = await lockRunWithSource(tx, input, input.sourceId);
@@ -107,7 +91,8 @@ export async function baselineStorePage(
     }
     const records = byRecordId(job, staged.records, 'baseline');
     const ctx = { source: view, ...input, now };
-    const page = await job.storePage(tx, records, ctx);
+    // The demo job sends only `$executeRaw` on its transaction client.
+    const page = await job.storePage(tx as Prisma.TransactionClient, records, ctx);
     const events = jobEventRows({ stepKey: key, fetchRunId: input.fetchRunId, events: page.events, now });
     const eventIds = events.map((e) => e.id);
     const result = {

@@ -6,7 +6,10 @@
  * per connection, as a worker's client does, so that their ratio is the ORM's own cost; a third
  * side, the activity on a client that sends its statements unnamed, shows what preparing them
  * saves. Figures: tx/s, client CPU per transaction (process.cpuUsage), latency percentiles,
- * statements per store (counted on the pools' connections). Prints its figures; never fails on them.
+ * statements per store (counted on the pools' connections). A fourth side, the activity on a client
+ * whose engine statements go through the Prisma client too (a plain PrismaPg adapter, no
+ * connection lent: db/transaction.ts), shows what sending them through the driver saves. Prints
+ * its figures; never fails on them.
  *
  *   npx tsx bench/store.ts [--quick]
  */
@@ -15,6 +18,8 @@ import { pathToFileURL } from 'node:url';
 import { createActivities } from '../activities/index.ts';
 import { useTestDatabase } from '../test/helpers/database.ts';
 import { testDeps } from '../test/helpers/deps.ts';
+import { PrismaPg } from '@prisma/adapter-pg';
+import { PrismaClient } from '../prisma/generated/client.ts';
 import { poolConfig, prismaOn } from '../worker/db.ts';
 import { poolSize, WORKER_BACKGROUND } from '../worker/pool-size.ts';
 import { statementNamer } from '../worker/statement-names.ts';
@@ -28,8 +33,8 @@ const CONCURRENCY = [1, 8] as const;
 const LEASE_TTL_MS = 60_000;
 const RETENTION_MS = 86_400_000;
 
-type Side = 'ours' | 'baseline' | 'unnamed';
-const SIDES: readonly Side[] = ['ours', 'baseline', 'unnamed'];
+type Side = 'ours' | 'baseline' | 'unnamed' | 'prismaOnly';
+const SIDES: readonly Side[] = ['ours', 'baseline', 'unnamed', 'prismaOnly'];
 interface Phase {
   txPerSecond: number;
   cpuMsPerTx: number;
@@ -94,12 +99,18 @@ export async function benchStore(opts: BenchOptions): Promise<BenchSection> {
   const oursPool = countingPool(config);
   const basePool = countingPool(config);
   const unnamedPool = countingPool(config);
+  const prismaOnlyPool = countingPool(config);
   const prisma = prismaOn(oursPool.pool);
   const unnamedPrisma = prismaOn(unnamedPool.pool, { preparedStatements: false });
+  const prismaOnly = new PrismaClient({
+    adapter: new PrismaPg(prismaOnlyPool.pool, { statementNameGenerator: statementNamer() }),
+    errorFormat: 'minimal',
+  });
   const settings = { leaseTtlMs: LEASE_TTL_MS, idempotencyRetentionMs: RETENTION_MS };
   const deps = testDeps(prisma, settings);
   const acts = createActivities(deps);
   const unnamedActs = createActivities(testDeps(unnamedPrisma, settings));
+  const prismaOnlyActs = createActivities(testDeps(prismaOnly, settings));
   const baseOptions = {
     leaseTtlMs: LEASE_TTL_MS,
     retentionMs: RETENTION_MS,
@@ -109,14 +120,22 @@ export async function benchStore(opts: BenchOptions): Promise<BenchSection> {
     ours: (input) => acts.storePage(input),
     baseline: (input) => baselineStorePage(basePool.pool, deps.jobs, input, baseOptions),
     unnamed: (input) => unnamedActs.storePage(input),
+    prismaOnly: (input) => prismaOnlyActs.storePage(input),
   };
-  const counters: Record<Side, CountingPool> = { ours: oursPool, baseline: basePool, unnamed: unnamedPool };
+  const counters: Record<Side, CountingPool> = {
+    ours: oursPool,
+    baseline: basePool,
+    unnamed: unnamedPool,
+    prismaOnly: prismaOnlyPool,
+  };
   const details: Record<string, unknown> = {
     recordsPerPage: RECORDS_PER_PAGE,
     repetitions: reps,
     pagesPerLane: Object.fromEntries(CONCURRENCY.map((c) => [c, pagesAt(c)])),
     pool: '8 slots and the background passes, on every side',
-    statements: 'prepared once per connection on ours and the baseline; unnamed on the third side',
+    statements:
+      'prepared once per connection on ours, the baseline and the fourth side; unnamed on the third',
+    prismaOnly: 'the fourth side: the engine statements through the Prisma client too',
   };
   const rows: BenchRow[] = [];
   try {
@@ -163,6 +182,7 @@ export async function benchStore(opts: BenchOptions): Promise<BenchSection> {
       const ours = summary('ours', c);
       const base = summary('baseline', c);
       const unnamed = summary('unnamed', c);
+      const viaPrisma = summary('prismaOnly', c);
       // Each repetition's pair ran back to back: their ratio is the least disturbed by the load of
       // whatever else shares the machine.
       const pairs = ours.txPerSecondByRep.map((t, i) => t / (base.txPerSecondByRep[i] ?? t));
@@ -170,6 +190,7 @@ export async function benchStore(opts: BenchOptions): Promise<BenchSection> {
         ours,
         baseline: base,
         unnamed,
+        prismaOnly: viaPrisma,
         pairedRatioByRep: pairs.map((r) => round(r)),
         pairedRatioMedian: round(median(pairs)),
       };
@@ -195,12 +216,20 @@ export async function benchStore(opts: BenchOptions): Promise<BenchSection> {
         unit: 'tx/s',
         ratio: round(ours.txPerSecond / unnamed.txPerSecond),
       });
+      rows.push({
+        scenario: `storePage tx/s, concurrency ${c}, engine statements through the driver (baseline: through the Prisma client)`,
+        ours: round(ours.txPerSecond, 1),
+        baseline: round(viaPrisma.txPerSecond, 1),
+        unit: 'tx/s',
+        ratio: round(ours.txPerSecond / viaPrisma.txPerSecond),
+      });
     }
     return { name: 'store', rows, details };
   } finally {
     await prisma.$disconnect();
     await unnamedPrisma.$disconnect();
-    await Promise.all([oursPool, basePool, unnamedPool].map((p) => p.pool.end()));
+    await prismaOnly.$disconnect();
+    await Promise.all([oursPool, basePool, unnamedPool, prismaOnlyPool].map((p) => p.pool.end()));
     await db.drop();
   }
 }

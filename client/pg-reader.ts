@@ -5,6 +5,7 @@
  */
 import { createRequire } from 'node:module';
 import type * as Pg from 'pg';
+import { prismaTypes } from '../db/pg-types.ts';
 import { CONNECT_TIMEOUT_MS } from '../worker/pool-config.ts';
 import type { SqlConnection } from './sql-reader.ts';
 
@@ -28,21 +29,6 @@ function loadPg(): typeof Pg {
 const pg = loadPg();
 
 /**
- * Values as Prisma returns them (the {@link SqlReader} contract), on this connection only: the
- * process-wide parsers of `pg` stay untouched for everyone else (Prisma's adapter among them).
- * node-postgres would read a `date` or a `timestamp` in the process's local time zone, and leave a
- * `bigint` as text.
- */
-function prismaTypes(): Pg.TypeOverrides {
-  const types = new pg.TypeOverrides();
-  const { DATE, TIMESTAMP, INT8 } = pg.types.builtins;
-  types.setTypeParser(DATE, (text: string) => new Date(`${text}T00:00:00Z`));
-  types.setTypeParser(TIMESTAMP, (text: string) => new Date(`${text.replace(' ', 'T')}Z`));
-  types.setTypeParser(INT8, (text: string) => BigInt(text));
-  return types;
-}
-
-/**
  * A reader on `url`. Connects on the first query (so a connection error is that query's error,
  * with PostgreSQL's SQLSTATE or the socket's code); queries run one after another on the same
  * session. Not for concurrent use by many callers: it is one connection.
@@ -51,7 +37,8 @@ export function openPgReader(url: string): SqlConnection {
   const client = new pg.Client({
     connectionString: url,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-    types: prismaTypes(),
+    // Values as Prisma returns them (the {@link SqlReader} contract), on this connection only.
+    types: prismaTypes(pg),
   });
   // A session the server ends while idle must not crash the process: the next query fails instead.
   client.on('error', () => undefined);

@@ -1,5 +1,5 @@
-import { PrismaPg } from '@prisma/adapter-pg';
-import type pg from 'pg';
+import pg from 'pg';
+import { driverSql, LendingPrismaPg, lendPool } from '../db/transaction.ts';
 import { PrismaClient } from '../prisma/generated/client.ts';
 import { poolConfig, type PoolOptions } from './pool-config.ts';
 import { statementNamer } from './statement-names.ts';
@@ -34,11 +34,25 @@ const statementName = statementNamer();
  * uses. `errorFormat: 'minimal'`: the other formats capture a stack trace for every query, to
  * point an error at its caller's source line (about 0.4 ms of CPU per store transaction); errors
  * here are classified by their code and logged by the activity that saw them, with its own name.
+ * The engine's own statements may skip the client on the same pool (db/transaction.ts
+ * `engineSql`, `inTransaction`).
  */
 export function prismaOn(
   pool: pg.Pool | pg.PoolConfig,
   { preparedStatements = true }: Pick<ClientOptions, 'preparedStatements'> = {},
 ): PrismaClient {
-  const adapter = new PrismaPg(pool, preparedStatements ? { statementNameGenerator: statementName } : {});
-  return new PrismaClient({ adapter, errorFormat: 'minimal' });
+  const name = preparedStatements ? statementName : undefined;
+  const owned = !(pool instanceof pg.Pool);
+  const driverPool = pool instanceof pg.Pool ? pool : new pg.Pool(pool);
+  // An idle connection the server closes must not crash the process (Prisma's adapter does the
+  // same for a pool of its own): the next query on it fails instead.
+  if (owned) driverPool.on('error', () => undefined);
+  // Each transaction started by `inTransaction` lends its connection to it.
+  const adapter = new LendingPrismaPg(driverPool, {
+    statementNameGenerator: name,
+    disposeExternalPool: owned,
+  });
+  const prisma = new PrismaClient({ adapter, errorFormat: 'minimal' });
+  lendPool(prisma, driverSql(driverPool, { name }));
+  return prisma;
 }
