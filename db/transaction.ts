@@ -1,20 +1,22 @@
 /**
- * A Prisma interactive transaction whose engine statements skip the Prisma client. The
- * transaction stays Prisma's: Prisma opens it, the job's code writes its business rows through
- * Prisma's transaction client, and Prisma commits it or rolls it back, with its own timeout. The
- * engine's fixed statements (the run's lock, the staged page, the fenced write of the events, the
- * idempotency record and the run) go to the same connection through node-postgres, the driver
- * under Prisma's adapter, as the same SQL (Prisma.sql) with the same values. Inside an
- * interactive transaction the Prisma client costs about 0.3 ms of CPU per raw statement
- * (serialising the parameters to JSON and back, planning the request, converting the rows) and
- * 0.5 ms per 30 KB of parameters or JSON result, against node-postgres's 0.04 ms: most of a
- * stored page's client CPU.
+ * The engine's own statements without the Prisma client's cost, on the same connections.
  *
- * The connection is lent only for the transaction's life: once Prisma sends COMMIT or ROLLBACK
- * (its own timeout included), a statement on the lent connection fails without being sent, so it
- * can never run outside the transaction, nor inside another one on a connection the pool reused.
- * Clients built elsewhere (another adapter) lend nothing: the statements then go through Prisma's
- * transaction client, with the same effect.
+ * Inside a transaction (`inTransaction`): the transaction stays Prisma's — Prisma opens it, a
+ * job's code writes its business rows through Prisma's transaction client, and Prisma commits it
+ * or rolls it back, with its own timeout — but the engine's fixed statements in it (a run's lock,
+ * the staged page, the fenced write of events, idempotency record and run) go to the
+ * transaction's own connection through node-postgres, the driver under Prisma's adapter. Outside
+ * one (`engineSql`): to the client's own pool, the same way. The same SQL (Prisma.sql), the same
+ * values, the same JS types of the rows, the same prepared-statement names. Through the Prisma
+ * client a raw statement costs several times the driver's CPU (its parameters serialised to JSON
+ * and parsed back, a request planned and interpreted, the rows converted), more with kilobytes of
+ * JSON: most of a stored page's client CPU (README, Performance).
+ *
+ * A transaction's connection is lent only for the transaction's life: once Prisma sends COMMIT or
+ * ROLLBACK (its own timeout included), a statement on the lent connection fails without being
+ * sent, so it can never run outside the transaction, nor inside another one on a connection the
+ * pool reused. Clients built elsewhere (another adapter) lend nothing: the statements then go
+ * through Prisma's client, with the same effect.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { PrismaPg } from '@prisma/adapter-pg';
@@ -40,8 +42,8 @@ const slots = new AsyncLocalStorage<Slot>();
 
 const RESULT_TYPES = prismaTypes(pg);
 
-/** Statements that end a transaction, as Prisma's transaction manager sends them. */
-const ENDS_TRANSACTION = /^\s*(COMMIT|ROLLBACK)\b/i;
+/** The statements that end a transaction, as Prisma's transaction manager sends them. */
+const ENDS_TRANSACTION = /^\s*(COMMIT|ROLLBACK)\s*;?\s*$/i;
 
 /** A value as node-postgres should send it: a Date as UTC ISO text, as Prisma sends it. */
 function sendable(value: unknown): unknown {
