@@ -1,5 +1,5 @@
 /**
- * Expiry of idempotency records and staged pages (issue #3). Both carry `expires_at`, set to
+ * Expiry of idempotency records and staged pages. Both carry `expires_at`, set to
  * `DURABLE_FETCH_IDEMPOTENCY_RETENTION_DAYS` (default 30) after they were written; this module
  * deletes what has expired, once on demand (`durable-fetch cleanup`) or periodically in workers.
  *

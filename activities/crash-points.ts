@@ -16,7 +16,7 @@ export const WORKER_CRASH_POINTS = [
   'after-complete',
 ] as const;
 
-/** Crash points of a worker's downstream (non-idempotent) step, issue #6. */
+/** Crash points of a worker's downstream (non-idempotent) step. */
 export const DOWNSTREAM_CRASH_POINTS = [
   /** submitSummary: the partner created the submission; its outcome is not recorded yet. */
   'after-submit',

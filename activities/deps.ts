@@ -33,7 +33,7 @@ export interface ActivityDeps {
   taskQueue: string;
   /** Largest partner page requested at once. */
   partnerPageLimit: number;
-  /** The process's Prometheus metrics (issue #8): runs, retries, partner calls. */
+  /** The process's Prometheus metrics: runs, retries, partner calls. */
   metrics: Metrics;
   /** Test-only (R12a): the crash point armed in this process, if any. */
   crashPoint?: CrashPoint;

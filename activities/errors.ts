@@ -1,7 +1,8 @@
 /**
  * Turns anything an activity meets into an ApplicationFailure with a DESIGN error type, a safe
  * code and a message free of URLs, headers and bodies (R7, R11). Decisions use status codes and
- * error `code` properties, never class names. Issue #3 extends this (Retry-After, jitter, deadlines).
+ * error `code` properties, never class names. The retry delay (jitter, Retry-After) and the
+ * deadline check are applied afterwards, in activities/retry-timing.ts.
  */
 import { ApplicationFailure, CancelledFailure } from '@temporalio/activity';
 import { redactUrlsIn } from '../runtime/redact.ts';

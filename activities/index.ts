@@ -1,5 +1,7 @@
 /**
- * The activities of the fetch-records job, built from injected dependencies (STYLE 3).
+ * The activities of the engine, built from injected dependencies (database, jobs, HTTP, clock), so
+ * that a test builds them on its own database and partner. Returned as a plain object, ready for
+ * Worker.create({ activities }).
  */
 import { createCheckSourcePause } from './check-pause.ts';
 import { createClaimRun } from './claim-run.ts';

@@ -1,5 +1,5 @@
 /**
- * The log context of an activity execution (issue #8, R10): every line an activity logs — through
+ * The log context of an activity execution (R10): every line an activity logs — through
  * `deps.log` (pino) or the SDK's activity logger (`Context.log` and the SDK's own "Activity
  * started/completed/failed" lines) — carries the run's workflow id, run id, business key and
  * correlation id.

@@ -1,5 +1,5 @@
 /**
- * Partner calls as metrics (issue #8, R10 "downstream status"): each call's outcome, and the time
+ * Partner calls as metrics (R10 "downstream status"): each call's outcome, and the time
  * of the last success, per source.
  */
 import { CancelledFailure } from '@temporalio/activity';

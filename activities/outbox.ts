@@ -1,6 +1,6 @@
 /**
  * Writing outbox events (R5). Always inside the caller's transaction, next to the business rows
- * the event announces; the publisher (issue #4) delivers them later, at least once.
+ * the event announces; the publisher (worker/outbox/) delivers them later, at least once.
  */
 import { insertOutboxEvents, type NewOutboxEvent } from '../db/outbox.ts';
 import type { Prisma } from '../prisma/generated/client.ts';

@@ -1,5 +1,5 @@
 /**
- * The replay workflow's activities (issue #7, R8 "replay at a limited rate", R11): pick the open
+ * The replay workflow's activities (R8 "replay at a limited rate", R11): pick the open
  * dead letters a replay restarts, record each restart, and count what the replay created.
  */
 import { DEAD_LETTER_TARGET, recordAudit } from '../db/audit.ts';

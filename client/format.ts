@@ -1,4 +1,4 @@
-/** Human output of the CLI: aligned tables and short durations (STYLE 8). */
+/** Human output of the CLI: aligned tables and short durations. */
 
 /** Renders rows as an aligned text table with a header line; `columns` picks and orders keys. */
 export function table(rows: readonly Record<string, string>[], columns: readonly string[]): string {

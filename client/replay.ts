@@ -1,5 +1,5 @@
 /**
- * Rate-limited replay of dead letters for operators (issue #7, R8, R11): preview what a replay
+ * Rate-limited replay of dead letters for operators (R8, R11): preview what a replay
  * would take, start the durable replay workflow, follow it, pause, resume or cancel it. Every act
  * is written to `audit_entry` (target type `replay`).
  */

@@ -1,5 +1,5 @@
 /**
- * Declarative schedules (issue #5, R6): each source's `schedule` says when it runs; `syncSchedules`
+ * Declarative schedules (R6): each source's `schedule` says when it runs; `syncSchedules`
  * makes Temporal's Schedules match — create, update, delete — and is idempotent. Each schedule
  * starts `scheduledFetchWorkflow` (workflows/scheduled-fetch.ts), which derives the business date
  * from the schedule's nominal time and runs the business-key workflow, so a scheduled run, a CLI

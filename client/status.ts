@@ -1,5 +1,5 @@
 /**
- * `durable-fetch status`: one screen that says whether things are healthy (issue #8, R10) —
+ * `durable-fetch status`: one screen that says whether things are healthy (R10) —
  * backlog per task queue with its trend and the worker builds polling it, completion against
  * arrival, retries and the runs waiting for a step's next attempt, open dead letters, outbox lag,
  * compensations needing a human, each job type's runs and dead letters, each source's

@@ -1,4 +1,4 @@
-// The Prometheus alert rules (ops/alerts.yml, issue #8): promtool checks them and runs their unit
+// The Prometheus alert rules (ops/alerts.yml): promtool checks them and runs their unit
 // tests (ops/alerts.test.yml); every alert carries what an on-call person needs and has cases where
 // it fires and where it does not; and the unit tests can fail: an alert that never fires, or that
 // fires without waiting its `for`, makes them fail.

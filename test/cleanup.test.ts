@@ -1,4 +1,4 @@
-// Expiry of idempotency records and staged pages (issue #3) on real PostgreSQL: what a pass
+// Expiry of idempotency records and staged pages on real PostgreSQL: what a pass
 // deletes, how it is bounded, that concurrent passes neither block nor double-count, the periodic
 // runner in workers, and the `durable-fetch cleanup` command.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Compensation and reconciliation of a non-idempotent downstream call (issue #6, R4, R11), end to
+// Compensation and reconciliation of a non-idempotent downstream call (R4, R11), end to
 // end on the shared Temporal server, a cloned database and the demo partner over real sockets. The
 // judge is the partner's own store and ledger: how many submissions exist, which are live, how many
 // voids took effect.
@@ -300,7 +300,7 @@ describe('compensation', { concurrency: true }, () => {
     );
     assert.equal(await runStatus('comp-void'), 'dead_lettered');
 
-    // Visible to operators: the CLI's listing and the count issue #8 exports as a metric.
+    // Visible to operators: the CLI's listing and the count exported as a metric.
     const cli = (args: string[]) =>
       runCli(args, { DATABASE_URL: db.url, TEMPORAL_ADDRESS: temporalAddress() });
     const listed = await cli([

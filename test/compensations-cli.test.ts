@@ -1,4 +1,4 @@
-// `durable-fetch compensations list|show|resolve|retry` as operators run them (issue #6): the real CLI
+// `durable-fetch compensations list|show|resolve|retry` as operators run them: the real CLI
 // as a child process against a cloned database seeded with ledger rows, the shared Temporal dev
 // server, the demo partner and a test worker. The CLI is pointed at the worker's task queue
 // (DURABLE_FETCH_TASK_QUEUE); the seeded runs' workflows do not exist in Temporal, so a retry falls

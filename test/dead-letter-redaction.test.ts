@@ -1,4 +1,4 @@
-// Nothing secret in a dead letter (issue #7, R11, R12e): a token is placed where a careless
+// Nothing secret in a dead letter (R11, R12e): a token is placed where a careless
 // implementation would leak it — the source's credentials (resolved by the worker's `secret`
 // function and sent as `Authorization: Bearer …`), a query parameter of the source's base URL, and
 // the partner's error body — and the run is made to fail for good. Then the token must appear

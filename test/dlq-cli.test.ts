@@ -1,4 +1,4 @@
-// `durable-fetch dlq list|show|retry|discard` as operators run them (issue #7, R11): real runs
+// `durable-fetch dlq list|show|retry|discard` as operators run them (R11): real runs
 // that fail for good through the demo partner's fault injection (a 422 is non-retryable) on the
 // shared Temporal dev server and a test worker, each writing its dead letter; then the real CLI as
 // a child process against the same cloned database, pointed at the worker's task queue

@@ -1,4 +1,4 @@
-// Rate-limited replay of dead letters (issue #7, R8, R12e), end to end on the shared Temporal
+// Rate-limited replay of dead letters (R8, R12e), end to end on the shared Temporal
 // server, a cloned database and the demo partner over real sockets: the drill (20 runs fail on a
 // 422, the fault is fixed, `dlq replay --rate 5` brings all of them home) and a replay that
 // survives its worker being SIGKILLed halfway.

@@ -1,4 +1,4 @@
-// Failure semantics end to end (issue #3, R7, R9) on the shared Temporal server, a cloned database
+// Failure semantics end to end (R7, R9) on the shared Temporal server, a cloned database
 // and the demo partner over real sockets: non-retryable errors, Retry-After, cancellation.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';

@@ -149,7 +149,7 @@ describe('fetch-records end to end', () => {
     await worker.run(async () => {
       const first = await startFetch(ctx, { sourceId: 'e2e-gamma', date: DATE, requestedBy: 'test' });
       await first.handle.result();
-      // E.g. a Schedule's action, whose workflow ids carry a timestamp suffix (issue #5).
+      // E.g. a Schedule's action, whose workflow ids carry a timestamp suffix.
       const other = await client.workflow.execute(fetchRecordsWorkflow, {
         workflowId: `fetch/fetch-records/e2e-gamma/${DATE}-2026-11-29T02:00:00Z`,
         taskQueue: worker.taskQueue,

@@ -1,4 +1,4 @@
-// Metrics and backlog signals (issue #8, R10) on the shared Temporal server, a cloned database and
+// Metrics and backlog signals (R10) on the shared Temporal server, a cloned database and
 // the demo partner: scraping /metrics during runs with injected retries and a dead letter, and a
 // task queue whose workers are gone while jobs keep arriving.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// `durable-fetch reconcile` (issue #7, R11): real runs fetched through the shared Temporal server
+// `durable-fetch reconcile` (R11): real runs fetched through the shared Temporal server
 // into a cloned database from the demo partner, then reconciled by the real CLI (a child process
 // that reads the partner over sockets) and by `reconcileRuns`. A clean date has no mismatch; each
 // tampering (a deleted record, a dead outbox event, a submission voided behind our back, a partner

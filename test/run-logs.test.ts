@@ -1,4 +1,4 @@
-// Structured logs (issue #8, R10/R11): every log line about a run carries its workflow id, run id,
+// Structured logs (R10/R11): every log line about a run carries its workflow id, run id,
 // business key and correlation id — the activities' own lines (deps.log), the Temporal SDK's
 // activity and workflow lines routed into the same pino logger, and the workflow's `log` lines —
 // and a secret never appears: neither the partner token the run really uses (resolved by the

@@ -1,4 +1,4 @@
-// `durable-fetch schedules …` and `runs cancel` as users run them (issue #5): the real CLI as a child
+// `durable-fetch schedules …` and `runs cancel` as users run them: the real CLI as a child
 // process against the shared Temporal dev server, a cloned database, the demo partner and a test
 // worker. The CLI is pointed at the worker's task queue (DURABLE_FETCH_TASK_QUEUE), so it sees that
 // deployment's schedules. Assertions are on exit codes, stdout/stderr and the state left behind

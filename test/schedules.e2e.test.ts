@@ -1,4 +1,4 @@
-// Temporal Schedules from the sources' config (issue #5, R6), on the real dev server: sync is
+// Temporal Schedules from the sources' config (R6), on the real dev server: sync is
 // idempotent and owns only its task queue's schedules; a schedule's runs take their business date
 // from the nominal time and share the business key with every other starter.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// `durable-fetch sources list|show|pause|resume|update` as operators run them (issue #7): the real
+// `durable-fetch sources list|show|pause|resume|update` as operators run them: the real
 // CLI as a child process against a cloned database and the shared Temporal dev server, on a task
 // queue of this file's own (DURABLE_FETCH_TASK_QUEUE), so that its schedules are this file's.
 // Assertions are on exit codes, output and the state left behind (source rows, audit entries,

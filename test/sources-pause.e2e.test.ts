@@ -1,4 +1,4 @@
-// Pausing a source end to end (issue #7, R11 "pause consumption") on real services: the shared
+// Pausing a source end to end (R11 "pause consumption") on real services: the shared
 // Temporal dev server, a real worker, a cloned database and the demo partner over real sockets.
 // A paused source holds its running run at a page boundary (after a stored page, before the next
 // fetch), durably, until it is resumed (the run then completes, every record once) or cancelled

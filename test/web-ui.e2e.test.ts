@@ -1,4 +1,4 @@
-// The Temporal Web UI as an operator uses it (issue #5): a run is found by filtering on our search
+// The Temporal Web UI as an operator uses it: a run is found by filtering on our search
 // attributes in a real headless browser, and a cancellation requested the way the UI requests it
 // (RequestCancelWorkflowExecution) ends the run `cancelled` in our database too.
 import assert from 'node:assert/strict';

@@ -67,7 +67,7 @@ export interface Config {
     /** Largest workflow input a start may send (R12d). */
     maxInputBytes: number;
   };
-  /** The `/metrics` endpoint and the health sampler of every process (issue #8). */
+  /** The `/metrics` endpoint and the health sampler of every process. */
   metrics: { enabled: boolean; host: string; port: number; sampleMs: number };
   worker: {
     /** On SIGINT/SIGTERM, how long running activities may finish before they are cancelled (R9). */

@@ -1,5 +1,5 @@
 /**
- * Health signals (issue #8, R10): task-queue backlog from Temporal's DescribeTaskQueue stats, the
+ * Health signals (R10): task-queue backlog from Temporal's DescribeTaskQueue stats, the
  * database's own (outbox, dead letters, compensations), and the rule that tells a backlog at
  * risk from a short spike. Used by the worker's sampler (metrics + `queue_sample` history) and by
  * `durable-fetch status`.

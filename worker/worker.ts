@@ -19,7 +19,7 @@ const require = createRequire(import.meta.url);
 export const WORKFLOWS_PATH = require.resolve('../workflows/index.ts');
 
 /**
- * Workflow interceptor modules (log context and header propagation, issue #8). The worker bundles
+ * Workflow interceptor modules (log context and header propagation). The worker bundles
  * them with {@link WORKFLOWS_PATH}; a pre-built `workflowBundle` must include them:
  * `bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES })`.
  */

@@ -75,7 +75,7 @@ export function workflowIdFor(key: BusinessKey): string {
 
 /**
  * Workflow id of the compensation of one claim (`round`) of a business key's run:
- * `compensate/<jobType>/<sourceId>/<date>/r<round>` (issue #6). One at a time per claim; a later
+ * `compensate/<jobType>/<sourceId>/<date>/r<round>`. One at a time per claim; a later
  * one (after `compensations retry`) reuses the id. Claims never share one, so the compensation of
  * an earlier claim never blocks a later claim's.
  */

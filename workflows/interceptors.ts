@@ -1,5 +1,5 @@
 /**
- * Workflow interceptors of durable-fetch (issue #8, R10): every log line of a workflow carries its
+ * Workflow interceptors of durable-fetch (R10): every log line of a workflow carries its
  * run's business key and correlation id (the SDK adds workflowId and runId), and every activity
  * and child workflow it starts gets both in its headers, so that their log lines carry them too
  * (activities/log-context.ts reads them).

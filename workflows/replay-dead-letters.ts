@@ -1,5 +1,5 @@
 /**
- * Durable, rate-limited replay of dead letters (issue #7, R8, R11): `durable-fetch dlq replay`
+ * Durable, rate-limited replay of dead letters (R8, R11): `durable-fetch dlq replay`
  * starts it with id `replay/<replayId>`, so it survives the CLI exiting and workers restarting.
  * It reserves the selected open letters, restarts each one's business-key workflow at most
  * `ratePerSecond` per second (a timer between two starts; Temporal's history, not a worker's

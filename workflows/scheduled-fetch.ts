@@ -1,5 +1,5 @@
 /**
- * The workflow a Temporal Schedule starts (issue #5, R6). Temporal gives scheduled workflows ids
+ * The workflow a Temporal Schedule starts (R6). Temporal gives scheduled workflows ids
  * with a timestamp suffix, so they can't be the business-key workflow themselves. This one is a
  * thin trigger: it derives the business date from the schedule's **nominal** time (the
  * `TemporalScheduledStartTime` search attribute Temporal sets — never a worker's clock), then runs

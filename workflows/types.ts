@@ -50,7 +50,7 @@ export interface ResumeState {
   pageSize: number;
   /** The source's partner retry preset, fixed for the run. */
   retryPolicy: PartnerPresetName;
-  /** The claim's `attempt`: downstream actions of this claim are recorded under it (issue #6). */
+  /** The claim's `attempt`: downstream actions of this claim are recorded under it. */
   round?: number;
   /** Whether the run ends with the job's downstream action (Source.submitSummary). */
   submitSummary?: boolean;
@@ -102,7 +102,7 @@ export type ClaimResult =
       submitSummary: boolean;
       /** The job's downstream action, when the run makes it. */
       downstreamAction?: string;
-      /** An operator paused the source: the run waits before its first page (issue #7). */
+      /** An operator paused the source: the run waits before its first page. */
       sourcePaused: boolean;
       /** The source's maximum run time (R9); absent from claims recorded before sources had one. */
       maxRunTimeMs?: number;

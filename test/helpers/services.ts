@@ -97,7 +97,7 @@ export async function startTestServices(log: (line: string) => void): Promise<Te
     await sweepStaleDatabases(adminUrl, log);
     const template = `df_template_${process.pid}`;
     const [server] = await Promise.all([
-      // With its Web UI: the browser test opens it (issue #5).
+      // With its Web UI: the browser test opens it.
       startDevServer({ cliPath: cli.path, port: 0 }).then((s) => {
         stops.push(() => s.stop());
         return s;
