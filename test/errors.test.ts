@@ -4,6 +4,7 @@ import { describe, it } from 'node:test';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { z } from 'zod';
 import { classify, failure, httpStatusFailure } from '../activities/errors.ts';
+import { DriverStatementError } from '../db/driver-error.ts';
 
 /** The parts of a failure that retries and dashboards depend on. */
 function shape(value: unknown): {
@@ -188,6 +189,43 @@ describe('errors', () => {
     }
     // A data-level Prisma error is not an outage.
     const unique = prismaError('P2002', { originalCode: '23505' });
+    assert.equal(shape(classify(unique, 'storePage')).type, 'Internal');
+  });
+
+  it('errors: a statement the engine sent through the driver classifies by its cause, as a Prisma one would (R7)', () => {
+    const driver = (cause: unknown) => new DriverStatementError('from the driver', { cause });
+    const outage: [string, Error, string][] = [
+      ['the socket reset', driver(withCode('read ECONNRESET', 'ECONNRESET')), 'ECONNRESET'],
+      [
+        'the session ended by an administrator',
+        driver(withCode('terminating connection', '57P01', { severity: 'FATAL' })),
+        '57P01',
+      ],
+      [
+        'a lock not granted in time',
+        driver(withCode('lock timeout', '55P03', { severity: 'ERROR' })),
+        '55P03',
+      ],
+      [
+        'the connection ended without a code',
+        driver(new Error('Connection terminated unexpectedly')),
+        'DRIVER_UNKNOWN',
+      ],
+      [
+        'a statement refused after its transaction ended',
+        new DriverStatementError('the transaction has already ended', { code: 'TRANSACTION_ENDED' }),
+        'TRANSACTION_ENDED',
+      ],
+    ];
+    for (const [what, err, code] of outage) {
+      assert.deepEqual(
+        shape(classify(err, 'storePage')),
+        { type: 'DatabaseUnavailable', nonRetryable: false, code },
+        what,
+      );
+    }
+    // A fact about the data is a bug, not an outage.
+    const unique = driver(withCode('duplicate key', '23505', { severity: 'ERROR' }));
     assert.equal(shape(classify(unique, 'storePage')).type, 'Internal');
   });
 
