@@ -2,7 +2,7 @@
  * `storePage`: one Prisma transaction moves a staged page into the business rows, writes its
  * outbox event and its idempotency record, fenced by the run's lease token (R1, R3, R4, R5).
  */
-import { commitPage, lockRunWithSource, takeStagedPage } from '../db/page-store.ts';
+import { commitPage, lockRunWithSource, type PageCommit, takeStagedPage } from '../db/page-store.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { jobTypeOf, pageKeyFor } from '../workflows/business-key.ts';
 import type { StorePageInput, StorePageResult } from '../workflows/types.ts';
@@ -11,6 +11,7 @@ import { failure } from './errors.ts';
 import { crashPoint } from './crash-points.ts';
 import { fingerprint } from './ids.ts';
 import { currentRunId, lostLease } from './lease.ts';
+import type { StoreResult } from './job-api/index.ts';
 import { byRecordId, inJob, jobOf } from './job-runtime.ts';
 import { jobEventRows } from './outbox.ts';
 import { sourceNotFound } from './sources.ts';
@@ -84,26 +85,17 @@ export function createStorePage(deps: ActivityDeps) {
         };
         const page = await inJob(job, 'storePage', () => job.storePage(tx, records, ctx));
         const recordCount = checkedStoreResult(page, records.length, what);
-        const events = jobEventRows({ stepKey: key, fetchRunId: input.fetchRunId, events: page.events, now });
-        const eventIds = events.map((e) => e.id);
-        // `eventId` is the page's first event (the one event of pages stored before jobs had many).
-        const result = { eventId: eventIds[0] ?? null, eventIds, recordCount };
-        const committed = await commitPage(sql, {
-          fence: input,
-          sourceId: input.sourceId,
-          events,
-          record: {
-            key,
-            fingerprint: fingerprint(staged.records),
-            // With the partner's next cursor: a reset execution asking for this page again gets it back.
-            result: { ...result, nextCursor: input.nextCursor },
-            createdAt: now,
-            expiresAt: new Date(now.getTime() + deps.idempotencyRetentionMs),
-          },
-          run: { pagesStored: input.pageNo + 1, recordCount, cursor: input.nextCursor },
+        const { result, commit } = pageCommitOf(input, {
+          key,
+          stagedRecords: staged.records,
+          events: page.events,
+          recordCount,
+          now,
+          retentionMs: deps.idempotencyRetentionMs,
           leaseTtlMs: deps.leaseTtlMs,
           workflowRunId: currentRunId(),
         });
+        const committed = await commitPage(sql, commit);
         if (!committed.advanced) throw await lostLease(tx, input);
         crashPoint(deps.crashPoint, 'before-commit');
         return { ...result, replayed: false, sourcePaused: committed.paused };
@@ -113,6 +105,49 @@ export function createStorePage(deps: ActivityDeps) {
     if (!stored.replayed) crashPoint(deps.crashPoint, 'after-commit');
     return stored;
   };
+}
+
+/**
+ * What storing a page writes beside the job's rows (db/page-store.ts `commitPage`): its outbox
+ * events, with ids derived from the page key, its idempotency record and the run's advance; and
+ * the step's result. The one place both are built (the activity, and the bench's plain-`pg`
+ * baseline of it).
+ */
+export function pageCommitOf(
+  input: StorePageInput,
+  page: {
+    key: string;
+    stagedRecords: unknown[];
+    events: StoreResult['events'];
+    recordCount: number;
+    now: Date;
+    retentionMs: number;
+    leaseTtlMs: number;
+    workflowRunId: string | undefined;
+  },
+): { result: StoredResult; commit: PageCommit } {
+  const { key, now } = page;
+  const events = jobEventRows({ stepKey: key, fetchRunId: input.fetchRunId, events: page.events, now });
+  const eventIds = events.map((e) => e.id);
+  // `eventId` is the page's first event (the one event of pages stored before jobs had many).
+  const result = { eventId: eventIds[0] ?? null, eventIds, recordCount: page.recordCount };
+  const commit = {
+    fence: input,
+    sourceId: input.sourceId,
+    events,
+    record: {
+      key,
+      fingerprint: fingerprint(page.stagedRecords),
+      // With the partner's next cursor: a reset execution asking for this page again gets it back.
+      result: { ...result, nextCursor: input.nextCursor },
+      createdAt: now,
+      expiresAt: new Date(now.getTime() + page.retentionMs),
+    },
+    run: { pagesStored: input.pageNo + 1, recordCount: page.recordCount, cursor: input.nextCursor },
+    leaseTtlMs: page.leaseTtlMs,
+    workflowRunId: page.workflowRunId,
+  };
+  return { result, commit };
 }
 
 /**

@@ -8,10 +8,9 @@
  * upsert, which the activity sends through Prisma's transaction client, goes through `pg` here.
  */
 import pg from 'pg';
-import { fingerprint } from '../activities/ids.ts';
 import type { JobRegistry } from '../activities/job-api/registry.ts';
 import { byRecordId, jobOf } from '../activities/job-runtime.ts';
-import { jobEventRows } from '../activities/outbox.ts';
+import { pageCommitOf } from '../activities/store-page.ts';
 import { commitPage, lockRunWithSource, takeStagedPage } from '../db/page-store.ts';
 import { driverSql } from '../db/transaction.ts';
 import type { Prisma } from '../prisma/generated/client.ts';
@@ -66,8 +65,9 @@ export function countingPool(config: pg.PoolConfig): CountingPool {
 
 /**
  * One page stored as storePage stores it — the same statements from db/page-store.ts and the demo
- * job's upsert, the same checks and the same JSON work — through `pool`. Bench pages are stored
- * once, so the replay and refusal branches are not taken; any refusal throws.
+ * job's upsert, the same checks and the same JSON work (the commit built by the activity's
+ * `pageCommitOf`) — through `pool`. Bench pages are stored once, so the replay and refusal
+ * branches are not taken; any refusal throws.
  */
 export async function baselineStorePage(
   pool: pg.Pool,
@@ -93,28 +93,17 @@ export async function baselineStorePage(
     const ctx = { source: view, ...input, now };
     // The demo job sends only `$executeRaw` on its transaction client.
     const page = await job.storePage(tx as Prisma.TransactionClient, records, ctx);
-    const events = jobEventRows({ stepKey: key, fetchRunId: input.fetchRunId, events: page.events, now });
-    const eventIds = events.map((e) => e.id);
-    const result = {
-      eventId: eventIds[0] ?? null,
-      eventIds,
+    const { result, commit } = pageCommitOf(input, {
+      key,
+      stagedRecords: staged.records,
+      events: page.events,
       recordCount: page.recordCount ?? records.length,
-    };
-    const committed = await commitPage(tx, {
-      fence: input,
-      sourceId: input.sourceId,
-      events,
-      record: {
-        key,
-        fingerprint: fingerprint(staged.records),
-        result: { ...result, nextCursor: input.nextCursor },
-        createdAt: now,
-        expiresAt: new Date(now.getTime() + opts.retentionMs),
-      },
-      run: { pagesStored: input.pageNo + 1, recordCount: result.recordCount, cursor: input.nextCursor },
+      now,
+      retentionMs: opts.retentionMs,
       leaseTtlMs: opts.leaseTtlMs,
       workflowRunId: undefined,
     });
+    const committed = await commitPage(tx, commit);
     if (!committed.advanced) throw new Error('lease lost');
     await client.query('COMMIT');
     return result.eventId;

@@ -35,7 +35,8 @@ const statementName = statementNamer();
  * point an error at its caller's source line (about 0.4 ms of CPU per store transaction); errors
  * here are classified by their code and logged by the activity that saw them, with its own name.
  * The engine's own statements may skip the client on the same pool (db/transaction.ts
- * `engineSql`, `inTransaction`).
+ * `engineSql`, `inTransaction`). `$disconnect()` ends that pool too: the client is not for use
+ * after it.
  */
 export function prismaOn(
   pool: pg.Pool | pg.PoolConfig,
