@@ -102,6 +102,43 @@ void describe('temporal dev server', () => {
     });
   });
 
+  void test('dev-server: a Go crash during startup is reported by its cause, not by the bottom of its stack trace', async () => {
+    // Shaped like the CLI's own crash when it cannot assign an ephemeral port: the cause, then a
+    // trace of goroutine 1 whose last lines are the command-line parser and main.
+    const frames = Array.from(
+      { length: 30 },
+      (_, i) => `echo "github.com/spf13/cobra.frame${i}(...)"; echo "\t/cobra/command.go:${1000 + i} +0x2a"`,
+    ).join('; ');
+    const fake = await fakeCli(
+      [
+        'echo "time=2026-12-05T01:17:52 level=WARN msg=\\"starting\\""',
+        'echo "panic: failed assigning ephemeral port: connect: cannot assign requested address" >&2',
+        'echo "" >&2',
+        'echo "goroutine 1 [running]:" >&2',
+        'echo "github.com/temporalio/cli/internal/devserver.MustGetFreePort(...)" >&2',
+        'echo "\t/cli/internal/devserver/freeport.go:89 +0x73" >&2',
+        frames,
+        'echo "main.main()"; echo "\t/cli/cmd/temporal/main.go:18 +0x8e"',
+        'exit 2',
+      ].join('\n'),
+    );
+    await assert.rejects(startDevServer({ cliPath: fake, port: 0, headless: true }), (error) => {
+      assert.ok(isUserFacingError(error));
+      assert.match(
+        error.message,
+        /exited with code 2 during startup\. It crashed: panic: failed assigning ephemeral port: connect: cannot assign requested address\n/,
+      );
+      assert.match(error.message, /Its log around the crash:\ntime=\S+ level=WARN msg="starting"\npanic: /);
+      assert.match(
+        error.message,
+        /devserver\.MustGetFreePort\(\.\.\.\)\n\t\/cli\/internal\/devserver\/freeport\.go:89/,
+      );
+      assert.match(error.message, /… \(\d+ more lines\)$/);
+      assert.doesNotMatch(error.message, /main\.main/, 'the bottom of the trace is left out');
+      return true;
+    });
+  });
+
   void test('dev-server: a server that never gets ready is killed after readyTimeoutMs', async () => {
     const pidFile = path.join(tmp, 'hung.pid');
     const fake = await fakeCli(`echo $$ > '${pidFile}'; exec sleep 60`);

@@ -149,13 +149,14 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     })());
 
   const failure = async (what: string) => {
-    const tail = await readTail(logFile, 15);
+    const excerpt = devServerLogExcerpt(await readTail(logFile, 400));
     await stop();
-    const portHint = /address already in use/i.test(tail)
+    const portHint = /address already in use/i.test(excerpt.lines)
       ? ` Port ${port} (or ${uiPort}) is already in use.`
       : '';
+    const crash = excerpt.crash ? ` It crashed: ${excerpt.crash}` : '';
     return new UserFacingError(
-      `Temporal dev server (${options.cliPath}) ${what}.${portHint}\nLast lines of its log${options.logFile ? ` (${logFile})` : ''}:\n${tail || '(empty)'}`,
+      `Temporal dev server (${options.cliPath}) ${what}.${portHint}${crash}\n${excerpt.heading}${options.logFile ? ` (${logFile})` : ''}:\n${excerpt.lines || '(empty)'}`,
       'TEMPORAL_DEV_SERVER_FAILED',
     );
   };
@@ -200,6 +201,27 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     `Temporal dev server ready at ${address}${uiUrl ? ` (UI ${uiUrl})` : ''} in ${Date.now() - started} ms`,
   );
   return { address, ...(uiUrl ? { uiUrl } : {}), pid: child.pid!, stop };
+}
+
+const LOG_TAIL_LINES = 15;
+const LINES_BEFORE_CRASH = 4;
+const CRASH_LINES = 8;
+
+/**
+ * What of a failed server's log to show. A Go crash (`panic:` or `fatal error:`) prints its cause
+ * first and then a stack trace of dozens of lines, so the log's last lines are only the bottom of
+ * that trace (the command-line parser, `main`): then the lines just before the crash, its message
+ * and its first frames are shown instead. Otherwise the last lines. `lines` is the log's non-empty
+ * lines, oldest first.
+ */
+export function devServerLogExcerpt(lines: string): { heading: string; lines: string; crash?: string } {
+  const all = lines.split('\n');
+  // The last one: a log file kept across starts may hold an earlier start's crash too.
+  const at = all.findLastIndex((line) => /^(panic|fatal error): /.test(line));
+  if (at < 0) return { heading: 'Last lines of its log', lines: all.slice(-LOG_TAIL_LINES).join('\n') };
+  const shown = all.slice(Math.max(0, at - LINES_BEFORE_CRASH), at + CRASH_LINES);
+  if (at + CRASH_LINES < all.length) shown.push(`… (${all.length - at - CRASH_LINES} more lines)`);
+  return { heading: 'Its log around the crash', lines: shown.join('\n'), crash: all[at] };
 }
 
 /** Describes the namespace (throws until it exists) and lists which search attributes are missing. */

@@ -69,6 +69,7 @@ export async function startTestServices(log: (line: string) => void): Promise<Te
     for (const fn of stops.reverse())
       await fn().catch((err: unknown) => log(`cleanup failed: ${String(err)}`));
   };
+  let bundling: Promise<string> | undefined;
   try {
     const postgresAdminUrl = async (): Promise<string> => {
       if (process.env.DATABASE_URL) return withDatabaseName(process.env.DATABASE_URL, 'postgres');
@@ -89,7 +90,8 @@ export async function startTestServices(log: (line: string) => void): Promise<Te
       return server.adminUrl;
     };
     // Alongside the services: bundling is CPU, they are mostly waiting.
-    const bundling = writeWorkflowBundle(stops);
+    bundling = writeWorkflowBundle(stops);
+    bundling.catch(() => {}); // awaited below; this only keeps an early failure from being unhandled
     const [cli, adminUrl] = await Promise.all([
       resolveTemporalCli({ projectRoot: PROJECT_ROOT, cliPath: process.env.TEMPORAL_CLI_PATH, log }),
       postgresAdminUrl(),
@@ -124,6 +126,9 @@ export async function startTestServices(log: (line: string) => void): Promise<Te
       stop,
     };
   } catch (err) {
+    // The bundling may still run: it must settle before stop() removes its directory, or its
+    // write fails unobserved and ends the process with that error instead of this one.
+    await bundling?.catch(() => {});
     await stop();
     throw err;
   }
