@@ -78,6 +78,7 @@ export function createStorePage(deps: ActivityDeps) {
         const records = byRecordId(job, staged.records, what);
         const ctx = {
           source: view,
+          sql,
           businessDate: input.businessDate,
           fetchRunId: input.fetchRunId,
           pageNo: input.pageNo,

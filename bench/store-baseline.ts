@@ -90,8 +90,8 @@ export async function baselineStorePage(
       throw new Error('staged page mismatch');
     }
     const records = byRecordId(job, staged.records, 'baseline');
-    const ctx = { source: view, ...input, now };
-    // The demo job sends only `$executeRaw` on its transaction client.
+    const ctx = { source: view, ...input, now, sql: tx };
+    // The demo job writes through `ctx.sql` only.
     const page = await job.storePage(tx as Prisma.TransactionClient, records, ctx);
     const { result, commit } = pageCommitOf(input, {
       key,

@@ -3,21 +3,29 @@
  * jobs whose records have no table of their own store them: the demo job and the declarative
  * `http` job. One `fetch.page_stored` event per page lists the page's ids.
  */
-import type { Prisma } from '../prisma/generated/client.ts';
-import type { RecordsReconcile, StoreContext, StoreResult } from '../activities/job-api/index.ts';
+import type {
+  RecordsReconcile,
+  StoreContext,
+  StoreResult,
+  TransactionSql,
+} from '../activities/job-api/index.ts';
 
 /** Topic of the event each stored page emits. */
 export const PAGE_STORED_TOPIC = 'fetch.page_stored';
 
-/** Upserts a page's records (`data` as the partner sent it) and returns the page's event. */
+/**
+ * Upserts a page's records (`data` as the partner sent it) on `sql`, the page's transaction (pass
+ * `ctx.sql`: one statement whose parameter is the page's JSON, cheapest through the driver), and
+ * returns the page's event.
+ */
 export async function storeFetchedRecords(
-  tx: Prisma.TransactionClient,
+  sql: Pick<TransactionSql, '$executeRaw'>,
   rows: readonly { external_id: string; data: unknown }[],
   ctx: StoreContext<unknown>,
 ): Promise<StoreResult> {
   const date = new Date(`${ctx.businessDate}T00:00:00Z`);
   if (rows.length > 0) {
-    await tx.$executeRaw`
+    await sql.$executeRaw`
       INSERT INTO fetched_record (source_id, external_id, business_date, fetch_run_id, data, created_at, updated_at)
       SELECT ${ctx.source.id}, r.external_id, ${date}::date, ${ctx.fetchRunId}::uuid, r.data, ${ctx.now}, ${ctx.now}
         FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(external_id text, data jsonb)

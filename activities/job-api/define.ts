@@ -72,8 +72,18 @@ export interface StoredRecord<R> {
   record: R;
 }
 
+/** Raw statements on a store's transaction: `$queryRaw` and `$executeRaw` as Prisma has them. */
+export type TransactionSql = Pick<Prisma.TransactionClient, '$queryRaw' | '$executeRaw'>;
+
 export interface StoreContext<Config> {
   source: JobSource<Config>;
+  /**
+   * Raw statements on the page's transaction itself, sent on its own connection by the driver under
+   * Prisma's adapter: the same transaction and effect as `tx.$executeRaw`, without the Prisma
+   * client's cost per statement (which grows with kilobytes of JSON parameters). For the typed
+   * model API, use `tx`.
+   */
+  sql: TransactionSql;
   businessDate: string;
   /** The run (`FetchRun` id): reference it from business rows to trace them back. */
   fetchRunId: string;

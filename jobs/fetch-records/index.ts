@@ -17,9 +17,9 @@ export const fetchRecordsJob = defineJob<Record<string, never>, PartnerRecord>({
     'records from a partner speaking GET /sources/:id/records (the demo partner), into fetched_record',
   recordId: (record) => record.id,
   fetchPage: fetchRecordsPage,
-  storePage: (tx, records, ctx) =>
+  storePage: (_tx, records, ctx) =>
     storeFetchedRecords(
-      tx,
+      ctx.sql,
       records.map((r) => ({ external_id: r.id, data: r.record })),
       ctx,
     ),

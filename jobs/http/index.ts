@@ -150,9 +150,9 @@ export const httpJob = defineJob<HttpJobConfig, KeyedRecord>({
   config: httpJobConfigSchema,
   recordId: (r) => r.id,
   fetchPage: fetchHttpPage,
-  storePage: (tx, records, ctx) =>
+  storePage: (_tx, records, ctx) =>
     storeFetchedRecords(
-      tx,
+      ctx.sql,
       records.map((r) => ({ external_id: r.id, data: r.record.record })),
       ctx,
     ),
