@@ -159,6 +159,10 @@ export async function benchOutbox(opts: BenchOptions): Promise<BenchSection> {
   const db = await useTestDatabase();
   await db.prisma.$disconnect();
   const pool = new pg.Pool({ connectionString: db.url, max: 4 });
+  // pg-pool's end() resolves before its idle clients' sockets have closed, so the database's drop
+  // at teardown can terminate one of them after it (57P01): that must not crash the bench, whose
+  // queries report their own failures.
+  pool.on('error', () => undefined);
   // The publisher's client as `durable-fetch publisher` opens it: its own pool, sized the same way.
   const prisma = createPrisma(db.url, publisherPool(OPTIONS.loops));
   const partner = spawnTs(['partner/main.ts', '--port', '0'], {});
