@@ -214,7 +214,7 @@ const CRASH_LINES = 8;
  * and its first frames are shown instead. Otherwise the last lines. `lines` is the log's non-empty
  * lines, oldest first.
  */
-export function devServerLogExcerpt(lines: string): { heading: string; lines: string; crash?: string } {
+function devServerLogExcerpt(lines: string): { heading: string; lines: string; crash?: string } {
   const all = lines.split('\n');
   // The last one: a log file kept across starts may hold an earlier start's crash too.
   const at = all.findLastIndex((line) => /^(panic|fatal error): /.test(line));
