@@ -196,8 +196,9 @@ export interface JobDefinition<Config = Record<string, never>, R = Record<string
   /** Fetches one partner response. A read: repeat-safe. */
   fetchPage(ctx: FetchContext<Config>): Promise<FetchedPage<R>>;
   /**
-   * Writes the page's business rows through `tx` only, and returns its events. Deterministic: the
-   * same records must write the same rows (a retry may run it again after a rollback).
+   * Writes the page's business rows through `tx` or `ctx.sql` only (both are the page's
+   * transaction), and returns its events. Deterministic: the same records must write the same rows
+   * (a retry may run it again after a rollback).
    */
   storePage(
     tx: Prisma.TransactionClient,
