@@ -26,6 +26,7 @@ const SOURCE_COLUMNS: Record<keyof Source, string> = {
   submitSummary: 'submit_summary',
   submitMaxProcessingMs: 'submit_max_processing_ms',
   maxRunTimeMs: 'max_run_time_ms',
+  localFetch: 'local_fetch',
   pausedAt: 'paused_at',
   pausedReason: 'paused_reason',
   pausedBy: 'paused_by',

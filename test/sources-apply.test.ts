@@ -174,7 +174,7 @@ describe('sources apply', { timeout: 300_000 }, () => {
     assert.equal(result.stdout, '');
     assert.deepEqual(lines(result.stderr), [
       `durable-fetch: ${bad}: 5 problems, nothing was changed:`,
-      `${bad}: sources[0].colour: unknown key (expected: id, job, name, baseUrl, credentialsRef, timezone, pageSize, retryPolicy, downstream, submitSummary, submitMaxProcessingMs, maxRunTimeMs, enabled, schedule, config)`,
+      `${bad}: sources[0].colour: unknown key (expected: id, job, name, baseUrl, credentialsRef, timezone, pageSize, retryPolicy, downstream, submitSummary, submitMaxProcessingMs, maxRunTimeMs, localFetch, enabled, schedule, config)`,
       `${bad}: sources[0].pageSize: expected an integer 1..1000`,
       `${bad}: sources[1].config.account: Too small: expected string to have >=1 characters`,
       `${bad}: sources[1].config: Unrecognized key: "extra"`,

@@ -47,6 +47,7 @@ interface AddOpts {
   submitSummary?: boolean;
   submitMaxProcessing?: number;
   maxRunTime?: number;
+  localFetch?: boolean;
   downstream?: string;
   reason: string;
   by?: string;
@@ -86,6 +87,10 @@ export function registerSourcesAdd(sources: Command, ctx: () => CliContext): () 
       'the longest one run may take, pauses and retries included, then it ends DeadlineExceeded: 90s, 30m, 24h, 2d (default 24h)',
       durationMsArg,
     )
+    .option(
+      '--local-fetch',
+      "fetch partner pages as local activities, for fast partners: fewer round trips to Temporal, but no heartbeat, fairness key or queue rate limit (R8), and slow calls hold the slots every run's database steps share; ignored when its downstream is isolated (default: activity tasks)",
+    )
     .option('--downstream <name>', 'the downstream its actions go to (default "default")')
     .requiredOption('--reason <text>', 'why (1..1000 characters; audited)')
     .option('--by <who>', 'who (default: the OS user)')
@@ -111,6 +116,7 @@ export function registerSourcesAdd(sources: Command, ctx: () => CliContext): () 
         submitSummary: opts.submitSummary,
         submitMaxProcessingMs: opts.submitMaxProcessing,
         maxRunTimeMs: opts.maxRunTime,
+        localFetch: opts.localFetch,
         downstream: opts.downstream,
       };
       const c = ctx();

@@ -24,8 +24,8 @@ takes, camelCase, checked by the same rules (config by the source's job):
       config: {}
 
 Other keys: name, timezone, pageSize, retryPolicy, downstream, submitSummary,
-submitMaxProcessingMs, maxRunTimeMs, enabled. A setting left out means its default (what \`sources add\` gives),
-so removing a line resets the value. sources.schema.json (\`npm run schema:sources\`) is the
+submitMaxProcessingMs, maxRunTimeMs, localFetch, enabled. A setting left out means its default
+(what \`sources add\` gives), so removing a line resets the value. sources.schema.json (\`npm run schema:sources\`) is the
 file's JSON Schema, for editors. Each problem is one line: <file>: <path>: <message>.
 
 An optional "downstreams" list sets each partner's R8 limits (a source names its partner with

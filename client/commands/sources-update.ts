@@ -26,6 +26,7 @@ interface UpdateOpts {
   submitSummary?: boolean;
   submitMaxProcessing?: number;
   maxRunTime?: number;
+  localFetch?: boolean;
   config?: string;
   job?: string;
   reason: string;
@@ -62,6 +63,11 @@ export function registerSourcesUpdate(sources: Command, ctx: () => CliContext): 
       'the longest one run may take, pauses and retries included (new runs; then DeadlineExceeded): 90s, 30m, 24h, 2d',
       durationMsArg,
     )
+    .option(
+      '--local-fetch',
+      "fetch partner pages as local activities, for fast partners: fewer round trips to Temporal, but no heartbeat, fairness key or queue rate limit (R8), and slow calls hold the slots every run's database steps share; ignored when its downstream is isolated (new runs)",
+    )
+    .option('--no-local-fetch', 'fetch partner pages as activity tasks on a task queue (new runs)')
     .option('--config <json|@file>', "the job's settings as JSON, or @file to read them (checked by the job)")
     .option('--job <type>', "refused: a source's job type never changes (add a new source instead)")
     .requiredOption('--reason <text>', 'why (1..1000 characters; audited)')
@@ -97,6 +103,7 @@ Example:
         submitSummary: opts.submitSummary,
         submitMaxProcessingMs: opts.submitMaxProcessing,
         maxRunTimeMs: opts.maxRunTime,
+        localFetch: opts.localFetch,
         config: config?.value,
       };
       const c = ctx();

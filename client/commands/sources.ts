@@ -131,6 +131,7 @@ export function registerSources(program: Command, ctx: () => CliContext): void {
         ['submit summary', found.submitSummary ? 'yes' : 'no'],
         ['submit max processing', `${found.submitMaxProcessingMs} ms`],
         ['max run time', `${duration(found.maxRunTimeMs)} (then DeadlineExceeded)`],
+        ['local fetch', found.localFetch ? 'yes (ignored while its downstream is isolated)' : 'no'],
         ['downstream', found.downstream],
         ['schedule', m.scheduleSummary(found.schedule)],
         ['schedule config', found.schedule === null ? '' : JSON.stringify(found.schedule)],

@@ -34,6 +34,7 @@ export interface SourceChanges {
   submitSummary?: boolean;
   submitMaxProcessingMs?: number;
   maxRunTimeMs?: number;
+  localFetch?: boolean;
   /** The job's config, checked by the job's schema (its defaults applied) before it is stored. */
   config?: unknown;
 }
@@ -52,6 +53,7 @@ export const FIELD_OPTIONS: Record<SourceField, string> = {
   submitSummary: '--submit-summary',
   submitMaxProcessingMs: '--submit-max-processing',
   maxRunTimeMs: '--max-run-time',
+  localFetch: '--local-fetch',
   config: '--config',
 };
 
@@ -165,6 +167,7 @@ export const FIELD_SCHEMAS = {
     .int(runTimeError)
     .min(RUN_TIME_MS.min, runTimeError)
     .max(RUN_TIME_MS.max, runTimeError),
+  localFetch: z.boolean(),
   // Its shape is the job's: checkJobConfig checks it once the job is known.
   config: z.unknown(),
 } satisfies Record<SourceField, z.ZodType>;
@@ -185,6 +188,7 @@ const changesSchema = z.strictObject({
   submitSummary: FIELD_SCHEMAS.submitSummary.optional(),
   submitMaxProcessingMs: FIELD_SCHEMAS.submitMaxProcessingMs.optional(),
   maxRunTimeMs: FIELD_SCHEMAS.maxRunTimeMs.optional(),
+  localFetch: FIELD_SCHEMAS.localFetch.optional(),
   config: FIELD_SCHEMAS.config.optional(),
 });
 

@@ -27,6 +27,7 @@ export const SOURCE_DEFAULTS = {
   submitSummary: false,
   submitMaxProcessingMs: 60_000,
   maxRunTimeMs: 86_400_000,
+  localFetch: false,
   schedule: null,
 } as const;
 
@@ -63,6 +64,11 @@ function sourceSchema(jobTypes: readonly string[]) {
       .default(d.maxRunTimeMs)
       .describe(
         'The longest (ms) one run may take, pauses and retries included (R9); then DeadlineExceeded.',
+      ),
+    localFetch: FIELD_SCHEMAS.localFetch
+      .default(d.localFetch)
+      .describe(
+        'Fetch partner pages as local activities: fewer round trips to Temporal, but no heartbeat, no fairness key or queue rate limit (R8); ignored when its downstream is isolated.',
       ),
     enabled: FIELD_SCHEMAS.enabled.default(d.enabled).describe('Disabled sources do not run.'),
     schedule: sourceScheduleSchema

@@ -58,6 +58,7 @@ export function wantedOf(desired: DesiredSource): Record<UpdatableField, unknown
     submitSummary: f.submitSummary ?? d.submitSummary,
     submitMaxProcessingMs: f.submitMaxProcessingMs ?? d.submitMaxProcessingMs,
     maxRunTimeMs: f.maxRunTimeMs ?? d.maxRunTimeMs,
+    localFetch: f.localFetch ?? d.localFetch,
     config: checked.config,
     downstream: input.downstream ?? d.downstream,
     schedule: input.schedule ?? d.schedule,
