@@ -134,6 +134,9 @@ export function createClaimRun(deps: ActivityDeps) {
         // Only when it is not the default: a resume state without new fields stays readable by
         // the build before this one (a rollback), as long as the downstream is not isolated.
         ...(weight === 1 ? {} : { partnerWeight: weight }),
+        // An isolated downstream's own task queue is the point of isolating it: its fetches stay
+        // activity tasks there, whatever the source asks.
+        ...(source.localFetch && !downstream.isolated ? { localFetch: true } : {}),
       };
     }
     const current = await findRunByKey(db, runKey);

@@ -1,7 +1,8 @@
 /**
  * `fetchPage`: collects one stored page's worth of records from the partner, following the
  * partner's own cursors, and stages them in PostgreSQL (`fetched_page`) as it goes. It heartbeats
- * the cursor; a retried attempt resumes from what is staged instead of asking the partner again.
+ * the cursor (unless it runs as a local activity); a retried attempt resumes from what is staged
+ * instead of asking the partner again.
  */
 import { Context } from '@temporalio/activity';
 import {
@@ -23,7 +24,7 @@ import type { ActivityDeps } from './deps.ts';
 import { throughBreaker } from './breaker-guard.ts';
 import { failure } from './errors.ts';
 import { crashPoint } from './crash-points.ts';
-import { heartbeatEvery } from './heartbeat.ts';
+import { heartbeatEvery, heartbeatNow } from './heartbeat.ts';
 import { observed } from './observe.ts';
 import { currentRunId, lostLease, renewLease } from './lease.ts';
 import { checkedPage, inJob, jobOf, partnerAccess } from './job-runtime.ts';
@@ -184,7 +185,7 @@ export function createFetchPage(deps: ActivityDeps) {
           ctx.log.warn('another attempt staged this page first', { pageNo: input.pageNo });
         }
         at = state(staged);
-        ctx.heartbeat(progress());
+        heartbeatNow(ctx, progress());
       }
     } finally {
       stopHeartbeats();

@@ -2,8 +2,10 @@
  * `npm run bench`, job overhead: durable-fetch's run of a job against a bare Temporal workflow
  * that runs as many regular activities as no-ops (bench/bare-workflows.ts) — what the project's
  * guarantees cost next to the round trips a naive design spends. Both workers are real processes
- * with the same settings on one dev server; the phases alternate (ABBA), so a warming or cooling
- * machine favours neither. Pages of 100 records, two per run, with and without the downstream step.
+ * with the same settings on one dev server; the phases rotate, so a warming or cooling machine
+ * favours none. Pages of 100 records, two per run, with and without the downstream step. A third
+ * side runs the same job for a source that chose local page fetches (`localFetch`): the same
+ * steps, its partner calls as local activities instead of activity tasks.
  */
 import { pathToFileURL } from 'node:url';
 import type { Client } from '@temporalio/client';
@@ -38,13 +40,17 @@ export async function benchOverhead(opts: BenchOptions): Promise<BenchSection> {
   try {
     await createSource(db.prisma, 'ovh-plain', partner.url, { pageSize: PAGE_SIZE });
     await createSource(db.prisma, 'ovh-step', partner.url, { pageSize: PAGE_SIZE, submitSummary: true });
+    const local = { pageSize: PAGE_SIZE, localFetch: true };
+    await createSource(db.prisma, 'ovh-plain-local', partner.url, local);
+    await createSource(db.prisma, 'ovh-step-local', partner.url, { ...local, submitSummary: true });
     const ctx = { temporal: client, prisma: db.prisma, taskQueue: workers.oursQueue };
     const kinds = { plain: 'ovh-plain', step: 'ovh-step' } as const;
+    const localKinds = { plain: 'ovh-plain-local', step: 'ovh-step-local' } as const;
     const steps = { plain: 0, step: 0 };
     opts.say('overhead: warming up both workers…');
     for (const kind of ['plain', 'step'] as const) {
       const started = await Promise.all(
-        Array.from({ length: 10 }, () => startRun(ctx, kinds[kind], RECORDS)),
+        Array.from({ length: 10 }, (_, i) => startRun(ctx, (i % 2 ? localKinds : kinds)[kind], RECORDS)),
       );
       await settleAll(started);
       const [one] = await db.prisma.fetchRun.findMany({ where: { sourceId: kinds[kind] }, take: 1 });
@@ -56,20 +62,22 @@ export async function benchOverhead(opts: BenchOptions): Promise<BenchSection> {
     }
     const phases: Record<string, PhaseResult[]> = {};
     const add = (key: string, r: PhaseResult) => (phases[key] ??= []).push(r);
+    const sides = ['ours', 'bare', 'local'] as const;
     for (let rep = 0; rep < repeats; rep++) {
       for (const kind of ['plain', 'step'] as const) {
-        const order = (rep + (kind === 'step' ? 1 : 0)) % 2 === 0 ? ['ours', 'bare'] : ['bare', 'ours'];
+        const shift = (rep + (kind === 'step' ? 1 : 0)) % sides.length;
+        const order = [...sides.slice(shift), ...sides.slice(0, shift)];
         for (const who of order) {
           opts.say(
             `overhead: ${runs} runs at once, ${kind === 'step' ? 'with' : 'no'} downstream step, ${who} (${rep + 1}/${repeats})…`,
           );
           const result =
-            who === 'ours'
-              ? await measurePhase(workers.ours, workers.serverPid, runs, () =>
-                  startRun(ctx, kinds[kind], RECORDS),
-                )
-              : await measurePhase(workers.bare, workers.serverPid, runs, () =>
+            who === 'bare'
+              ? await measurePhase(workers.bare, workers.serverPid, runs, () =>
                   startBare(client, workers.bareQueue, steps[kind]),
+                )
+              : await measurePhase(workers.ours, workers.serverPid, runs, () =>
+                  startRun(ctx, (who === 'local' ? localKinds : kinds)[kind], RECORDS),
                 );
           add(`${kind}-${who}`, result);
         }
@@ -83,7 +91,10 @@ export async function benchOverhead(opts: BenchOptions): Promise<BenchSection> {
           : `no downstream step (${steps.plain} steps)`;
       const of = (who: string, field: keyof PhaseResult) =>
         median((phases[`${kind}-${who}`] ?? []).map((p) => p[field]));
-      const pair = (field: keyof PhaseResult) => ({ ours: of('ours', field), baseline: of('bare', field) });
+      const pair = (field: keyof PhaseResult, who = 'ours') => ({
+        ours: of(who, field),
+        baseline: of('bare', field),
+      });
       const rate = pair('runsPerSecond');
       rows.push({
         scenario: `runs/s, ${label}`,
@@ -119,6 +130,28 @@ export async function benchOverhead(opts: BenchOptions): Promise<BenchSection> {
           ...cpu,
           unit: 'ms',
           ratio: cpu.ours > 0 ? round(cpu.baseline / cpu.ours) : null,
+        });
+      }
+      // The same job for a source that chose local page fetches, against the same bare workflow.
+      const localRate = pair('runsPerSecond', 'local');
+      rows.push({
+        scenario: `runs/s, local page fetches, ${label}`,
+        ...localRate,
+        unit: 'runs/s',
+        ratio: round(localRate.ours / localRate.baseline),
+        goal: '≥ 1.0',
+      });
+      for (const [field, what] of [
+        ['workerCpuMsPerRun', 'worker CPU per run'],
+        ['serverCpuMsPerRun', 'Temporal server CPU per run'],
+        ['machineCpuMsPerRun', 'machine CPU per run (every process)'],
+      ] as const) {
+        const cpu = pair(field, 'local');
+        rows.push({
+          scenario: `${what}, local page fetches, ${label}`,
+          ...cpu,
+          unit: 'ms',
+          ratio: round(cpu.baseline / cpu.ours),
         });
       }
     }

@@ -22,7 +22,7 @@ import {
   submit,
 } from './history-scenarios-fetch.ts';
 import { isolated } from './history-scenarios-downstream.ts';
-import { localPause, localSteps, localSubmit } from './history-scenarios-local.ts';
+import { localFetch, localPause, localSteps, localSubmit } from './history-scenarios-local.ts';
 import {
   compensationCancelled,
   compensationFailed,
@@ -66,4 +66,5 @@ export const SCENARIOS: readonly Scenario[] = [
   localSteps,
   localSubmit,
   localPause,
+  localFetch,
 ];

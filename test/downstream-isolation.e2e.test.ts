@@ -63,12 +63,19 @@ describe('downstream isolation (R8)', { concurrency: true, timeout: 110_000 }, (
       downstream: 'dsi-fast',
     });
     await createSource(stack.db.prisma, 'dsi-shared', stack.partner.url, { pageSize: 50 });
+    // Local fetches would bypass the downstream's queue, its slots and rate limits: not for it.
+    await createSource(stack.db.prisma, 'dsi-local', stack.partner.url, {
+      pageSize: 50,
+      downstream: 'dsi-fast',
+      localFetch: true,
+    });
     const runs = [
       ...(await startRuns(stack, 'dsi-weighted', ['2025-05-01'])),
       ...(await startRuns(stack, 'dsi-shared', ['2025-05-01'])),
+      ...(await startRuns(stack, 'dsi-local', ['2025-05-01'])),
     ];
     await succeeded(runs);
-    const [weighted, shared] = await Promise.all(runs.map((r) => fetchDispatch(r.workflowId)));
+    const [weighted, shared, local] = await Promise.all(runs.map((r) => fetchDispatch(r.workflowId)));
     assert.deepEqual(weighted, [
       { taskQueue: `${stack.taskQueue}-ds-dsi-fast`, fairnessKey: 'dsi-weighted', fairnessWeight: 3 },
       { taskQueue: `${stack.taskQueue}-ds-dsi-fast`, fairnessKey: 'dsi-weighted', fairnessWeight: 3 },
@@ -76,6 +83,10 @@ describe('downstream isolation (R8)', { concurrency: true, timeout: 110_000 }, (
     assert.deepEqual(shared, [
       { taskQueue: stack.taskQueue, fairnessKey: 'dsi-shared', fairnessWeight: 1 },
       { taskQueue: stack.taskQueue, fairnessKey: 'dsi-shared', fairnessWeight: 1 },
+    ]);
+    assert.deepEqual(local, [
+      { taskQueue: `${stack.taskQueue}-ds-dsi-fast`, fairnessKey: 'dsi-local', fairnessWeight: 1 },
+      { taskQueue: `${stack.taskQueue}-ds-dsi-fast`, fairnessKey: 'dsi-local', fairnessWeight: 1 },
     ]);
     assert.match(stack.worker.output(), /worker polling downstream task queues .*-ds-dsi-fast' \(2 slots\)/);
   });

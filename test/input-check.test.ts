@@ -72,6 +72,9 @@ void describe('input-check: the workflow boundary', () => {
     assert.deepEqual(checkFetchInput({ ...valid, resume }, continued), { ok: true });
     const isolated = { ...resume, partnerQueue: 'durable-fetch-ds-partner_a', partnerWeight: 2.5 };
     assert.deepEqual(checkFetchInput({ ...valid, resume: isolated }, continued), { ok: true });
+    assert.deepEqual(checkFetchInput({ ...valid, resume: { ...resume, localFetch: true } }, continued), {
+      ok: true,
+    });
     // Written before jobs were plug-ins: no job type anywhere, the workflow id's is taken.
     const { jobType: _, ...legacy } = valid;
     assert.deepEqual(checkFetchInput(legacy, fresh), { ok: true });
@@ -135,6 +138,7 @@ void describe('input-check: the workflow boundary', () => {
       [{ ...resume, partnerQueue: 'q-ds-Bad Name' }, 'resume.partnerQueue'],
       [{ ...resume, partnerWeight: 0 }, 'resume.partnerWeight'],
       [{ ...resume, partnerWeight: 1001 }, 'resume.partnerWeight'],
+      [{ ...resume, localFetch: 'yes' }, 'resume.localFetch'],
     ];
     for (const [state, field] of cases) {
       assert.equal(refused({ ...valid, resume: state }, continued).problems[0]?.field, field);

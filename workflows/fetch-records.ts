@@ -99,6 +99,7 @@ async function takeUp(input: FetchRecordsInput, retaken: boolean): Promise<Fetch
       ...deadlineFrom(claim.maxRunTimeMs),
       ...(claim.partnerQueue === undefined ? {} : { partnerQueue: claim.partnerQueue }),
       ...(claim.partnerWeight === undefined ? {} : { partnerWeight: claim.partnerWeight }),
+      ...(claim.localFetch === undefined ? {} : { localFetch: claim.localFetch }),
     };
     setStatus('running');
     pausedAtStart = claim.sourcePaused;

@@ -107,6 +107,8 @@ const RESUME_RULES: { [K in keyof Required<ResumeState>]: Rule } = {
     text(isPartnerQueue, 'must be a downstream task queue: <task queue>-ds-<downstream>'),
   ),
   partnerWeight: optional(weight),
+  // How the run's page fetches run, fixed at its claim (absent from state written before).
+  localFetch: optional(boolean),
 };
 
 /** The rules of every input field but `resume` (checked by {@link resumeProblems}). */

@@ -70,6 +70,11 @@ export interface ResumeState {
   partnerQueue?: string;
   /** The source's fairness weight on that queue (R8), fixed at its claim; absent: 1. */
   partnerWeight?: number;
+  /**
+   * The run's page fetches are local activities (Source.localFetch), fixed at its claim; absent:
+   * activity tasks on `partnerQueue` or the workflow's own queue.
+   */
+  localFetch?: boolean;
 }
 
 export type FetchRecordsResult =
@@ -110,6 +115,8 @@ export type ClaimResult =
       partnerQueue?: string;
       /** The source's fairness weight among its downstream's sources (R8); absent from older claims. */
       partnerWeight?: number;
+      /** Its page fetches are local activities; absent: activity tasks (and from older claims). */
+      localFetch?: boolean;
     }
   /** The business key's run already succeeded: nothing to do, its outcome is reported. */
   | { outcome: 'succeeded'; fetchRunId: string; pages: number; records: number }

@@ -159,8 +159,9 @@ function timelineOf(events: HistoryEvent[]): TimelineEntry[] {
 }
 
 /**
- * A local activity (the database steps, workflows/db-steps.ts) as its marker records it: type,
- * attempt and outcome, at the time its workflow task completed (it has no task events of its own).
+ * A local activity (the database steps, workflows/db-steps.ts; the page fetches of a source with
+ * `localFetch`) as its marker records it: type, attempt and outcome, at the time its workflow task
+ * completed (it has no task events of its own).
  */
 function localStepOf(event: HistoryEvent, at: Date | null): TimelineEntry | undefined {
   const marker = event.markerRecordedEventAttributes;

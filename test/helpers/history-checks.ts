@@ -93,3 +93,23 @@ export const localActivities = (n: number) => (events: HistoryEvent[]) =>
     .filter(is('MARKER_RECORDED'))
     .filter((e) => attrs(e, 'markerRecordedEventAttributes').markerName === 'core_local_activity').length >=
   n;
+/** The attempt of each `fetchPage` the history ran as a local activity (its `core_local_activity` marker). */
+function localFetchAttempts(events: HistoryEvent[]): number[] {
+  return events
+    .filter(is('MARKER_RECORDED'))
+    .map((e) => attrs(e, 'markerRecordedEventAttributes'))
+    .filter((a) => a.markerName === 'core_local_activity')
+    .map((a) => (a.details as { data?: { payloads?: { data?: string }[] } }).data?.payloads?.[0]?.data)
+    .map(
+      (data) => JSON.parse(Buffer.from(data ?? '', 'base64').toString() || '{}') as Record<string, unknown>,
+    )
+    .filter((step) => step.activity_type === 'fetchPage')
+    .map((step) => Number(step.attempt ?? 1));
+}
+/** At least `n` page fetches ran as local activities, one of them retried when `retried`. */
+export const fetchedLocally =
+  (n: number, retried = false) =>
+  (events: HistoryEvent[]) => {
+    const attempts = localFetchAttempts(events);
+    return attempts.length >= n && (!retried || attempts.some((a) => a > 1));
+  };

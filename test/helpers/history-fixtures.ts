@@ -16,6 +16,7 @@ import {
   closedAs,
   completed,
   continued,
+  fetchedLocally,
   fetchesOn,
   has,
   hasParent,
@@ -232,6 +233,16 @@ export const EXPECTED_FIXTURES: readonly ExpectedFixture[] = [
     workflowType: FETCH,
     shows,
     check: all(completed, patchedWith('local-database-steps'), localActivities(steps)),
+  })),
+  ...[1, 2].map((n) => ({
+    file: `fetch-records-local-fetch-${n}.json`,
+    workflowType: FETCH,
+    shows: `execution ${n} of 2 of a run of a local-fetch source: its page fetched as a local activity (no activity task), ${n === 1 ? 'retried after a 503, then continue-as-new' : 'from resume state, completed'}`,
+    check: all(
+      fetchedLocally(1, n === 1),
+      not(pagesFetched(1)),
+      n === 1 ? all(closedAs('CONTINUED_AS_NEW'), not(continued)) : all(completed, continued),
+    ),
   })),
 ];
 
