@@ -35,6 +35,11 @@ export interface ActivityDeps {
   partnerPageLimit: number;
   /** The process's Prometheus metrics: runs, retries, partner calls. */
   metrics: Metrics;
+  /**
+   * Aborted by the worker once its shutdown grace time is over: the page fetches still running as
+   * local activities stop then (activities/local-stop.ts). Absent: they are never stopped so.
+   */
+  stopping?: AbortSignal;
   /** Test-only (R12a): the crash point armed in this process, if any. */
   crashPoint?: CrashPoint;
 }

@@ -25,6 +25,7 @@ import { throughBreaker } from './breaker-guard.ts';
 import { failure } from './errors.ts';
 import { crashPoint } from './crash-points.ts';
 import { heartbeatEvery, heartbeatNow } from './heartbeat.ts';
+import { partnerCallSignal } from './local-stop.ts';
 import { observed } from './observe.ts';
 import { currentRunId, lostLease, renewLease } from './lease.ts';
 import { checkedPage, inJob, jobOf, partnerAccess } from './job-runtime.ts';
@@ -67,7 +68,7 @@ export function createFetchPage(deps: ActivityDeps) {
     let renewedAt = Date.now();
     const source = enabledSource(start.source, input.sourceId);
     const { job, view } = jobOf(deps, source);
-    const access = partnerAccess(deps, source, ctx.cancellationSignal);
+    const access = partnerAccess(deps, source, partnerCallSignal(ctx, deps.stopping));
     const what = `partner ${source.id} (job ${job.type}) page`;
 
     // Stored already under this lease (the execution was reset to before the page was stored):

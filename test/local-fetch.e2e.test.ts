@@ -7,7 +7,7 @@
 // demo partner, whose ledger and faults are the judge. Source ids start with `lf-`.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { startFetch, type StartedFetch } from '../client/start-fetch.ts';
 import { waitFor } from './helpers/outbox.ts';
 import { spawnWorker, type Spawned, within } from './helpers/process.ts';
@@ -26,12 +26,6 @@ const stack = useWorkerStack({
   env: { HTTP_RESPONSE_TIMEOUT_MS: String(HOLD_MS) },
 });
 
-/** Worker processes a test starts beside the stack's (stopped after the file). */
-const extra: Spawned[] = [];
-after(async () => {
-  await Promise.all(extra.map((w) => w.stop('SIGKILL', 5_000)));
-});
-
 const localSource = (id: string) =>
   createSource(stack.db.prisma, id, stack.partner.url, { pageSize: 50, localFetch: true });
 
@@ -41,7 +35,10 @@ const start = (sourceId: string, date: string, taskQueue = stack.taskQueue): Pro
     { sourceId, date, requestedBy: 'test' },
   );
 
-/** How the run's page fetches ran, by its history: activity tasks, local attempts, timed-out tasks. */
+/**
+ * How the run's page fetches ran, by its history: activity tasks, local attempts (each with its
+ * failure type, if it failed), timed-out workflow tasks, timers.
+ */
 async function dispatchOf(workflowId: string) {
   const events = (await stack.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
   const tasks = events.filter(
@@ -54,10 +51,12 @@ async function dispatchOf(workflowId: string) {
     if (!data) return [];
     const step = JSON.parse(Buffer.from(data).toString()) as { activity_type?: string; attempt?: number };
     if (step.activity_type !== 'fetchPage') return [];
-    return [{ attempt: step.attempt ?? 1, failed: marker?.failure != null }];
+    const failureType = marker?.failure ? (marker.failure.applicationFailureInfo?.type ?? '?') : null;
+    return [{ attempt: step.attempt ?? 1, failed: failureType !== null, failureType }];
   });
   const workflowTasksTimedOut = events.filter((e) => e.workflowTaskTimedOutEventAttributes).length;
-  return { tasks, local, workflowTasksTimedOut };
+  const timers = events.filter((e) => e.timerStartedEventAttributes).length;
+  return { tasks, local, workflowTasksTimedOut, timers };
 }
 
 /**
@@ -86,6 +85,17 @@ async function stored(sourceId: string, date: string) {
     deadLetters,
   };
 }
+
+/** What {@link stored} finds of a run that stored its three pages, every record once. */
+const STORED_ONCE = {
+  status: 'succeeded',
+  pagesStored: 3,
+  records: RECORDS,
+  pageEvents: 3,
+  idsPublished: RECORDS,
+  distinctIdsPublished: RECORDS,
+  deadLetters: 0,
+};
 
 /** The partner's answers to the records calls of `sourceId` for `date`, in order. */
 const callsOf = (sourceId: string, date: string) =>
@@ -117,15 +127,7 @@ describe('local page fetches', { timeout: 240_000 }, () => {
       pages: 3,
       records: RECORDS,
     });
-    assert.deepEqual(await stored(source, date), {
-      status: 'succeeded',
-      pagesStored: 3,
-      records: RECORDS,
-      pageEvents: 3,
-      idsPublished: RECORDS,
-      distinctIdsPublished: RECORDS,
-      deadLetters: 0,
-    });
+    assert.deepEqual(await stored(source, date), STORED_ONCE);
     const calls = callsOf(source, date);
     assert.deepEqual(
       calls.map((c) => c.status),
@@ -197,50 +199,95 @@ describe('local page fetches', { timeout: 240_000 }, () => {
   });
 
   it('a worker killed during a local fetch: another worker fetches the page again and every record is stored once', async () => {
-    const source = 'lf-killed';
-    const date = '2026-06-03';
-    await localSource(source);
-    // Workers of their own: the one holding the run is killed, then another takes it over.
-    const taskQueue = `test-local-fetch-kill-${randomUUID()}`;
-    const worker = () => {
-      const w = spawnWorker({
-        DATABASE_URL: stack.db.url,
-        TEMPORAL_ADDRESS: temporalAddress(),
-        DURABLE_FETCH_TASK_QUEUE: taskQueue,
-        PARTNER_PAGE_LIMIT: '50',
-        HTTP_RESPONSE_TIMEOUT_MS: String(HOLD_MS),
-        LOG_LEVEL: 'warn',
-      });
-      extra.push(w);
-      return w;
-    };
+    const { run, dispatch } = await takenOver('lf-killed', '2026-06-03', 'SIGKILL');
+    assert.equal(dispatch.tasks, 0, 'no fetchPage activity task was scheduled');
+    // The killed worker's workflow task timed out. Unless it had completed one beforehand (a
+    // workflow task running local activities completes every 8 s of the default 10 s timeout),
+    // its claim and first page are not in the history: the next worker's claim found page 1
+    // stored in the database and went on from page 2.
+    assert.ok(dispatch.workflowTasksTimedOut >= 1, 'the killed worker’s workflow task timed out');
+    assert.ok(
+      dispatch.local.length >= 2,
+      `${dispatch.local.length} local fetches recorded, at least pages 2 and 3`,
+    );
+    assert.ok(
+      dispatch.local.every((f) => !f.failed),
+      'every local fetch the history records succeeded',
+    );
+    assert.equal(run.stopped.signal, 'SIGKILL');
+  });
+
+  it('a worker stopped (SIGTERM) during a local fetch: it stops its fetch when the grace time is over and exits; another worker fetches the page again after a timer', async () => {
+    const { run, dispatch } = await takenOver('lf-stopped', '2026-06-04', 'SIGTERM');
+    // Stopped by the grace time (1 s), not by the held call (5 min) or the attempt's timeout (2 min).
+    assert.deepEqual(run.stopped, { code: 0, signal: null }, run.firstOutput);
+    assert.ok(run.stopMs < 30_000, `the worker stopped ${run.stopMs} ms after SIGTERM`);
+    assert.equal(dispatch.tasks, 0, 'no fetchPage activity task was scheduled');
+    assert.equal(dispatch.workflowTasksTimedOut, 0, 'the stopping worker completed its workflow task');
+    // Page 2's first attempt failed as WorkerShutdown and waited on a durable timer (the stopping
+    // worker did not retry it); its second attempt ran on the other worker.
+    assert.deepEqual(
+      dispatch.local.map((f) => [f.attempt, f.failureType]),
+      [
+        [1, null],
+        [1, 'WorkerShutdown'],
+        [2, null],
+        [1, null],
+      ],
+    );
+    assert.ok(dispatch.timers >= 1, 'the retry waited on a durable timer');
+  });
+});
+
+/**
+ * A run of a new local-fetch source whose first worker gets `signal` while the partner holds
+ * page 2, then a second worker on the same queue. Asserts what holds either way: the run
+ * succeeded, every record stored once, page 2 asked twice under its key (the first call seen
+ * leaving). Returns how the first worker stopped and the run's history.
+ */
+async function takenOver(source: string, date: string, signal: 'SIGKILL' | 'SIGTERM') {
+  await localSource(source);
+  const taskQueue = `test-local-fetch-${source}-${randomUUID()}`;
+  const workers: Spawned[] = [];
+  const worker = () => {
+    const w = spawnWorker({
+      DATABASE_URL: stack.db.url,
+      TEMPORAL_ADDRESS: temporalAddress(),
+      DURABLE_FETCH_TASK_QUEUE: taskQueue,
+      PARTNER_PAGE_LIMIT: '50',
+      HTTP_RESPONSE_TIMEOUT_MS: String(HOLD_MS),
+      DURABLE_FETCH_SHUTDOWN_GRACE_MS: '1000',
+      LOG_LEVEL: 'warn',
+    });
+    workers.push(w);
+    return w;
+  };
+  try {
     const first = worker();
     await first.waitFor(/worker polling task queue/, 60_000);
-    // Page 2 is held past the test: the first worker is inside that fetch when it dies.
+    // Page 2 is held past the test: the first worker is inside that fetch when it gets the signal.
     stack.partner.faults.add({ sourceId: source, kind: 'delay', delayMs: HOLD_MS, afterRequests: 1 });
-    const run = await start(source, date, taskQueue);
+    const started = await start(source, date, taskQueue);
     await waitFor(
       () => stack.partner.faults.list().every((f) => f.sourceId !== source),
       'the partner holding page 2',
       60_000,
     );
-    first.child.kill('SIGKILL');
-    await first.ended;
+    const signalledAt = Date.now();
+    first.child.kill(signal);
+    const stopped = await within(first.ended, 180_000, () => first.output());
+    const stopMs = Date.now() - signalledAt;
     const second = worker();
-    const result = await within(run.handle.result(), 120_000, () => `${first.output()}\n${second.output()}`);
+    const result = await within(
+      started.handle.result(),
+      120_000,
+      () => `${first.output()}\n${second.output()}`,
+    );
 
     assert.equal(result.status, 'succeeded');
-    assert.deepEqual(await stored(source, date), {
-      status: 'succeeded',
-      pagesStored: 3,
-      records: RECORDS,
-      pageEvents: 3,
-      idsPublished: RECORDS,
-      distinctIdsPublished: RECORDS,
-      deadLetters: 0,
-    });
-    // Page 2 was asked twice with the same key: by the killed worker (its socket closed with it,
-    // so the partner saw it leave) and by the worker that took the run over.
+    assert.deepEqual(await stored(source, date), STORED_ONCE);
+    // Page 2 was asked twice with the same key: by the first worker (the partner saw it leave)
+    // and by the worker that took the run over.
     const calls = callsOf(source, date);
     assert.deepEqual(
       calls.map((c) => [c.status, c.fault ?? null]),
@@ -257,20 +304,11 @@ describe('local page fetches', { timeout: 240_000 }, () => {
       [true, 3],
       'page 2 asked again under its key',
     );
-    const dispatch = await dispatchOf(run.workflowId);
-    assert.equal(dispatch.tasks, 0, 'no fetchPage activity task was scheduled');
-    // The killed worker's workflow task timed out. Unless it had completed one beforehand (a
-    // workflow task running local activities completes every 8 s of the default 10 s timeout),
-    // its claim and first page are not in the history: the next worker's claim found page 1
-    // stored in the database and went on from page 2.
-    assert.ok(dispatch.workflowTasksTimedOut >= 1, 'the killed worker’s workflow task timed out');
-    assert.ok(
-      dispatch.local.length >= 2,
-      `${dispatch.local.length} local fetches recorded, at least pages 2 and 3`,
-    );
-    assert.ok(
-      dispatch.local.every((f) => !f.failed),
-      'every local fetch the history records succeeded',
-    );
-  });
-});
+    return {
+      run: { stopped, stopMs, firstOutput: first.output() },
+      dispatch: await dispatchOf(started.workflowId),
+    };
+  } finally {
+    await Promise.all(workers.map((w) => w.stop('SIGKILL', 5_000)));
+  }
+}

@@ -9,6 +9,7 @@
 import type { Client } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
 import { startPeriodicCleanup } from '../activities/cleanup.ts';
+import { localFetchStopped } from '../activities/local-stop.ts';
 import { enabledSourcesOfOtherJobs } from '../db/sources.ts';
 import type { JobRegistry } from '../activities/job-api/registry.ts';
 import { createActivityDeps } from './activity-deps.ts';
@@ -63,7 +64,13 @@ export async function startWorkerProcess(options: WorkerProcessOptions): Promise
   const jobs = options.jobs ?? defaultJobs();
   await reportUnknownJobs(prisma, jobs, options.say);
   const connection = await connectNative(config);
-  const deps = createActivityDeps(config, prisma, log, options.metrics, jobs);
+  // Aborted when the shutdown's grace time is over, for the page fetches running as local
+  // activities, which the SDK does not cancel then (activities/local-stop.ts).
+  const stopping = new AbortController();
+  const deps = {
+    ...createActivityDeps(config, prisma, log, options.metrics, jobs),
+    stopping: stopping.signal,
+  };
   const build = await resolveWorkerBuild(config.projectRoot, config.worker.buildId);
   const worker = await buildWorker({
     connection,
@@ -82,8 +89,13 @@ export async function startWorkerProcess(options: WorkerProcessOptions): Promise
   let stopRequested = false;
   // Set once they run: a poller may fail (and ask for a shutdown) while the others still start.
   const started: { pollers?: DownstreamPollers } = {};
+  let graceOver: NodeJS.Timeout | undefined;
   const shutdown = () => {
     stopRequested = true;
+    graceOver ??= setTimeout(() => {
+      log.info('shutdown grace time over: local page fetches still running stop, to be retried elsewhere');
+      stopping.abort(localFetchStopped());
+    }, config.worker.shutdownGraceMs).unref();
     if (worker.getState() === 'RUNNING') worker.shutdown();
     void started.pollers?.shutdown();
   };
@@ -140,6 +152,7 @@ export async function startWorkerProcess(options: WorkerProcessOptions): Promise
         else await worker.run().finally(() => pollers.shutdown());
         if (failed !== undefined) throw failed;
       } finally {
+        clearTimeout(graceOver);
         for (const loop of loops) await loop.stop();
         await deps.http.close();
         await connection.close();

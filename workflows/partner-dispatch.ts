@@ -14,6 +14,7 @@
  */
 import { type ActivityOptions, patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { FetchActivities } from '../activities/index.ts';
+import { LOCAL_FETCH_RETRY_THRESHOLD_MS } from './partner-presets.ts';
 import { type PartnerPresetName, RETRY_PRESETS } from './retry-presets.ts';
 import type { ResumeState } from './types.ts';
 
@@ -41,7 +42,7 @@ const localProxy = (name: PartnerPresetName) => {
     cancellationType,
     // A retry waiting longer than this is a durable timer, not a sleep inside the workflow task:
     // a partner outage then holds no workflow task open while it lasts.
-    localRetryThreshold: '10 seconds',
+    localRetryThreshold: LOCAL_FETCH_RETRY_THRESHOLD_MS,
   });
 };
 
