@@ -3,12 +3,20 @@
  * db/breaker.ts): a refused call never reaches the partner and fails with CircuitOpen, whose
  * retry delay is when to ask again, so Temporal waits instead of hammering a partner that is down.
  */
-import { ApplicationFailure, CancelledFailure } from '@temporalio/activity';
-import { admitCall, recordFailure, recordTrial, type Refusal, type Transition } from '../db/breaker.ts';
+import { ApplicationFailure } from '@temporalio/activity';
+import {
+  admitCall,
+  recordFailure,
+  recordTrial,
+  type Refusal,
+  releaseTrial,
+  type Transition,
+} from '../db/breaker.ts';
 import type { DownstreamSettings } from '../db/downstreams.ts';
 import { errorMessage } from '../runtime/errors.ts';
 import type { ActivityDeps } from './deps.ts';
 import { classify, failure } from './errors.ts';
+import { stoppedByUs } from './local-stop.ts';
 import { engineSql } from '../db/transaction.ts';
 
 /** The failures that say a partner is unwell: only these count toward opening its breaker. */
@@ -21,7 +29,7 @@ export const UNWELL_ERROR_TYPES: ReadonlySet<string> = new Set([
 
 /** Whether `err` (as thrown by a partner call) says the partner is unwell. */
 export function isUnwell(err: unknown): boolean {
-  if (err instanceof CancelledFailure) return false;
+  if (stoppedByUs(err)) return false;
   const classified = classify(err, 'partner call');
   return classified instanceof ApplicationFailure && UNWELL_ERROR_TYPES.has(classified.type ?? '');
 }
@@ -95,7 +103,13 @@ export async function settledCall<T>(
     value = await call();
   } catch (err) {
     const unwell = isUnwell(err);
-    if (trial && !(err instanceof CancelledFailure)) {
+    if (trial && stoppedByUs(err)) {
+      // Stopped by our side, it says nothing of the partner: its trial place goes to the next call.
+      await recorded(deps, downstream, async () => {
+        await releaseTrial(engineSql(deps.prisma), downstream);
+        return undefined;
+      });
+    } else if (trial) {
       await recorded(deps, downstream, () => recordTrial(engineSql(deps.prisma), settings, !unwell));
     } else if (unwell) {
       await recorded(deps, downstream, () => recordFailure(engineSql(deps.prisma), settings));

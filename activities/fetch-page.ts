@@ -68,7 +68,6 @@ export function createFetchPage(deps: ActivityDeps) {
     let renewedAt = Date.now();
     const source = enabledSource(start.source, input.sourceId);
     const { job, view } = jobOf(deps, source);
-    const access = partnerAccess(deps, source, partnerCallSignal(ctx, deps.stopping));
     const what = `partner ${source.id} (job ${job.type}) page`;
 
     // Stored already under this lease (the execution was reset to before the page was stored):
@@ -108,6 +107,8 @@ export function createFetchPage(deps: ActivityDeps) {
     });
     // On a timer too, not only between partner pages: a hanging request must still see a cancel.
     const stopHeartbeats = heartbeatEvery(ctx, progress);
+    const calls = partnerCallSignal(ctx, deps.stopping);
+    const access = partnerAccess(deps, source, calls.signal);
     try {
       while (!at.complete && at.recordCount < input.pageSize) {
         const limit = Math.min(deps.partnerPageLimit, input.pageSize - at.recordCount);
@@ -190,6 +191,7 @@ export function createFetchPage(deps: ActivityDeps) {
       }
     } finally {
       stopHeartbeats();
+      calls.release();
     }
     return { recordCount: at.recordCount, nextCursor: at.complete ? null : at.cursor };
   };

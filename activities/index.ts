@@ -38,7 +38,7 @@ function classified<A extends unknown[], R>(
     try {
       return await fn(...args);
     } catch (err) {
-      const thrown = withRetryTiming(classify(err, name));
+      const thrown = withRetryTiming(classify(err, name), Date.now(), Math.random, stepDeadlineOf(args[0]));
       if (!(thrown instanceof ApplicationFailure)) throw thrown;
       const retried = !thrown.nonRetryable && willRetry();
       if (retried)
@@ -49,6 +49,12 @@ function classified<A extends unknown[], R>(
       throw thrown;
     }
   };
+}
+
+/** The step deadline a local fetch's input carries (FetchPageInput.stepDeadlineMs), if any. */
+function stepDeadlineOf(input: unknown): number | undefined {
+  const ms = (input as { stepDeadlineMs?: unknown } | null | undefined)?.stepDeadlineMs;
+  return typeof ms === 'number' && Number.isFinite(ms) ? ms : undefined;
 }
 
 /** Whether Temporal will try the current activity again after a retryable failure. */

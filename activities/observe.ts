@@ -2,11 +2,11 @@
  * Partner calls as metrics (R10 "downstream status"): each call's outcome, and the time
  * of the last success, per source.
  */
-import { CancelledFailure } from '@temporalio/activity';
 import { observeDownstream } from '../runtime/metrics.ts';
 import type { ActivityDeps } from './deps.ts';
+import { stoppedByUs } from './local-stop.ts';
 
-/** Resolves or rejects like `call`, counting it ok or error (a cancellation is neither). */
+/** Resolves or rejects like `call`, counting it ok or error (a call our side stopped is neither). */
 export async function observed<T>(
   deps: Pick<ActivityDeps, 'metrics'>,
   source: string,
@@ -17,7 +17,7 @@ export async function observed<T>(
     observeDownstream(deps.metrics, source, true);
     return value;
   } catch (err) {
-    if (!(err instanceof CancelledFailure)) observeDownstream(deps.metrics, source, false);
+    if (!stoppedByUs(err)) observeDownstream(deps.metrics, source, false);
     throw err;
   }
 }

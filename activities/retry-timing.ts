@@ -10,8 +10,17 @@ import { detailsOf, failure } from './errors.ts';
 import { nextRetry } from './retry-delay.ts';
 import { currentActivityInfo } from './activity-info.ts';
 
-/** Returns `err` with `nextRetryDelay` set, DeadlineExceeded in its place, or `err` unchanged. */
-export function withRetryTiming(err: unknown, now = Date.now(), random: () => number = Math.random): unknown {
+/**
+ * Returns `err` with `nextRetryDelay` set, DeadlineExceeded in its place, or `err` unchanged.
+ * `stepDeadlineMs`: the step's deadline when the caller knows it better than the activity's info
+ * does (a local fetch retried after a timer: FetchPageInput.stepDeadlineMs); the earlier one counts.
+ */
+export function withRetryTiming(
+  err: unknown,
+  now = Date.now(),
+  random: () => number = Math.random,
+  stepDeadlineMs?: number,
+): unknown {
   if (!(err instanceof ApplicationFailure) || err.nonRetryable || err.nextRetryDelay !== undefined)
     return err;
   const info = currentActivityInfo();
@@ -24,8 +33,12 @@ export function withRetryTiming(err: unknown, now = Date.now(), random: () => nu
   };
   // No retry after the last attempt: Temporal fails the activity itself.
   if (policy.maximumAttempts && info.attempt >= policy.maximumAttempts) return err;
-  const deadlineMs =
+  const infoDeadlineMs =
     info.scheduleToCloseTimeoutMs > 0 ? info.scheduledTimestampMs + info.scheduleToCloseTimeoutMs : undefined;
+  const deadlineMs =
+    stepDeadlineMs === undefined || infoDeadlineMs === undefined
+      ? (stepDeadlineMs ?? infoDeadlineMs)
+      : Math.min(stepDeadlineMs, infoDeadlineMs);
   const decision = nextRetry({
     attempt: info.attempt,
     backoff,

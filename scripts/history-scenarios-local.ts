@@ -45,3 +45,14 @@ export const localFetch: Scenario = {
     return [{ name: 'fetch-records-local-fetch', workflowId: started.workflowId, runId: started.runId }];
   },
 };
+
+export const localFetchTimer: Scenario = {
+  name: 'local-fetch-timer',
+  async run(s) {
+    const sourceId = 'hist-local-fetch-timer';
+    await source(s, sourceId, { localFetch: true });
+    // Past the local retry threshold (10 s): the retry waits on a durable timer, not in the task.
+    s.partner.faults.add({ sourceId, kind: 'status', status: 429, retryAfter: '12' });
+    return [await fetchOf(s, sourceId, 'fetch-records-local-fetch-timer')];
+  },
+};

@@ -22,7 +22,13 @@ import {
   submit,
 } from './history-scenarios-fetch.ts';
 import { isolated } from './history-scenarios-downstream.ts';
-import { localFetch, localPause, localSteps, localSubmit } from './history-scenarios-local.ts';
+import {
+  localFetch,
+  localFetchTimer,
+  localPause,
+  localSteps,
+  localSubmit,
+} from './history-scenarios-local.ts';
 import {
   compensationCancelled,
   compensationFailed,
@@ -67,4 +73,5 @@ export const SCENARIOS: readonly Scenario[] = [
   localSubmit,
   localPause,
   localFetch,
+  localFetchTimer,
 ];

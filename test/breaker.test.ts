@@ -3,6 +3,10 @@
 // the budget's bound on retries, each asserted on the rows every worker reads.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { CancelledFailure } from '@temporalio/activity';
+import { settledCall } from '../activities/breaker-guard.ts';
+import { failure } from '../activities/errors.ts';
+import { localFetchStopped } from '../activities/local-stop.ts';
 import { admitCall, recordFailure, recordTrial, setBreaker } from '../db/breaker.ts';
 import { readBreakers } from '../db/breaker-views.ts';
 import {
@@ -14,6 +18,7 @@ import {
   rowOf,
 } from '../db/downstreams.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
+import { testDeps } from './helpers/deps.ts';
 
 let db: TestDatabase;
 before(async () => {
@@ -119,6 +124,26 @@ void describe('circuit breaker', () => {
     assert.equal((await recordTrial(db.prisma, s, false))?.to, 'open');
     const refused = await admitCall(db.prisma, s, false);
     assert.ok(!refused.admitted && refused.refusal === 'open');
+  });
+
+  void it('breaker: a trial our side stopped (a cancel, a stopping worker) neither closes nor re-opens it, and gives its place to the next call; an answer that is not unwell closes it', async () => {
+    const s = downstream({ openMs: 1_000, trialCalls: 1 });
+    await calls(s, 4, 4);
+    await pastOpen(s);
+    const deps = testDeps(db.prisma);
+    for (const stopped of [localFetchStopped(), new CancelledFailure('cancelled')]) {
+      // The one trial place: taken by this call, free again once it is stopped.
+      assert.deepEqual(await admitCall(db.prisma, s, false), { admitted: true, trial: true });
+      await assert.rejects(
+        settledCall(deps, { settings: s, trial: true }, () => Promise.reject(stopped)),
+        (err) => err === stopped,
+      );
+      assert.equal((await state(s)).state, 'half_open', `after ${stopped.message}`);
+    }
+    assert.deepEqual(await admitCall(db.prisma, s, false), { admitted: true, trial: true });
+    const invalid = failure('InvalidResponse', 'SCHEMA', 'a page off the contract');
+    await assert.rejects(settledCall(deps, { settings: s, trial: true }, () => Promise.reject(invalid)));
+    assert.equal((await state(s)).state, 'closed', 'the partner answered: it is up');
   });
 
   void it('breaker: concurrent admissions at half-open let exactly trialCalls through (the row lock settles them)', async () => {

@@ -21,8 +21,9 @@ describe('heartbeats', () => {
     const regular = fakeContext(false);
     const local = fakeContext(true);
     const stops = [regular, local].map(({ ctx }) => heartbeatEvery(ctx, () => 'on the timer'));
-    // As long as the regular one takes to beat twice on its timer (every 10 ms here).
-    while (regular.beats.length < 2) await sleep(5);
+    // As long as the regular one takes to beat twice on its timer (every 10 ms here); a timer
+    // that never fires fails the assertion below after 10 s instead of hanging the test.
+    for (let waited = 0; regular.beats.length < 2 && waited < 10_000; waited += 5) await sleep(5);
     for (const stop of stops) stop();
     for (const { ctx } of [regular, local]) heartbeatNow(ctx, 'now');
 

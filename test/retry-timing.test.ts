@@ -10,8 +10,12 @@ import { withRetryTiming } from '../activities/retry-timing.ts';
 
 const policy = { initialInterval: 1000, backoffCoefficient: 2, maximumInterval: 60_000, maximumAttempts: 10 };
 
-/** What an activity in attempt `attempt` would throw for `err`. */
-async function thrown(err: ApplicationFailure, info: Partial<Info>): Promise<ApplicationFailure> {
+/** What an activity in attempt `attempt` would throw for `err` (its input's step deadline: `stepDeadlineMs`). */
+async function thrown(
+  err: ApplicationFailure,
+  info: Partial<Info>,
+  stepDeadlineMs?: number,
+): Promise<ApplicationFailure> {
   const env = new MockActivityEnvironment({
     retryPolicy: policy,
     scheduledTimestampMs: Date.now(),
@@ -20,7 +24,7 @@ async function thrown(err: ApplicationFailure, info: Partial<Info>): Promise<App
   });
   try {
     await env.run(() => {
-      throw withRetryTiming(err);
+      throw withRetryTiming(err, Date.now(), Math.random, stepDeadlineMs);
     });
   } catch (e) {
     assert.ok(e instanceof ApplicationFailure);
@@ -81,6 +85,27 @@ void describe('retry timing in an activity', () => {
       f.message,
       /partner x: rate limited; the next attempt \(in 5 s\) would be past the deadline/,
     );
+  });
+
+  void it("a local fetch retried after a timer: the deadline its input carries counts, not the info's fresh schedule", async () => {
+    // What the SDK gives a local activity rescheduled after a durable timer: scheduled now, with
+    // the whole schedule-to-close again; the step's real deadline is 5 s away.
+    const info = { attempt: 3, scheduledTimestampMs: Date.now(), scheduleToCloseTimeoutMs: 120_000 };
+    const rateLimited = () =>
+      failure('RateLimited', 'HTTP_429', 'partner x: rate limited', { retryAfterMs: 8000 });
+    const late = await thrown(rateLimited(), info, Date.now() + 5_000);
+    assert.deepEqual([late.type, late.nonRetryable], ['DeadlineExceeded', true]);
+    const inTime = await thrown(rateLimited(), info, Date.now() + 60_000);
+    assert.deepEqual([inTime.type, inTime.nextRetryDelay], ['RateLimited', 8000]);
+    // The breaker still holding calls back at the real deadline: the workflow waits and runs it again.
+    const held = await thrown(
+      failure('CircuitOpen', 'BREAKER_OPEN', 'partner x: its circuit breaker is open', {
+        retryAfterMs: 30_000,
+      }),
+      info,
+      Date.now() + 5_000,
+    );
+    assert.deepEqual([held.type, held.nonRetryable], ['CircuitOpen', true]);
   });
 
   void it('non-retryable failures and last attempts are left alone', async () => {

@@ -37,7 +37,7 @@ describe('sources: local page fetches', () => {
     assert.match(ok(await cli('sources', 'show', 'slf-a')), /^local fetch\s+no$/m);
   });
 
-  it('a sources file sets it as localFetch, leaving it out turns it off, and validate names a bad one by its path', async () => {
+  it('a sources file sets it as localFetch, leaving it out turns it off, and a bad one is named by its path and changes nothing', async () => {
     const file = await tempFile(
       'slf.yaml',
       `sources:\n  - id: slf-file\n    baseUrl: ${BASE}\n    localFetch: true\n  - id: slf-file-d\n    baseUrl: ${BASE}\n`,
@@ -49,9 +49,23 @@ describe('sources: local page fetches', () => {
       'slf-bad.yaml',
       `sources:\n  - id: slf-file\n    baseUrl: ${BASE}\n    localFetch: yes please\n`,
     );
-    const refused = await cli('sources', 'validate', '-f', bad);
-    assert.notEqual(refused.code, 0, detail(refused));
-    assert.match(refused.stderr, /sources\[0\]\.localFetch: /);
-    assert.equal(await localFetchOf('slf-file'), true, 'nothing changed');
+    for (const command of ['validate', 'apply']) {
+      const refused = await cli(
+        'sources',
+        command,
+        '-f',
+        bad,
+        ...(command === 'apply' ? ['--reason', 'x'] : []),
+      );
+      assert.notEqual(refused.code, 0, detail(refused));
+      assert.match(refused.stderr, /sources\[0\]\.localFetch: /);
+    }
+    assert.equal(await localFetchOf('slf-file'), true, 'the refused apply changed nothing');
+
+    // The key left out of the file: the default, off, as for a new source.
+    const without = await tempFile('slf-without.yaml', `sources:\n  - id: slf-file\n    baseUrl: ${BASE}\n`);
+    const applied = ok(await cli('sources', 'apply', '-f', without, '--reason', 'back to activity tasks'));
+    assert.match(applied, /localFetch/);
+    assert.equal(await localFetchOf('slf-file'), false);
   });
 });

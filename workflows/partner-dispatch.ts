@@ -32,10 +32,13 @@ const UNKEYED: Record<PartnerPresetName, Partner> = {
   partnerHttpQuick: partnerProxy('partnerHttpQuick'),
 };
 
-/** The local proxy of a preset: its timeouts, retries and cancellation, without the heartbeat. */
-const localProxy = (name: PartnerPresetName) => {
+/**
+ * The local proxy of a preset: its timeouts, retries and cancellation, without the heartbeat. Each
+ * fetch carries its step's deadline (FetchPageInput.stepDeadlineMs).
+ */
+const localProxy = (name: PartnerPresetName): Partner => {
   const { startToCloseTimeout, scheduleToCloseTimeout, retry, cancellationType } = RETRY_PRESETS[name];
-  return proxyLocalActivities<Partner>({
+  const proxy = proxyLocalActivities<Partner>({
     startToCloseTimeout,
     scheduleToCloseTimeout,
     retry,
@@ -44,6 +47,9 @@ const localProxy = (name: PartnerPresetName) => {
     // a partner outage then holds no workflow task open while it lasts.
     localRetryThreshold: LOCAL_FETCH_RETRY_THRESHOLD_MS,
   });
+  return {
+    fetchPage: (input) => proxy.fetchPage({ ...input, stepDeadlineMs: Date.now() + scheduleToCloseTimeout }),
+  };
 };
 
 const LOCAL: Record<PartnerPresetName, Partner> = {

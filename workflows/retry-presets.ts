@@ -15,7 +15,8 @@ export const RETRY_PRESETS = {
   /** Reads from a partner over HTTP: short attempts, heartbeats between partner pages. */
   partnerHttp: {
     startToCloseTimeout: '2 minutes',
-    scheduleToCloseTimeout: '30 minutes',
+    // In ms: a local fetch's input carries its step's deadline (workflows/partner-dispatch.ts).
+    scheduleToCloseTimeout: 30 * 60_000,
     heartbeatTimeout: '30 seconds',
     // A cancelled run ends only once its partner call has really stopped.
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
@@ -30,7 +31,7 @@ export const RETRY_PRESETS = {
   /** Partners behind a user waiting for the answer: fail within two minutes rather than half an hour. */
   partnerHttpQuick: {
     startToCloseTimeout: '30 seconds',
-    scheduleToCloseTimeout: '2 minutes',
+    scheduleToCloseTimeout: 2 * 60_000,
     heartbeatTimeout: '10 seconds',
     // A cancelled run ends only once its partner call has really stopped.
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,

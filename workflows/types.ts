@@ -146,6 +146,13 @@ export interface FetchPageInput {
    * call is a retry for the downstream's retry budget (R8), as a retried attempt's is.
    */
   rerun?: boolean;
+  /**
+   * A local fetch's step deadline (epoch ms): its schedule-to-close from when the workflow asked
+   * for it. The SDK gives a local activity retried after a durable timer its reschedule time as its
+   * scheduled time, and the whole schedule-to-close again, while it ends the step at the deadline
+   * of the first schedule; the activity's retry timing needs the real one.
+   */
+  stepDeadlineMs?: number;
 }
 
 /** Records stay staged in PostgreSQL; only their count and the next cursor enter the history. */

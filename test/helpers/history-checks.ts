@@ -93,8 +93,11 @@ export const localActivities = (n: number) => (events: HistoryEvent[]) =>
     .filter(is('MARKER_RECORDED'))
     .filter((e) => attrs(e, 'markerRecordedEventAttributes').markerName === 'core_local_activity').length >=
   n;
-/** The attempt of each `fetchPage` the history ran as a local activity (its `core_local_activity` marker). */
-function localFetchAttempts(events: HistoryEvent[]): number[] {
+/**
+ * Each `fetchPage` the history ran as a local activity (its `core_local_activity` marker): its
+ * attempt, and whether its retry waits on a durable timer (a backoff in the marker).
+ */
+function localFetchAttempts(events: HistoryEvent[]): { attempt: number; timer: boolean }[] {
   return events
     .filter(is('MARKER_RECORDED'))
     .map((e) => attrs(e, 'markerRecordedEventAttributes'))
@@ -104,12 +107,20 @@ function localFetchAttempts(events: HistoryEvent[]): number[] {
       (data) => JSON.parse(Buffer.from(data ?? '', 'base64').toString() || '{}') as Record<string, unknown>,
     )
     .filter((step) => step.activity_type === 'fetchPage')
-    .map((step) => Number(step.attempt ?? 1));
+    .map((step) => ({ attempt: Number(step.attempt ?? 1), timer: step.backoff != null }));
 }
-/** At least `n` page fetches ran as local activities, one of them retried when `retried`. */
+/**
+ * At least `n` page fetches ran as local activities; with `retried`, one of them on a later
+ * attempt; with `afterTimer`, one failed attempt's retry waited on a durable timer the history
+ * started.
+ */
 export const fetchedLocally =
-  (n: number, retried = false) =>
+  (n: number, retried = false, afterTimer = false) =>
   (events: HistoryEvent[]) => {
     const attempts = localFetchAttempts(events);
-    return attempts.length >= n && (!retried || attempts.some((a) => a > 1));
+    return (
+      attempts.length >= n &&
+      (!retried || attempts.some((a) => a.attempt > 1)) &&
+      (!afterTimer || (attempts.some((a) => a.timer) && events.some(is('TIMER_STARTED'))))
+    );
   };

@@ -244,6 +244,13 @@ export const EXPECTED_FIXTURES: readonly ExpectedFixture[] = [
       n === 1 ? all(closedAs('CONTINUED_AS_NEW'), not(continued)) : all(completed, continued),
     ),
   })),
+  {
+    file: 'fetch-records-local-fetch-timer.json',
+    workflowType: FETCH,
+    shows:
+      "a local-fetch source's run whose page the partner rate-limits for 12 s: the local fetch's retry waits on a durable timer (its marker's backoff), then its second attempt stores the page; completed",
+    check: all(completed, fetchedLocally(2, true, true), not(pagesFetched(1))),
+  },
 ];
 
 export { readFixtures, searchableTexts } from './history-files.ts';
