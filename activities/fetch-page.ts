@@ -68,6 +68,8 @@ export function createFetchPage(deps: ActivityDeps) {
     let renewedAt = Date.now();
     const source = enabledSource(start.source, input.sourceId);
     const { job, view } = jobOf(deps, source);
+    // Before any other work: a source without its credentials fails here (PermissionDenied).
+    const access = partnerAccess(deps, source, ctx.cancellationSignal);
     const what = `partner ${source.id} (job ${job.type}) page`;
 
     // Stored already under this lease (the execution was reset to before the page was stored):
@@ -106,9 +108,9 @@ export function createFetchPage(deps: ActivityDeps) {
       recordCount: at.recordCount,
     });
     // On a timer too, not only between partner pages: a hanging request must still see a cancel.
+    // Nothing between these and the `try` may throw: the `finally` stops them.
     const stopHeartbeats = heartbeatEvery(ctx, progress);
     const calls = partnerCallSignal(ctx, deps.stopping);
-    const access = partnerAccess(deps, source, calls.signal);
     try {
       while (!at.complete && at.recordCount < input.pageSize) {
         const limit = Math.min(deps.partnerPageLimit, input.pageSize - at.recordCount);
@@ -121,6 +123,7 @@ export function createFetchPage(deps: ActivityDeps) {
             inJob(job, 'fetchPage', () =>
               job.fetchPage({
                 ...access,
+                signal: calls.signal,
                 source: view,
                 businessDate: input.businessDate,
                 cursor: at.cursor,
