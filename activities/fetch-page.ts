@@ -68,7 +68,8 @@ export function createFetchPage(deps: ActivityDeps) {
     let renewedAt = Date.now();
     const source = enabledSource(start.source, input.sourceId);
     const { job, view } = jobOf(deps, source);
-    // Before any other work: a source without its credentials fails here (PermissionDenied).
+    // Before any other work: a source without its credentials fails here (PermissionDenied). Its
+    // calls get the fetch's own stop signal below (activities/local-stop.ts).
     const access = partnerAccess(deps, source, ctx.cancellationSignal);
     const what = `partner ${source.id} (job ${job.type}) page`;
 

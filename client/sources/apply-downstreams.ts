@@ -9,7 +9,7 @@ import { recordAudit } from '../../db/audit.ts';
 import { defaultSettings, type DownstreamSettings, readDownstreamRows, rowOf } from '../../db/downstreams.ts';
 import { LIVE_RUN_STATUSES } from '../../db/fence.ts';
 import type { Prisma } from '../../prisma/generated/client.ts';
-import { canonicalJson } from './fields.ts';
+import { canonicalJson } from './canonical-json.ts';
 import type { PlanAction, PlannedChange } from './plan.ts';
 
 /** One downstream's step: the planned change and what it needs. */

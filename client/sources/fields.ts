@@ -242,12 +242,3 @@ export function checkJobConfig(
   if (!parsed.ok) return { ok: false, problems: parsed.problems.map((p) => naming.config(p)) };
   return { ok: true, config: parsed.config, hasDownstream: job.downstream !== undefined };
 }
-
-/** Canonical JSON (object keys sorted), so that equal configs compare equal whatever their key order. */
-export function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    v !== null && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : v,
-  );
-}

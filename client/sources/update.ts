@@ -15,8 +15,8 @@ import {
   removedError,
   SOURCE_TARGET,
 } from './common.ts';
+import { canonicalJson } from './canonical-json.ts';
 import {
-  canonicalJson,
   checkFields,
   checkJobConfig,
   FIELD_OPTIONS,
