@@ -20,19 +20,95 @@ export function fullJitterMs(attempt: number, b: Backoff, random: () => number =
   return Math.floor(random() * ceiling);
 }
 
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+const DAY = '(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)';
+const LONG_DAY = '(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)';
+const MONTH = `(?<month>${MONTHS.join('|')})`;
+const TIME = '(?<h>\\d{2}):(?<m>\\d{2}):(?<s>\\d{2})';
+/** The three forms of an HTTP-date (RFC 9110 §5.6.7); recipients must accept all three. */
+const HTTP_DATES = [
+  // `Sun, 06 Nov 1994 08:49:37 GMT`: IMF-fixdate, the form senders must use.
+  new RegExp(`^${DAY}, (?<day>\\d{2}) ${MONTH} (?<year>\\d{4}) ${TIME} GMT$`),
+  // `Sunday, 06-Nov-94 08:49:37 GMT`: RFC 850, obsolete.
+  new RegExp(`^${LONG_DAY}, (?<day>\\d{2})-${MONTH}-(?<yy>\\d{2}) ${TIME} GMT$`),
+  // `Sun Nov  6 08:49:37 1994`: C's asctime, obsolete, in UTC although it does not say so.
+  new RegExp(`^${DAY} ${MONTH} (?<day> \\d|\\d{2}) ${TIME} (?<year>\\d{4})$`),
+];
+
 /**
- * Parses a `Retry-After` header: delta-seconds (`120`) or an HTTP-date
- * (`Wed, 21 Oct 2026 07:28:00 GMT`). Returns milliseconds from `now` (≥ 0), or undefined when absent
- * or malformed.
+ * The instant of an HTTP-date in any of its three forms, or undefined (also for a date that does
+ * not exist: 31 Feb, 25:00). Parsed by its grammar: `Date.parse` accepts nearly anything ("soon 5"
+ * is a date in 2001) and reads a zone-less asctime date in the process's local time zone.
+ */
+export function parseHttpDate(text: string, now: Date): number | undefined {
+  for (const form of HTTP_DATES) {
+    const g = form.exec(text)?.groups;
+    if (!g) continue;
+    let year = Number(g.year);
+    if (g.yy !== undefined) {
+      // A two-digit year more than 50 years ahead is the most recent past year ending so (RFC 9110).
+      year = Math.floor(now.getUTCFullYear() / 100) * 100 + Number(g.yy);
+      if (year > now.getUTCFullYear() + 50) year -= 100;
+    }
+    const month = MONTHS.indexOf(g.month ?? '');
+    const [day, h, m, s] = [g.day, g.h, g.m, g.s].map(Number) as [number, number, number, number];
+    const daysInMonth = new Date(Date.UTC(year, month + 1, 0)).getUTCDate();
+    // A second of 60 is a leap second: Date.UTC reads it as the next minute's first.
+    if (day < 1 || day > daysInMonth || h > 23 || m > 59 || s > 60) return undefined;
+    return Date.UTC(year, month, day, h, m, s);
+  }
+  return undefined;
+}
+
+/**
+ * Parses a `Retry-After` header: delta-seconds (`120`), fractional seconds as some partners send
+ * them (`2.0`, `0.5`, rounded up to the millisecond), or an HTTP-date in any of its forms
+ * (`Wed, 21 Oct 2026 07:28:00 GMT`, RFC 850, asctime). Surrounding whitespace is ignored. Returns
+ * milliseconds from `now` (≥ 0; a past date means now), or undefined when absent, negative or
+ * malformed. Not clamped here: the retry preset clamps it ({@link nextRetry}).
  */
 export function parseRetryAfter(value: string | undefined, now: Date): number | undefined {
   if (value === undefined) return undefined;
   const text = value.trim();
-  if (/^\d+$/.test(text)) return Number(text) * 1000;
-  if (!/[a-z]/i.test(text)) return undefined;
-  const at = Date.parse(text);
-  if (Number.isNaN(at)) return undefined;
-  return Math.max(0, at - now.getTime());
+  if (/^(?:\d+(?:\.\d*)?|\.\d+)$/.test(text)) {
+    const ms = Math.ceil(Number(text) * 1000);
+    return Number.isFinite(ms) ? ms : undefined;
+  }
+  const at = parseHttpDate(text, now);
+  return at === undefined ? undefined : Math.max(0, at - now.getTime());
+}
+
+/**
+ * How a partner writes a rate limit's reset: `seconds` (or `milliseconds`) to wait, or the `epoch`
+ * second it resets at. `guess` reads the number: from 10^12 an epoch millisecond, from 10^9 an
+ * epoch second (no wait is 30 years long), else seconds to wait. Unnamed reset headers need the
+ * guess: `X-RateLimit-Reset` is an epoch second at GitHub and Twitter but seconds at others.
+ */
+export type ResetUnit = 'seconds' | 'milliseconds' | 'epoch' | 'guess';
+
+/**
+ * The wait, in milliseconds from `now` (≥ 0: a reset in the past means now), that a rate-limit
+ * reset value asks for; undefined when absent or not a non-negative number. Pure.
+ */
+export function parseRateLimitReset(
+  value: string | undefined,
+  unit: ResetUnit,
+  now: Date,
+): number | undefined {
+  const text = value?.trim();
+  if (text === undefined || !/^(?:\d{1,16}(?:\.\d*)?|\.\d+)$/.test(text)) return undefined;
+  const n = Number(text);
+  const as = unit !== 'guess' ? unit : n >= 1e12 ? 'epoch-ms' : n >= 1e9 ? 'epoch' : 'seconds';
+  switch (as) {
+    case 'seconds':
+      return Math.ceil(n * 1000);
+    case 'milliseconds':
+      return Math.ceil(n);
+    case 'epoch':
+      return Math.max(0, Math.ceil(n * 1000 - now.getTime()));
+    case 'epoch-ms':
+      return Math.max(0, Math.ceil(n - now.getTime()));
+  }
 }
 
 export type RetryDecision = { retryInMs: number } | { deadlineExceeded: true; neededMs: number };

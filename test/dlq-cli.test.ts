@@ -212,7 +212,7 @@ describe('dlq cli: dead letters of failed runs', { timeout: 300_000 }, () => {
         workflowRunId: runA,
         errorType: 'InvalidInput',
         errorCode: 'HTTP_422',
-        errorMessage: 'partner dlq-cli-a records: rejected with status 422',
+        errorMessage: 'partner dlq-cli-a records: rejected with status 422: "injected status 422"',
         attempts: 1,
         firstFailedAt: undefined,
         lastFailedAt: undefined,
@@ -342,7 +342,7 @@ describe('dlq cli: dead letters of failed runs', { timeout: 300_000 }, () => {
       'job type': 'fetch-records',
       'error type': 'InvalidInput',
       'error code': 'HTTP_422',
-      error: 'partner dlq-cli-a records: rejected with status 422',
+      error: 'partner dlq-cli-a records: rejected with status 422: "injected status 422"',
       attempts: '1',
       'first failed': letterA.firstFailedAt.toISOString(),
       'last failed': letterA.lastFailedAt.toISOString(),
@@ -376,7 +376,11 @@ describe('dlq cli: dead letters of failed runs', { timeout: 300_000 }, () => {
     assert.ok(fetchRow, timeline);
     assert.deepEqual(
       [fetchRow[1], fetchRow[5], fetchRow[6]],
-      ['1', 'failed', 'InvalidInput: partner dlq-cli-a records: rejected with status 422'],
+      [
+        '1',
+        'failed',
+        'InvalidInput: partner dlq-cli-a records: rejected with status 422: "injected status 422"',
+      ],
     );
     assert.ok(
       rows.some((r) => r[0] === 'finishRun' && r[5] === 'completed'),
@@ -387,7 +391,10 @@ describe('dlq cli: dead letters of failed runs', { timeout: 300_000 }, () => {
     const shown = json<ShowJson>(await runCli(['dlq', 'show', letterA.id, '--json'], env));
     assert.equal(shown.id, letterA.id);
     assert.equal(shown.businessKey, `fetch-records:dlq-cli-a:${DATE_A}`);
-    assert.equal(shown.errorMessage, 'partner dlq-cli-a records: rejected with status 422');
+    assert.equal(
+      shown.errorMessage,
+      'partner dlq-cli-a records: rejected with status 422: "injected status 422"',
+    );
     assert.deepEqual([shown.run.id, shown.run.status], [run.id, 'dead_lettered']);
     assert.equal(shown.workflowRunId, runA);
     assert.equal(shown.timelineRunId, runA);
@@ -405,7 +412,10 @@ describe('dlq cli: dead letters of failed runs', { timeout: 300_000 }, () => {
         startedAt: undefined,
         endedAt: undefined,
         outcome: 'failed',
-        failure: { type: 'InvalidInput', message: 'partner dlq-cli-a records: rejected with status 422' },
+        failure: {
+          type: 'InvalidInput',
+          message: 'partner dlq-cli-a records: rejected with status 422: "injected status 422"',
+        },
       },
     );
     assert.ok(

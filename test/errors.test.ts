@@ -3,7 +3,15 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { z } from 'zod';
-import { classify, failure, httpStatusFailure } from '../activities/errors.ts';
+import {
+  classify,
+  detailsOf,
+  failure,
+  httpStatusFailure,
+  MAX_PARTNER_WORDS,
+  partnerMessageOf,
+  responseFailure,
+} from '../activities/errors.ts';
 import { DriverStatementError } from '../db/driver-error.ts';
 
 /** The parts of a failure that retries and dashboards depend on. */
@@ -79,6 +87,180 @@ describe('errors', () => {
     assert.equal(httpStatusFailure(403, 'fetch page 2').message, 'fetch page 2: permission denied (403)');
     assert.equal(httpStatusFailure(410, 'fetch page 2').message, 'fetch page 2: not found (410)');
     assert.equal(httpStatusFailure(400, 'fetch page 2').message, 'fetch page 2: rejected with status 400');
+  });
+
+  it("errors: responseFailure keeps the status mapping and appends the partner's own words, quoted", () => {
+    const now = new Date('2026-11-29T10:00:00Z');
+    const of = (status: number, body: unknown, headers: Record<string, string> = {}) =>
+      responseFailure({ status, headers, body, what: 'partner acme', now });
+    const bad = of(400, { error: { code: 'BadRequest', message: 'Invalid value for $top' } });
+    assert.deepEqual(shape(bad), { type: 'InvalidInput', nonRetryable: true, code: 'HTTP_400' });
+    assert.equal(bad.message, 'partner acme: rejected with status 400: "Invalid value for $top"');
+    assert.equal(
+      of(503, { message: 'down for maintenance' }).message,
+      'partner acme: upstream unavailable (503): "down for maintenance"',
+    );
+    assert.equal(
+      of(404, { detail: 'no such list' }).message,
+      'partner acme: not found (404): "no such list"',
+    );
+    assert.equal(of(401, undefined).message, 'partner acme: permission denied (401)', 'no body, no words');
+    assert.equal(
+      of(422, '<html>oops</html>').message,
+      'partner acme: rejected with status 422',
+      'not an object',
+    );
+    assert.equal(of(400, { message: '  ' }).message, 'partner acme: rejected with status 400');
+    assert.equal(
+      of(400, { message: 'say "hi"' }).message,
+      'partner acme: rejected with status 400: "say \\"hi\\""',
+    );
+    const limited = of(429, { message: 'slow down' }, { 'retry-after': '2.5' });
+    assert.equal(limited.message, 'partner acme: rate limited (429, retry after 3 s): "slow down"');
+    assert.equal(detailsOf(limited)?.retryAfterMs, 2_500);
+    // Without a body the messages are httpStatusFailure's, word for word.
+    for (const status of [400, 401, 403, 404, 408, 410, 422, 429, 500, 503])
+      assert.equal(
+        of(status, undefined).message,
+        httpStatusFailure(status, 'partner acme').message,
+        String(status),
+      );
+  });
+
+  it("errors: responseFailure reads a 403 or 429 whose remaining quota is 0 as RateLimited until its reset (GitHub's primary limit)", () => {
+    const now = new Date('2026-11-29T10:00:00Z');
+    const epoch = now.getTime() / 1000;
+    const github = responseFailure({
+      status: 403,
+      headers: {
+        'x-ratelimit-remaining': '0',
+        'x-ratelimit-reset': String(epoch + 42),
+        'x-ratelimit-limit': '60',
+      },
+      body: {
+        message: 'API rate limit exceeded for 203.0.113.7.',
+        documentation_url: 'https://docs.github.com/rest',
+      },
+      what: 'partner gh',
+      now,
+    });
+    assert.deepEqual(shape(github), { type: 'RateLimited', nonRetryable: false, code: 'HTTP_403' });
+    assert.equal(detailsOf(github)?.retryAfterMs, 42_000);
+    assert.equal(
+      github.message,
+      'partner gh: rate limited (403, x-ratelimit-remaining 0, retry after 42 s): "API rate limit exceeded for [ip]."',
+    );
+    const waitOf = (status: number, headers: Record<string, string>) => {
+      const f = responseFailure({ status, headers, what: 'p', now });
+      return [f.type, detailsOf(f)?.retryAfterMs];
+    };
+    // The IETF draft's pair (seconds), Twitter's names, and Retry-After winning over the reset.
+    assert.deepEqual(waitOf(429, { 'ratelimit-remaining': '0', 'ratelimit-reset': '9' }), [
+      'RateLimited',
+      9_000,
+    ]);
+    assert.deepEqual(
+      waitOf(403, { 'x-rate-limit-remaining': '0', 'x-rate-limit-reset': String(epoch + 5) }),
+      ['RateLimited', 5_000],
+    );
+    assert.deepEqual(
+      waitOf(403, { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': '60', 'retry-after': '3' }),
+      ['RateLimited', 3_000],
+    );
+    assert.deepEqual(
+      waitOf(403, { 'x-ratelimit-remaining': ' 0 ' }),
+      ['RateLimited', undefined],
+      'no reset: jitter',
+    );
+    // A named reset header wins over the built-in ones; a plain 429 reads the built-in ones too.
+    const named = responseFailure({
+      status: 403,
+      headers: { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': '60', 'x-reset-in': '4' },
+      rateLimitReset: { header: 'X-Reset-In', unit: 'seconds' },
+      what: 'p',
+      now,
+    });
+    assert.equal(detailsOf(named)?.retryAfterMs, 4_000);
+    assert.deepEqual(waitOf(429, { 'x-ratelimit-reset': '8' }), ['RateLimited', 8_000]);
+    // Quota left, or another status: the status decides.
+    assert.deepEqual(waitOf(403, { 'x-ratelimit-remaining': '12', 'x-ratelimit-reset': '60' }), [
+      'PermissionDenied',
+      undefined,
+    ]);
+    assert.deepEqual(waitOf(401, { 'x-ratelimit-remaining': '0' }), ['PermissionDenied', undefined]);
+    assert.deepEqual(waitOf(400, { 'x-ratelimit-remaining': '0' }), ['InvalidInput', undefined]);
+    assert.deepEqual(waitOf(503, { 'x-ratelimit-reset': '60' }), ['UpstreamUnavailable', undefined]);
+    // A 403 that says when to come back (GitHub's secondary limit) is a wait, not a denial.
+    assert.deepEqual(waitOf(403, { 'retry-after': '60' }), ['RateLimited', 60_000]);
+    assert.deepEqual(waitOf(403, { 'retry-after': 'whenever' }), ['PermissionDenied', undefined]);
+  });
+
+  it('errors: partnerMessageOf finds the message where well-known APIs put it', () => {
+    const cases: [unknown, string | undefined][] = [
+      [{ error: { code: 'InvalidRequest', message: 'Graph says no' } }, 'Graph says no'],
+      [{ error: { type: 'invalid_request_error', message: 'No such customer' } }, 'No such customer'],
+      [{ error: 'invalid_grant', error_description: 'Grant expired' }, 'Grant expired'],
+      [{ message: 'Bad credentials', documentation_url: 'https://docs.github.com' }, 'Bad credentials'],
+      [{ type: 'about:blank', title: 'Bad Request', detail: 'limit must be <= 100' }, 'limit must be <= 100'],
+      [{ title: 'Bad Request', status: 400 }, 'Bad Request'],
+      [
+        { detail: [{ loc: ['query', 'limit'], msg: 'ensure this value is less than 101' }] },
+        'ensure this value is less than 101',
+      ],
+      [{ errors: [{ message: 'Field "x" not found', extensions: {} }] }, 'Field "x" not found'],
+      [{ errors: [{ status: '400', title: 'Invalid', detail: 'page[size] too big' }] }, 'page[size] too big'],
+      [{ errors: ['plain string error'] }, 'plain string error'],
+      [{ errorMessages: ['Issue does not exist'], errors: {} }, 'Issue does not exist'],
+      [{ fault: { faultstring: 'Invalid ApiKey', detail: { errorcode: 'x' } } }, 'Invalid ApiKey'],
+      [
+        [{ message: 'Session expired or invalid', errorCode: 'INVALID_SESSION_ID' }],
+        'Session expired or invalid',
+      ],
+      [{ error: 'RecordNotFound', description: 'Not found' }, 'Not found'],
+      [{ ok: false, error: 'invalid_auth' }, 'invalid_auth'],
+      [{ message: 42, error: 'fallback_code' }, 'fallback_code'],
+      [{ status: 'error' }, undefined],
+      [[], undefined],
+      [null, undefined],
+      ['text', undefined],
+    ];
+    for (const [body, expected] of cases)
+      assert.equal(partnerMessageOf(body), expected, JSON.stringify(body));
+  });
+
+  it("errors: the partner's words are scrubbed and bounded: no credential, email, URL or control character reaches a message", () => {
+    const token = 'tok-0123456789-SECRET';
+    const body = {
+      message:
+        `invalid request: api_key=${token} for jane.doe@example.com (Bearer ${token}); ` +
+        `see https://partner.example/help?sig=abc123 \u001b[31mred\u001b[0m\nforged: line ${token}`,
+    };
+    const f = responseFailure({
+      status: 400,
+      headers: {},
+      body,
+      what: 'partner acme',
+      redactValues: [token],
+    });
+    assert.equal(
+      f.message,
+      'partner acme: rejected with status 400: "invalid request: api_key=*** for [email] (Bearer ***); see [url] [31mred [0m forged: line ***"',
+    );
+    for (const leak of [token, 'jane.doe', 'partner.example', 'abc123', '\u001b', '\n'])
+      assert.ok(!f.message.includes(leak), leak);
+    // A credential the patterns cannot recognise is masked because the caller names it.
+    const plain = responseFailure({
+      status: 403,
+      headers: {},
+      body: { error: { message: 'key hunter22 was revoked' } },
+      what: 'p',
+      redactValues: ['hunter22', 'ab'],
+    });
+    assert.equal(plain.message, 'p: permission denied (403): "key *** was revoked"');
+    const long = partnerMessageOf({ message: `${'word '.repeat(200)}${token}` }, [token]);
+    assert.equal([...(long ?? '')].length, MAX_PARTNER_WORDS);
+    assert.ok(long?.endsWith('…'));
+    assert.ok(!long?.includes('tok-'));
   });
 
   it('errors: classify turns socket errors into retryable NetworkError and timeouts into Timeout', () => {

@@ -29,6 +29,7 @@ function stubHttp(page: unknown): HttpClient & { calls: number } {
     },
     postJson: () => Promise.reject(new Error('fetchPage never POSTs')),
     readJson: () => Promise.reject(new Error('the demo job reads with getJson')),
+    readResponse: () => Promise.reject(new Error('the demo job reads with getJson')),
     options: { connectTimeoutMs: 1_000, responseTimeoutMs: 1_000 },
     close: () => Promise.resolve(),
   };

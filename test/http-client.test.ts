@@ -1,13 +1,20 @@
 // The engine's HTTP client against hostile servers over real sockets: bodies larger than the cap
-// (counted, or announced by Content-Length) and the send deadline of non-idempotent calls. The
+// (counted, or announced by Content-Length), the send deadline of non-idempotent calls, and what
+// a refusal says (every Retry-After form, rate-limit headers, the partner's own words, scrubbed). The
 // demo partner's ledger and store say what reached it; a bare node:http server plays the partners
 // the demo partner cannot (a Content-Length it never sends, a huge answer to a POST).
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
-import { createHttpClient, DEFAULT_MAX_RESPONSE_BYTES, type HttpClient } from '../activities/http.ts';
+import {
+  createHttpClient,
+  credentialValuesOf,
+  DEFAULT_MAX_RESPONSE_BYTES,
+  type HttpClient,
+  MAX_ERROR_BODY_BYTES,
+} from '../activities/http.ts';
 import { type PartnerServer, startPartner } from '../partner/server.ts';
+import { answerJson, bareServer } from './helpers/bare-server.ts';
 import { waitFor } from './helpers/outbox.ts';
 
 const MiB = 1024 * 1024;
@@ -17,22 +24,6 @@ function failureOf(err: unknown): { type: string; code: string; nonRetryable: bo
   assert.ok(err instanceof ApplicationFailure, `expected an ApplicationFailure, got ${String(err)}`);
   const code = (err.details?.[0] as { code: string }).code;
   return { type: err.type ?? '', code, nonRetryable: err.nonRetryable === true, message: err.message };
-}
-
-/** A bare server on a loopback port; `handler` decides what it answers. */
-async function bareServer(
-  handler: Parameters<typeof createServer>[1],
-): Promise<{ url: string; server: Server }> {
-  const server = createServer(handler);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  assert.ok(typeof address === 'object' && address);
-  return { url: `http://127.0.0.1:${address.port}`, server };
-}
-
-function stop(server: Server): Promise<void> {
-  server.closeAllConnections();
-  return new Promise((resolve) => server.close(() => resolve()));
 }
 
 void describe('http client', () => {
@@ -92,14 +83,14 @@ void describe('http client', () => {
   void it('a Content-Length over the cap is refused before any of the body is read', async () => {
     // Announces 1 GB and never sends a byte of it: only a client that believes the header returns.
     let closed = false;
-    const { url, server } = await bareServer((req, res) => {
+    const server = await bareServer((req, res) => {
       req.socket.once('close', () => (closed = true));
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000000000' });
       res.flushHeaders();
     });
     try {
       const err = await http
-        .getJson(new URL(url), { signal, what: 'partner records' })
+        .getJson(new URL(server.url), { signal, what: 'partner records' })
         .catch((e: unknown) => e);
       assert.deepEqual(failureOf(err), {
         type: 'InvalidResponse',
@@ -109,24 +100,24 @@ void describe('http client', () => {
       });
       await waitFor(() => closed, 'the client to close the connection');
     } finally {
-      await stop(server);
+      await server.close();
     }
   });
 
   void it('the cap holds for the answer to a POST too', async () => {
     const chunk = Buffer.alloc(64 * 1024, 'x');
-    const { url, server } = await bareServer((_req, res) => {
+    const server = await bareServer((_req, res) => {
       res.writeHead(201, { 'content-type': 'application/json' });
       for (let i = 0; i < 32; i++) res.write(chunk);
       res.end();
     });
     try {
       const err = await http
-        .postJson(new URL(url), { reference: 'r' }, { signal, what: 'partner submit' })
+        .postJson(new URL(server.url), { reference: 'r' }, { signal, what: 'partner submit' })
         .catch((e: unknown) => e);
       assert.equal(failureOf(err).code, 'RESPONSE_TOO_LARGE');
     } finally {
-      await stop(server);
+      await server.close();
     }
   });
 
@@ -159,7 +150,7 @@ void describe('http client', () => {
     );
   });
 
-  void it("a 429 without Retry-After waits what the partner's named reset header says, as seconds or as an epoch second", async () => {
+  void it("a 429 without Retry-After waits what the partner's reset header says, as seconds or as an epoch second", async () => {
     const waitOf = async (fault: Record<string, unknown>, unit: 'seconds' | 'epoch') => {
       partner.faults.clear();
       partner.faults.add({ kind: 'status', status: 429, ...fault });
@@ -181,14 +172,19 @@ void describe('http client', () => {
       await waitOf({ retryAfter: '2', rateLimitReset: 7, rateLimitResetStyle: 'seconds' }, 'seconds'),
       2_000,
     );
-    // Without a reset header named, the reset header means nothing.
+    // Without a reset header named, the built-in ones are read (its unit guessed from its size).
     partner.faults.clear();
     partner.faults.add({ kind: 'status', status: 429, rateLimitReset: 7, rateLimitResetStyle: 'seconds' });
     const plain = await http.getJson(records, { signal, what: 'partner records' }).catch((e: unknown) => e);
     assert.equal(
       ((plain as ApplicationFailure).details?.[0] as { retryAfterMs?: number }).retryAfterMs,
-      undefined,
+      7_000,
     );
+    partner.faults.clear();
+    partner.faults.add({ kind: 'status', status: 429, rateLimitReset: 7 });
+    const epoch = await http.getJson(records, { signal, what: 'partner records' }).catch((e: unknown) => e);
+    const epochGuess = ((epoch as ApplicationFailure).details?.[0] as { retryAfterMs?: number }).retryAfterMs;
+    assert.ok(epochGuess !== undefined && epochGuess >= 6_000 && epochGuess <= 8_000, String(epochGuess));
   });
 
   void it("a per-call body cap below the client's refuses a larger body, and readJson hands over the headers", async () => {
@@ -200,5 +196,207 @@ void describe('http client', () => {
     const ok = await http.readJson(records, { signal, what: 'partner records' });
     assert.match(String(ok.headers['content-type']), /application\/json/);
     assert.ok(Array.isArray((ok.body as { records: unknown[] }).records));
+  });
+
+  void it('readResponse hands over any status with its headers, the parsed body (undefined when empty or not JSON) and the URL', async () => {
+    const server = await bareServer((req, res) => {
+      if (req.url === '/json') return answerJson(res, 400, { message: 'no' }, { 'X-Partner': 'p' });
+      if (req.url === '/html') {
+        res.writeHead(502, { 'content-type': 'text/html' });
+        return res.end('<html>bad gateway</html>');
+      }
+      if (req.url === '/empty') return void res.writeHead(204).end();
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"cut": ');
+    });
+    try {
+      const read = (path: string) =>
+        http.readResponse(new URL(path, server.url), { signal, what: 'partner' });
+      const json = await read('/json');
+      assert.deepEqual(
+        [json.status, json.body, json.headers['x-partner'], json.url.href],
+        [400, { message: 'no' }, 'p', `${server.url}/json`],
+      );
+      assert.deepEqual([(await read('/html')).status, (await read('/html')).body], [502, undefined]);
+      assert.deepEqual([(await read('/empty')).status, (await read('/empty')).body], [204, undefined]);
+      assert.deepEqual([(await read('/cut')).status, (await read('/cut')).body], [200, undefined]);
+      // readJson keeps refusing a 2xx that is not JSON.
+      const err = await http
+        .readJson(new URL('/cut', server.url), { signal, what: 'partner' })
+        .catch((e: unknown) => e);
+      assert.equal(failureOf(err).code, 'INVALID_JSON');
+    } finally {
+      await server.close();
+    }
+  });
+
+  void it('Retry-After is honoured in every legal form: integer, fractional, each HTTP-date form; garbage and negatives are not', async () => {
+    const server = await bareServer((req, res) => {
+      const value = new URL(req.url ?? '/', 'http://x').searchParams.get('ra') ?? '';
+      answerJson(res, 429, { message: 'slow down' }, { 'retry-after': value });
+    });
+    const in30 = new Date(Math.ceil(Date.now() / 1000) * 1000 + 30_000);
+    const [weekday, day, month, year, time] = in30.toUTCString().split(' ') as [
+      string,
+      string,
+      string,
+      string,
+      string,
+    ];
+    const longDay = {
+      'Sun,': 'Sunday',
+      'Mon,': 'Monday',
+      'Tue,': 'Tuesday',
+      'Wed,': 'Wednesday',
+      'Thu,': 'Thursday',
+      'Fri,': 'Friday',
+      'Sat,': 'Saturday',
+    }[weekday];
+    const forms: [string, number | undefined, number?][] = [
+      ['7', 7_000],
+      ['2.0', 2_000],
+      ['0.5', 500],
+      [in30.toUTCString(), 30_000, 2_000],
+      [`${longDay}, ${day}-${month}-${year.slice(2)} ${time} GMT`, 30_000, 2_000],
+      [`${weekday.slice(0, 3)} ${month} ${day.replace(/^0/, ' ')} ${time} ${year}`, 30_000, 2_000],
+      ['soon', undefined],
+      ['-5', undefined],
+    ];
+    try {
+      for (const [value, expected, slack = 0] of forms) {
+        const url = new URL(`/?ra=${encodeURIComponent(value)}`, server.url);
+        const err = await http.getJson(url, { signal, what: 'partner' }).catch((e: unknown) => e);
+        assert.equal(failureOf(err).type, 'RateLimited', value);
+        const wait = ((err as ApplicationFailure).details?.[0] as { retryAfterMs?: number }).retryAfterMs;
+        if (expected === undefined) assert.equal(wait, undefined, value);
+        else assert.ok(wait !== undefined && Math.abs(wait - expected) <= slack, `${value}: ${wait}`);
+      }
+    } finally {
+      await server.close();
+    }
+  });
+
+  void it("a 403 with x-ratelimit-remaining 0 is RateLimited until x-ratelimit-reset (GitHub's primary limit), not PermissionDenied", async () => {
+    const server = await bareServer((_req, res) =>
+      answerJson(
+        res,
+        403,
+        {
+          message: 'API rate limit exceeded for 203.0.113.7.',
+          documentation_url: 'https://docs.github.com/rest',
+        },
+        {
+          'x-ratelimit-limit': '60',
+          'x-ratelimit-remaining': '0',
+          'x-ratelimit-reset': String(Math.ceil(Date.now() / 1000) + 20),
+        },
+      ),
+    );
+    try {
+      const err = await http
+        .getJson(new URL(server.url), { signal, what: 'partner gh' })
+        .catch((e: unknown) => e);
+      const f = failureOf(err);
+      assert.deepEqual([f.type, f.code, f.nonRetryable], ['RateLimited', 'HTTP_403', false]);
+      const wait = ((err as ApplicationFailure).details?.[0] as { retryAfterMs?: number }).retryAfterMs;
+      assert.ok(wait !== undefined && wait > 18_000 && wait <= 21_000, String(wait));
+      assert.match(
+        f.message,
+        /^partner gh: rate limited \(403, x-ratelimit-remaining 0, retry after (19|20|21) s\): "API rate limit exceeded for \[ip\]\."$/,
+      );
+    } finally {
+      await server.close();
+    }
+  });
+
+  void it("a partner's error message reaches the failure, scrubbed: the credential sent, an email, a URL never do", async () => {
+    const token = 'tok-0123456789-SECRET';
+    const queryKey = 'qk-secret-77';
+    const server = await bareServer((req, res) =>
+      answerJson(res, 400, {
+        error: {
+          code: 'BadArgument',
+          message:
+            `Invalid value for $top. Request ${req.url ?? ''} with ${req.headers.authorization ?? ''} ` +
+            `by ops@partner.example; docs https://partner.example/docs?key=${queryKey}. Secret ${token}!`,
+        },
+      }),
+    );
+    try {
+      const url = new URL(`/items?$top=abc&api_key=${queryKey}`, server.url);
+      const err = await http
+        .readJson(url, { signal, what: 'partner acme', headers: { authorization: `Bearer ${token}` } })
+        .catch((e: unknown) => e);
+      const f = failureOf(err);
+      assert.deepEqual([f.type, f.code], ['InvalidInput', 'HTTP_400']);
+      assert.equal(
+        f.message,
+        'partner acme: rejected with status 400: "Invalid value for $top. Request /items?$top=abc&api_key=*** with Bearer *** by [email]; docs [url]. Secret ***!"',
+      );
+      for (const leak of [token, queryKey, 'ops@', 'partner.example'])
+        assert.ok(!f.message.includes(leak), leak);
+      // A POST's refusal carries the partner's words too.
+      const posted = await http
+        .postJson(url, { x: 1 }, { signal, what: 'partner submit', headers: { 'x-api-key': 'k-9f8e7d6c' } })
+        .catch((e: unknown) => e);
+      assert.match(
+        failureOf(posted).message,
+        /^partner submit: rejected with status 400: "Invalid value for \$top\./,
+      );
+    } finally {
+      await server.close();
+    }
+  });
+
+  void it('a non-2xx body is read up to 64 KiB for its words; a larger one is dropped, even one announced and never sent', async () => {
+    const words = (n: number) => ({ message: 'quota exceeded', padding: 'x'.repeat(n) });
+    const server = await bareServer((req, res) => {
+      if (req.url === '/small') return answerJson(res, 500, words(MAX_ERROR_BODY_BYTES - 100));
+      if (req.url === '/large') {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.write(JSON.stringify(words(MAX_ERROR_BODY_BYTES)).slice(0, -1));
+        res.write(`,"more":"${'y'.repeat(1_000_000)}"}`);
+        return res.end();
+      }
+      // Announces 1 GB and never sends a byte of it: only a client that believes the header returns.
+      res.writeHead(503, { 'content-type': 'application/json', 'content-length': '1000000000' });
+      res.flushHeaders();
+    });
+    try {
+      const small = await http
+        .getJson(new URL('/small', server.url), { signal, what: 'p' })
+        .catch((e: unknown) => e);
+      assert.equal(failureOf(small).message, 'p: upstream unavailable (500): "quota exceeded"');
+      const large = await http.readResponse(new URL('/large', server.url), { signal, what: 'p' });
+      assert.deepEqual([large.status, large.body], [500, undefined]);
+      const err = await http
+        .getJson(new URL('/large', server.url), { signal, what: 'p' })
+        .catch((e: unknown) => e);
+      assert.equal(failureOf(err).message, 'p: upstream unavailable (500)');
+      const announced = await http.readResponse(new URL('/announced', server.url), { signal, what: 'p' });
+      assert.deepEqual([announced.status, announced.body], [503, undefined]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  void it('credentialValuesOf lists every form the credential of a request takes, for masking', () => {
+    const url = new URL('https://p.example/x?page=2&token=t-query&key=k-query');
+    const basic = Buffer.from('user:pa55word').toString('base64');
+    assert.deepEqual(
+      credentialValuesOf(
+        url,
+        { Authorization: `Basic ${basic}`, Cookie: 'sid=s-1; theme=dark', 'X-Custom': 'c-1', Accept: 'a' },
+        { headers: ['x-custom'], queryParam: 'key' },
+      ),
+      ['t-query', 'k-query', basic, 'user:pa55word', 'pa55word', 's-1', 'dark', 'c-1'],
+    );
+    assert.deepEqual(
+      credentialValuesOf(new URL('https://p.example/'), {
+        authorization: 'Bearer b-1',
+        'x-api-key': 'two words',
+      }),
+      ['b-1', 'two words'],
+    );
   });
 });
