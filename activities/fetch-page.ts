@@ -2,7 +2,9 @@
  * `fetchPage`: collects one stored page's worth of records from the partner, following the
  * partner's own cursors, and stages them in PostgreSQL (`fetched_page`) as it goes. It heartbeats
  * the cursor (unless it runs as a local activity); a retried attempt resumes from what is staged
- * instead of asking the partner again.
+ * instead of asking the partner again. A partner response larger than the page's room is staged
+ * whole: its overflow as the pages after this one (activities/carried-pages.ts), which their own
+ * fetchPage then finds staged.
  */
 import { Context } from '@temporalio/activity';
 import {
@@ -28,7 +30,8 @@ import { heartbeatEvery, heartbeatNow } from './heartbeat.ts';
 import { partnerCallSignal } from './local-stop.ts';
 import { observed } from './observe.ts';
 import { currentRunId, lostLease, renewLease } from './lease.ts';
-import { checkedPage, inJob, jobOf, partnerAccess } from './job-runtime.ts';
+import { checkedPage, inJob, jobOf, MAX_RECORDS_PER_RESPONSE, partnerAccess } from './job-runtime.ts';
+import { carriedPageOf, spreadResponse } from './carried-pages.ts';
 import { enabledSource } from './sources.ts';
 
 /** Heartbeat details: where this page's fetch got to (no records: they are staged). */
@@ -41,18 +44,23 @@ export interface FetchProgress {
 /**
  * Fetches up to `pageSize` records starting at `cursor` and stages them under the page's key
  * `fetch-records:<source>:<date>:page:<n>` (the `Idempotency-Key` of every partner call too).
- * Repeat-safe: a read at the partner, and conditional appends to the staged page, so that a retry
- * continues from the staged cursor and two concurrent attempts never duplicate records (R1, R9).
- * Returns only the count and the next cursor. A page this claim stored already (an execution
- * reset to an earlier point of its history asks again) is returned as stored, fetching nothing.
+ * A partner response with more records than the page has room for is staged whole, in the same
+ * statement: the rest as the pages after it, each under its own key, which this page's next
+ * cursor (a carry cursor) leads to; a page staged that way is returned at once, or continued from
+ * the partner's cursor when it is not full. Repeat-safe: a read at the partner, and conditional
+ * appends to the staged page, so that a retry continues from the staged cursor and two concurrent
+ * attempts never duplicate records (R1, R9). Returns only the count and the next cursor. A page
+ * this claim stored already (an execution reset to an earlier point of its history asks again) is
+ * returned as stored, fetching nothing.
  * @throws ApplicationFailure NotFound/PermissionDenied (source gone, disabled or missing
- *   credentials), LeaseLost (another owner holds the run, or another attempt stored the page
- *   while this one fetched it),
- *   InvalidResponse (a page off the partner contract: its shape, more records than asked for, a
- *   cursor too long or not advancing, `CURSOR_LOOP` for a cursor the run reached before, an empty
- *   page with a cursor, a body over the byte cap), CircuitOpen (the downstream's breaker or
- *   retry budget held the call back: activities/breaker-guard.ts), and
- *   the HTTP client's typed failures.
+ *   credentials), NotFound `CARRIED_PAGE_MISSING` (a page the page before staged is gone: expired
+ *   before the run came back to it), LeaseLost (another owner holds the run, or another attempt
+ *   stored the page while this one fetched it),
+ *   InvalidResponse (a page off the partner contract: its shape, more records in one response
+ *   than the engine takes (`TOO_MANY_RECORDS`), a cursor too long or not advancing,
+ *   `CURSOR_LOOP` for a cursor the run reached before, an empty page with a cursor, a body over
+ *   the byte cap), CircuitOpen (the downstream's breaker or retry budget held the call back:
+ *   activities/breaker-guard.ts), and the HTTP client's typed failures.
  */
 export function createFetchPage(deps: ActivityDeps) {
   return async function fetchPage(input: FetchPageInput): Promise<FetchPageResult> {
@@ -82,6 +90,16 @@ export function createFetchPage(deps: ActivityDeps) {
     let staged = start.staged;
     // Partner pages the run staged before this call: what a job's page limit counts.
     let pagesFetched = start.pagesFetched;
+    if (carriedPageOf(input.cursor) !== undefined && staged?.startCursor !== input.cursor) {
+      // The page was staged whole by the page before it, from one partner response, and is gone:
+      // the partner's cursor would skip its records, and asking for that response again would
+      // trust the partner to send the same records in the same order. Failing says so.
+      throw failure(
+        'NotFound',
+        'CARRIED_PAGE_MISSING',
+        `page ${key}: the records the partner sent for it with the page before were staged and are gone (expired?)`,
+      );
+    }
     if (staged && staged.startCursor !== input.cursor) {
       // Staged by a run that started this page elsewhere (partner data changed since): start over.
       await dropStaleStagedPage(db, key, fence);
@@ -91,7 +109,12 @@ export function createFetchPage(deps: ActivityDeps) {
     }
     if (staged) {
       const beat = ctx.info.heartbeatDetails as FetchProgress | undefined;
-      ctx.log.info('resuming staged page', { pageNo: input.pageNo, records: staged.recordCount, beat });
+      const carried = carriedPageOf(input.cursor) !== undefined;
+      ctx.log.info(carried ? 'page staged by the page before it' : 'resuming staged page', {
+        pageNo: input.pageNo,
+        records: staged.recordCount,
+        beat,
+      });
     }
     const state = (s: StagedPage | undefined) => ({
       cursor: s ? s.cursor : input.cursor,
@@ -114,7 +137,8 @@ export function createFetchPage(deps: ActivityDeps) {
     const calls = partnerCallSignal(ctx, deps.stopping);
     try {
       while (!at.complete && at.recordCount < input.pageSize) {
-        const limit = Math.min(deps.partnerPageLimit, input.pageSize - at.recordCount);
+        const room = input.pageSize - at.recordCount;
+        const limit = Math.min(deps.partnerPageLimit, room);
         const guard = { settings, retry, what };
         retry = false;
         const fetched = await throughBreaker(deps, guard, () =>
@@ -135,7 +159,8 @@ export function createFetchPage(deps: ActivityDeps) {
             ),
           ),
         );
-        const page = checkedPage(job, fetched, limit, what);
+        // A partner may send more than `limit`: what does not fit is staged as the next pages.
+        const page = checkedPage(job, fetched, MAX_RECORDS_PER_RESPONSE, what);
         crashPoint(deps.crashPoint, 'after-fetch');
         if (page.records.length === 0 && page.nextCursor !== null) {
           // A partner that pages forever without data would keep this loop alive.
@@ -155,14 +180,22 @@ export function createFetchPage(deps: ActivityDeps) {
         }
         const now = deps.now();
         const from = staged ? { cursor: at.cursor, recordCount: at.recordCount } : undefined;
+        const spread = spreadResponse(page, room, input.pageSize, input.pageNo);
         const appended = await appendToStagedPage(db, {
           key,
           fence,
           startCursor: input.cursor,
           from,
-          records: page.records,
-          cursor: page.nextCursor,
-          complete: page.nextCursor === null,
+          records: spread.records,
+          cursor: spread.cursor,
+          complete: spread.complete,
+          carried: spread.carried.map((c) => ({
+            key: pageKeyFor({ ...input, jobType: jobTypeOf(input) }, c.pageNo),
+            startCursor: c.startCursor,
+            cursor: c.cursor,
+            complete: c.complete,
+            records: c.records,
+          })),
           now,
           expiresAt: new Date(now.getTime() + deps.idempotencyRetentionMs),
         });

@@ -15,6 +15,8 @@ import { MAX_CURSOR_LENGTH } from '../workflows/input-limits.ts';
 
 // The workflow checks a cursor carried in its input against the same bound.
 export { MAX_CURSOR_LENGTH } from '../workflows/input-limits.ts';
+// What a run accepts from one response (checkedPage's `maxRecords`), beside the other bounds.
+export { MAX_RECORDS_PER_RESPONSE } from './job-api/define.ts';
 
 /** Longest record id stored (`fetched_record.external_id` and the ids in page events). */
 export const MAX_RECORD_ID_LENGTH = 200;
@@ -73,13 +75,20 @@ const NUL = String.fromCharCode(0);
 const ESCAPED_NUL = '\\u0000';
 
 /**
- * Checks a page a job's `fetchPage` returned against the engine's contract.
+ * Checks a page a job's `fetchPage` returned against the engine's contract. `maxRecords` is what
+ * the caller accepts from one response: a run takes {@link MAX_RECORDS_PER_RESPONSE} whatever it
+ * asked for (it stores the overflow as the pages after), so a partner's own page size is no error.
  * @throws ApplicationFailure InvalidResponse (non-retryable): `PAGE_SHAPE` (not `{records: [],
- *   nextCursor: string|null}`), `TOO_MANY_RECORDS` (more than asked for), `CURSOR_TOO_LONG`,
+ *   nextCursor: string|null}`), `TOO_MANY_RECORDS` (more than `maxRecords`), `CURSOR_TOO_LONG`,
  *   `RECORD_WITHOUT_ID` (the job's `recordId` gives no usable id), `RECORD_ID_TOO_LONG`,
  *   `NUL_CHARACTER` (a record or the cursor holds U+0000, which PostgreSQL cannot store).
  */
-export function checkedPage(job: AnyJob, page: unknown, limit: number, what: string): FetchedPage<unknown> {
+export function checkedPage(
+  job: AnyJob,
+  page: unknown,
+  maxRecords: number,
+  what: string,
+): FetchedPage<unknown> {
   const p = page as Partial<FetchedPage<unknown>> | null;
   const cursor = p?.nextCursor;
   if (
@@ -89,12 +98,12 @@ export function checkedPage(job: AnyJob, page: unknown, limit: number, what: str
   ) {
     throw failure('InvalidResponse', 'PAGE_SHAPE', `${what}: unexpected response shape`);
   }
-  // A partner ignoring the limit would make a stored page, and its transaction, as big as it likes.
-  if (p.records.length > limit) {
+  // Bounded: the whole response is staged in one statement, and kept in memory until then.
+  if (p.records.length > maxRecords) {
     throw failure(
       'InvalidResponse',
       'TOO_MANY_RECORDS',
-      `${what}: ${p.records.length} records on a page of at most ${limit}`,
+      `${what}: ${p.records.length} records in one response, over the ${maxRecords} accepted`,
     );
   }
   if (cursor !== null && cursor.length > MAX_CURSOR_LENGTH) {
@@ -115,7 +124,12 @@ export function checkedPage(job: AnyJob, page: unknown, limit: number, what: str
       throw failure('InvalidResponse', 'NUL_CHARACTER', `${what}: a record holding a NUL character`);
     }
   }
-  return { records: p.records, nextCursor: cursor };
+  // What the job says of the page for `sources try`, kept when it has its documented shape.
+  const end = typeof p.end === 'string' ? { end: p.end } : {};
+  const warnings = Array.isArray(p.warnings)
+    ? { warnings: p.warnings.filter((w): w is string => typeof w === 'string') }
+    : {};
+  return { records: p.records, nextCursor: cursor, ...end, ...warnings };
 }
 
 /** The id the job gives `record`, checked. */

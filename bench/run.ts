@@ -21,6 +21,7 @@ import { benchCli } from './cli.ts';
 import { benchFetch } from './fetch.ts';
 import { benchOutbox } from './outbox.ts';
 import { benchOverhead } from './overhead.ts';
+import { benchOversize } from './oversize.ts';
 import type { BenchOptions, BenchSection } from './report.ts';
 import { benchScale } from './scale.ts';
 import { benchStore } from './store.ts';
@@ -33,6 +34,7 @@ const SECTIONS: Record<string, (opts: BenchOptions) => Promise<BenchSection>> = 
   overhead: benchOverhead,
   scale: benchScale,
   fetch: benchFetch,
+  oversize: benchOversize,
 };
 
 const program = new Command('bench')

@@ -40,8 +40,23 @@ export interface Append {
   records: readonly unknown[];
   cursor: string | null;
   complete: boolean;
+  /**
+   * The pages after `fence.pageNo` that the same partner response fills (its overflow), in page
+   * order from `fence.pageNo + 1`; empty when the response fitted. `cursor` is then the first
+   * one's start cursor, and the partner's cursor is the last one's.
+   */
+  carried?: readonly CarriedRow[];
   now: Date;
   expiresAt: Date;
+}
+
+/** A page staged whole by the append of the page before it (see {@link Append.carried}). */
+export interface CarriedRow {
+  key: string;
+  startCursor: string;
+  cursor: string | null;
+  complete: boolean;
+  records: readonly unknown[];
 }
 
 /**
@@ -64,25 +79,37 @@ function unseen(fence: PageFence, digest: string | null): Prisma.Sql {
 }
 
 /**
- * Appends records fetched from `from.cursor` to a staged page, and remembers the new cursor for the
- * run. Conditional three times over (R1):
+ * Appends records fetched from `from.cursor` to a staged page, stages the pages its response
+ * carried over (`carried`), and remembers the partner's new cursor for the run. Conditional three
+ * times over (R1):
  * - fenced: the run must still be held by `fence.leaseToken` and be at page `fence.pageNo` (a page
  *   already stored is never staged again by a late attempt). The run row is read FOR SHARE, so an
  *   append racing a storePage of the same page waits for it and then sees the page stored;
  * - optimistic: the staged page must still be exactly at `from` (absent, when `from` is undefined),
  *   so two attempts of the same fetch — a zombie and its retry — never interleave records;
- * - loop-free: the run must never have reached `cursor` before (`run_cursor`), so a partner whose
- *   cursors come back round (A → B → A) cannot make the run fetch the same pages again.
- * One statement: the staged page and the remembered cursor change together or not at all.
- * Returns the staged page as the append left it, or undefined when the append did not apply (the
- * caller finds out which condition failed).
+ * - loop-free: the run must never have reached the partner's cursor before (`run_cursor`), so a
+ *   partner whose cursors come back round (A → B → A) cannot make the run fetch the same pages
+ *   again.
+ * The carried pages are written only when the append applied, so under the same three conditions:
+ * while the run is at `fence.pageNo`, no attempt of a later page can be running, and a carried
+ * page staged before (by an earlier history of this page that was dropped) is replaced whole.
+ * One statement: the staged page, the carried pages and the remembered cursor change together or
+ * not at all. Returns the staged page as the append left it, or undefined when the append did not
+ * apply (the caller finds out which condition failed).
  */
 export async function appendToStagedPage(
   db: Pick<PrismaClient, '$queryRaw'>,
   a: Append,
 ): Promise<StagedPage | undefined> {
   const records = JSON.stringify(a.records);
-  const digest = a.cursor === null ? null : cursorDigest(a.cursor);
+  // The partner's cursor is the last carried page's, when the response spilled over: the cursors
+  // of this page and of the carried pages before the last are the engine's own (carry cursors),
+  // unique by construction, and no partner page was fetched for them.
+  const carried = a.carried ?? [];
+  const last = carried.at(-1);
+  const reached = last ? last.cursor : a.cursor;
+  const reachedAt = a.fence.pageNo + carried.length;
+  const digest = reached === null ? null : cursorDigest(reached);
   const staged =
     a.from === undefined
       ? Prisma.sql`
@@ -100,16 +127,46 @@ export async function appendToStagedPage(
              AND record_count = ${a.from.recordCount} AND NOT complete
              AND ${runAtPage(a.fence)} AND ${unseen(a.fence, digest)}
           RETURNING ${STAGED_COLUMNS}`;
-  // Data-modifying CTEs always run to completion, read or not: the cursor row goes in exactly when
-  // the staging write applied.
+  // Data-modifying CTEs always run to completion, read or not: the carried pages and the cursor row
+  // go in exactly when the staging write applied.
   const [row] = await db.$queryRaw<StagedPage[]>`
     WITH staged AS (${staged}),
+         carried AS (${carriedSql(carried, a)}),
          remembered AS (
            INSERT INTO run_cursor (fetch_run_id, digest, page_no)
-           SELECT ${a.fence.fetchRunId}::uuid, ${digest}, ${a.fence.pageNo} FROM staged WHERE ${digest}::text IS NOT NULL
+           SELECT ${a.fence.fetchRunId}::uuid, ${digest}, ${reachedAt} FROM staged WHERE ${digest}::text IS NOT NULL
            ON CONFLICT DO NOTHING)
     SELECT * FROM staged`;
   return row;
+}
+
+/**
+ * The INSERT of an append's carried pages, for a CTE beside the append's `staged`: only when
+ * `staged` returned a row. Upserts: a carried page of an earlier history of the page (dropped as
+ * stale, then fetched again) gives way to this one.
+ */
+function carriedSql(carried: readonly CarriedRow[], a: Pick<Append, 'now' | 'expiresAt'>): Prisma.Sql {
+  if (carried.length === 0) return Prisma.sql`SELECT 1`;
+  const rows = JSON.stringify(
+    carried.map((c) => ({
+      key: c.key,
+      start_cursor: c.startCursor,
+      cursor: c.cursor,
+      complete: c.complete,
+      records: c.records,
+    })),
+  );
+  return Prisma.sql`
+    INSERT INTO fetched_page (key, start_cursor, cursor, complete, record_count, records, updated_at, expires_at)
+    SELECT c.key, c.start_cursor, c.cursor, c.complete, jsonb_array_length(c.records), c.records,
+           ${a.now}, ${a.expiresAt}
+      FROM jsonb_to_recordset(${rows}::jsonb)
+           AS c(key text, start_cursor text, cursor text, complete boolean, records jsonb)
+     WHERE EXISTS (SELECT 1 FROM staged)
+    ON CONFLICT (key) DO UPDATE
+       SET start_cursor = EXCLUDED.start_cursor, cursor = EXCLUDED.cursor, complete = EXCLUDED.complete,
+           record_count = EXCLUDED.record_count, records = EXCLUDED.records,
+           updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at`;
 }
 
 /** True when the run reached `cursor` before (a staged or stored page of it ended there). */

@@ -6,7 +6,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { HttpClient } from '../activities/http.ts';
 import { createActivities } from '../activities/index.ts';
-import { MAX_CURSOR_LENGTH } from '../activities/job-runtime.ts';
+import { carryCursor } from '../activities/carried-pages.ts';
+import { MAX_CURSOR_LENGTH, MAX_RECORDS_PER_RESPONSE } from '../activities/job-runtime.ts';
 import type { FetchPageResult } from '../workflows/types.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';
@@ -120,15 +121,21 @@ void describe('fetch-page', () => {
     assert.equal(failureCode(await fetchWith('fp-shape', http)), 'InvalidResponse/PAGE_SHAPE');
   });
 
-  void it('a page with more records than the limit asked for fails as InvalidResponse TOO_MANY_RECORDS, staging nothing', async () => {
-    // The page asks for min(partnerPageLimit 50, pageSize 100) = 50 records.
+  void it(`a response of more than ${MAX_RECORDS_PER_RESPONSE} records fails as InvalidResponse TOO_MANY_RECORDS, staging nothing; more than the limit asked for is stored over the next pages`, async () => {
     const records = (n: number) => Array.from({ length: n }, (_, i) => ({ id: `r${i}` }));
-    const over = stubHttp({ records: records(51), nextCursor: null });
+    const over = stubHttp({ records: records(MAX_RECORDS_PER_RESPONSE + 1), nextCursor: null });
     assert.equal(failureCode(await fetchWith('fp-many', over)), 'InvalidResponse/TOO_MANY_RECORDS');
     assert.equal(over.calls, 1, 'not retried within the attempt');
     assert.equal(await stagedPages('fp-many'), 0);
-    const exact = stubHttp({ records: records(50), nextCursor: null });
-    assert.deepEqual(await fetchWith('fp-many-ok', exact), { recordCount: 50, nextCursor: null });
+    // The page asks for min(partnerPageLimit 50, pageSize 100) = 50 records and takes 130: 100 on
+    // the page, the last 30 staged as page 1 (activities/carried-pages.ts), the partner asked once.
+    const more = stubHttp({ records: records(130), nextCursor: null });
+    assert.deepEqual(await fetchWith('fp-many-ok', more), {
+      recordCount: 100,
+      nextCursor: carryCursor(null, 1),
+    });
+    assert.equal(more.calls, 1);
+    assert.equal(await stagedPages('fp-many-ok'), 2);
   });
 
   void it(`a next cursor longer than ${MAX_CURSOR_LENGTH} characters fails as InvalidResponse CURSOR_TOO_LONG, staging nothing`, async () => {

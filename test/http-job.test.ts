@@ -48,7 +48,7 @@ describe('http job config', () => {
     const c = httpJobConfigSchema.parse({ request: { path: '/items' } });
     assert.deepEqual(
       [c.request.method, c.auth.type, c.records.path, c.records.id, c.pagination.type, c.limits.maxPages],
-      ['GET', 'bearer', undefined, 'id', 'none', 10_000],
+      ['GET', 'bearer', undefined, [['id']], 'none', 10_000],
     );
   });
 

@@ -48,7 +48,14 @@ export interface FetchContext<Config> extends PartnerAccess {
   businessDate: string;
   /** Where the partner left off (the `nextCursor` a previous call returned); null at the start. */
   cursor: string | null;
-  /** Records to ask for at most; a page with more is refused (`TOO_MANY_RECORDS`). */
+  /**
+   * Records to ask the partner for: what is left of the stored page, at most the worker's partner
+   * page limit. A partner that sends more (its own page size, or no limit at all) may be returned
+   * as it came, up to {@link MAX_RECORDS_PER_RESPONSE} records (more are refused,
+   * `TOO_MANY_RECORDS`): the engine stores the overflow as the pages after this one, without
+   * calling the job again for it. Do not ask the partner for the same response again to take
+   * the rest.
+   */
   limit: number;
   /** The page's stable idempotency key: send it as `Idempotency-Key` where the partner takes one. */
   idempotencyKey: string;
@@ -60,10 +67,24 @@ export interface FetchContext<Config> extends PartnerAccess {
   pagesFetched: number;
 }
 
+/**
+ * Most records one `fetchPage` may return (one partner response): the engine stages them, with
+ * the pages they spill into, in one statement.
+ */
+export const MAX_RECORDS_PER_RESPONSE = 10_000;
+
 /** One partner response: its records, and where to continue (null: the partner has no more). */
 export interface FetchedPage<R> {
   records: readonly R[];
   nextCursor: string | null;
+  /**
+   * Why the job believes the partner has no more (with `nextCursor` null), in words: which of the
+   * partner's end signals held (`meta.next_cursor was null`, `has_more was false`, `a short page`).
+   * `sources try` shows it; a run ignores it.
+   */
+  end?: string;
+  /** What looked wrong on this page without failing it, for `sources try` (never secrets or values). */
+  warnings?: readonly string[];
 }
 
 /** A record with the id the job gave it; ids are unique within a stored page (last one wins). */

@@ -30,10 +30,13 @@ function printReport(r: TryReport): void {
       `page ${p.page}: ${p.records} record(s)${p.ids.length > 0 ? ` [${shownIds(p.ids)}]` : ''}; next cursor ${p.nextCursor ?? 'none (last page)'}\n`,
     );
   }
+  for (const w of r.warnings) {
+    process.stdout.write(`warning: ${w.warning}, on every page tried (${w.pages})\n`);
+  }
   const tail = r.failure
     ? `a run would fail here: ${r.failure.type} ${r.failure.code}: ${r.failure.message}`
     : r.complete
-      ? 'the partner has no more: a run would end here'
+      ? `the partner has no more (${r.end ?? 'no next cursor'}): a run would end here`
       : 'the partner has more: a run would go on from the last next cursor';
   process.stdout.write(
     `${r.records} record(s) on ${r.pages.length} page(s); ${tail}. Nothing was written.\n`,

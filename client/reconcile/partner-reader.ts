@@ -6,7 +6,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { classify } from '../../activities/errors.ts';
 import type { AnyJob, DownstreamContext, DownstreamEffect } from '../../activities/job-api/define.ts';
-import { checkedPage, idOf, jobOf } from '../../activities/job-runtime.ts';
+import { checkedPage, idOf, jobOf, MAX_RECORDS_PER_RESPONSE } from '../../activities/job-runtime.ts';
 import { bearerToken } from '../../activities/sources.ts';
 import type { Source } from '../../prisma/generated/client.ts';
 import { errorMessage } from '../../runtime/errors.ts';
@@ -101,7 +101,8 @@ export class PartnerReader {
         pagesFetched: page,
       });
       const what = `partner ${this.source.id} records`;
-      const body = checkedPage(job, fetched, limit, what);
+      // A response larger than asked is a run's too (stored over the pages after it): read it whole.
+      const body = checkedPage(job, fetched, MAX_RECORDS_PER_RESPONSE, what);
       for (const r of body.records) ids.push(idOf(job, r, what));
       if (body.nextCursor === null) return ids;
       if (seenCursors.has(body.nextCursor)) {

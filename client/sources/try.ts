@@ -7,7 +7,13 @@ import { ApplicationFailure } from '@temporalio/common';
 import { classify, detailsOf, failure } from '../../activities/errors.ts';
 import type { HttpClient } from '../../activities/http.ts';
 import type { JobRegistry } from '../../activities/job-api/registry.ts';
-import { checkedPage, idOf, jobOf, partnerAccess } from '../../activities/job-runtime.ts';
+import {
+  checkedPage,
+  idOf,
+  jobOf,
+  MAX_RECORDS_PER_RESPONSE,
+  partnerAccess,
+} from '../../activities/job-runtime.ts';
 import { createLogger } from '../../runtime/logger.ts';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { errorMessage, UserFacingError } from '../../runtime/errors.ts';
@@ -31,6 +37,8 @@ export interface TriedPage {
   records: number;
   ids: string[];
   nextCursor: string | null;
+  /** What the job saw amiss on this page without failing it (e.g. a path that did not resolve). */
+  warnings: string[];
 }
 
 export interface TryReport {
@@ -41,6 +49,10 @@ export interface TryReport {
   records: number;
   /** The partner has no more after the last page tried. */
   complete: boolean;
+  /** Why the job believes paging is complete (which of the partner's end signals held). */
+  end?: string;
+  /** The warnings seen on every page tried, once each, with that number of pages. */
+  warnings: { warning: string; pages: number }[];
   /** What would fail the run: the failure's type, code and (safe) message. */
   failure?: { type: string; code: string; message: string };
 }
@@ -66,6 +78,7 @@ export async function trySource(
     pages: [],
     records: 0,
     complete: false,
+    warnings: [],
   };
   const seen = new Set<string>();
   let cursor: string | null = null;
@@ -88,14 +101,20 @@ export async function trySource(
         idempotencyKey: `try:${source.id}:${opts.businessDate}:page:${page - 1}`,
         pagesFetched: page - 1,
       });
-      // The engine's own checks, as a run makes them (job-runtime.ts, fetch-page.ts).
-      const checked = checkedPage(job, fetched, limit, what);
+      // The engine's own checks, as a run makes them (job-runtime.ts, fetch-page.ts): a response
+      // larger than asked is a run's too, stored over as many pages as it needs.
+      const checked = checkedPage(job, fetched, MAX_RECORDS_PER_RESPONSE, what);
       const ids = checked.records.map((r) => idOf(job, r, what));
-      report.pages.push({ page, cursor, records: ids.length, ids, nextCursor: checked.nextCursor });
+      // A job's own words, kept only when they are what the job API says they are.
+      const warnings = Array.isArray(fetched.warnings)
+        ? fetched.warnings.filter((w): w is string => typeof w === 'string')
+        : [];
+      report.pages.push({ page, cursor, records: ids.length, ids, nextCursor: checked.nextCursor, warnings });
       report.records += ids.length;
       const next = checked.nextCursor;
       if (next === null) {
         report.complete = true;
+        report.end = typeof fetched.end === 'string' ? fetched.end : 'the job returned no next cursor';
         break;
       }
       if (ids.length === 0)
@@ -119,7 +138,20 @@ export async function trySource(
         ? { type: f.type ?? 'Internal', code: detailsOf(f)?.code ?? 'UNKNOWN', message: f.message }
         : { type: 'Internal', code: 'UNKNOWN', message: errorMessage(err) };
   }
+  countWarnings(report);
   return report;
+}
+
+/**
+ * The warnings seen on every page tried (a path that never resolved in the pages seen), each once.
+ * One seen on some pages only is the partner's last page speaking (a cursor left out at the end).
+ */
+function countWarnings(report: TryReport): void {
+  const counts = new Map<string, number>();
+  for (const p of report.pages) for (const w of p.warnings) counts.set(w, (counts.get(w) ?? 0) + 1);
+  report.warnings = [...counts]
+    .filter(([, pages]) => pages === report.pages.length)
+    .map(([warning, pages]) => ({ warning, pages }));
 }
 
 function engineFailure(code: string, message: string): ApplicationFailure {

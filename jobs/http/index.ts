@@ -1,16 +1,21 @@
 /**
  * The declarative job, `http`: a REST partner described by configuration only (config.ts) —
- * request, auth, records, pagination, rate limit, limits — with every engine guarantee of a code
- * job. Records land in `fetched_record`, one `fetch.page_stored` event per page (as the demo job's).
- * Guardrails, each a non-retryable failure with its code: `OFF_ORIGIN_NEXT_URL`, `CURSOR_LOOP`
- * (also run-wide, by the engine), `MAX_PAGES_EXCEEDED`, `RESPONSE_TOO_LARGE`,
- * `MAX_RECORDS_PER_PAGE_EXCEEDED`, `RECORD_WITHOUT_ID`, `RECORD_ID_TOO_LONG` (the engine's).
+ * request, auth, records, pagination, response rules, redirects, rate limit, limits — with every
+ * engine guarantee of a code job. Records land in `fetched_record`, one `fetch.page_stored` event
+ * per page (as the demo job's). A run ends only for a reason its paging config names (paging.ts);
+ * guardrails, each a non-retryable failure with its code: `PATH_NOT_FOUND`, `NEXT_CURSOR_MISSING`,
+ * `TOTAL_MISMATCH`, `OFF_ORIGIN_NEXT_URL`, `CURSOR_LOOP` (also run-wide, by the engine),
+ * `MAX_PAGES_EXCEEDED`, `RESPONSE_TOO_LARGE`, `MAX_RECORDS_PER_PAGE_EXCEEDED`, `RECORD_WITHOUT_ID`,
+ * `RECORD_ID_TOO_LONG` (the engine's); errors the partner puts inside a 200 (responses.ts).
  */
+import { withoutQueryParam } from '../../activities/http.ts';
 import { defineJob, failure, type FetchContext, type FetchedPage } from '../../activities/job-api/index.ts';
 import { fetchedRecordsReconcile, storeFetchedRecords } from '../fetched-records.ts';
 import { type HttpJobConfig, httpJobConfigSchema } from './config.ts';
-import { at, decodePosition, encodePosition, nextPosition, type Position } from './paging.ts';
+import { decodePosition, encodePosition, nextPosition } from './paging.ts';
+import { formatPath, notFoundText, readPath, valueAt } from './path.ts';
 import { buildRequest } from './request.ts';
+import { verdictOf } from './responses.ts';
 
 /** A partner record with the id the source's config gives it. */
 export interface KeyedRecord {
@@ -20,10 +25,9 @@ export interface KeyedRecord {
 
 /** The id `records.id` gives a record: its value (or values, joined); '' when it has none. */
 export function recordIdOf(record: unknown, records: HttpJobConfig['records']): string {
-  const paths = Array.isArray(records.id) ? records.id : [records.id];
   const parts: string[] = [];
-  for (const path of paths) {
-    const value = at(record, path);
+  for (const path of records.id) {
+    const value = valueAt(record, path);
     if (!(typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value)))) return '';
     if (value === '') return '';
     if (typeof value === 'number' && Number.isInteger(value) && !Number.isSafeInteger(value)) {
@@ -31,7 +35,7 @@ export function recordIdOf(record: unknown, records: HttpJobConfig['records']): 
       throw failure(
         'InvalidResponse',
         'RECORD_ID_NOT_EXACT',
-        `a numeric record id beyond 2^53 at ${path}: not exact once parsed (ask the partner for string ids)`,
+        `a numeric record id beyond 2^53 at ${formatPath(path)}: not exact once parsed (ask the partner for string ids)`,
       );
     }
     parts.push(String(value));
@@ -48,20 +52,7 @@ export function withoutQueryCredential(link: string, auth: HttpJobConfig['auth']
   if (auth.type !== 'api_key' || auth.in !== 'query') return link;
   const url = new URL(link);
   if (!url.searchParams.has(auth.name)) return link;
-  // Pair by pair, the rest left as the partner wrote it (a signed link must stay byte for byte).
-  const keyOf = (pair: string) => {
-    try {
-      return decodeURIComponent((pair.split('=')[0] ?? '').replace(/\+/g, ' '));
-    } catch {
-      return pair;
-    }
-  };
-  const kept = url.search
-    .slice(1)
-    .split('&')
-    .filter((pair) => keyOf(pair) !== auth.name);
-  url.search = kept.length > 0 ? `?${kept.join('&')}` : '';
-  return url.href;
+  return withoutQueryParam(url, auth.name).href;
 }
 
 /** True when a next-page link of a link-paged source is the run's first request again. */
@@ -77,6 +68,47 @@ function isFirstPage(ctx: FetchContext<HttpJobConfig>, link: string): boolean {
   return first.href === other.href;
 }
 
+/**
+ * The records of a response: the list at `records.path` (or the body), each element read at
+ * `records.item` when the config names one (GraphQL's `edges[].node`).
+ * @throws ApplicationFailure InvalidResponse `PAGE_SHAPE`, `PATH_NOT_FOUND`.
+ */
+export function recordsOf(
+  body: unknown,
+  records: HttpJobConfig['records'],
+  what: string,
+): readonly unknown[] {
+  let found: unknown = body;
+  if (records.path !== undefined) {
+    const read = readPath(body, records.path);
+    if (!read.found) {
+      throw failure(
+        'InvalidResponse',
+        'PATH_NOT_FOUND',
+        `${what}: ${notFoundText(read, records.path, 'records.path')}`,
+      );
+    }
+    found = read.value;
+  }
+  if (!Array.isArray(found)) {
+    const where = records.path === undefined ? 'the body' : formatPath(records.path);
+    throw failure('InvalidResponse', 'PAGE_SHAPE', `${what}: ${where} is not an array of records`);
+  }
+  const item = records.item;
+  if (item === undefined) return found;
+  return found.map((element, i) => {
+    const read = readPath(element, item);
+    if (!read.found) {
+      throw failure(
+        'InvalidResponse',
+        'PAGE_SHAPE',
+        `${what}: element ${i} of the records has no ${formatPath(item)} (records.item)`,
+      );
+    }
+    return read.value;
+  });
+}
+
 async function fetchHttpPage(ctx: FetchContext<HttpJobConfig>): Promise<FetchedPage<KeyedRecord>> {
   const { config } = ctx.source;
   const what = `partner ${ctx.source.id} (http)`;
@@ -89,23 +121,21 @@ async function fetchHttpPage(ctx: FetchContext<HttpJobConfig>): Promise<FetchedP
   }
   const here = decodePosition(ctx.cursor, what);
   const request = buildRequest(ctx, here);
-  const res = await ctx.http.readJson(request.url, {
+  const res = await ctx.http.readResponse(request.url, {
     method: request.method,
     ...(request.body === undefined ? {} : { body: request.body }),
     headers: request.headers,
     signal: ctx.signal,
     what,
     maxResponseBytes: config.limits.maxResponseBytes,
-    ...(config.rateLimit
-      ? { rateLimitReset: { header: config.rateLimit.resetHeader, unit: config.rateLimit.unit } }
-      : {}),
+    redirects: { ...config.redirects, credential: request.credential },
   });
-  const found = config.records.path === undefined ? res.body : at(res.body, config.records.path);
-  if (!Array.isArray(found)) {
-    const where = config.records.path ?? 'the body';
-    throw failure('InvalidResponse', 'PAGE_SHAPE', `${what}: ${where} is not an array of records`);
-  }
-  const records: readonly unknown[] = found;
+  const verdict = verdictOf(res, config, {
+    what,
+    redact: request.secret === undefined ? [] : [request.secret],
+  });
+  if (verdict.kind === 'ignore') return { records: [], nextCursor: null, end: verdict.why };
+  const records = recordsOf(res.body, config.records, what);
   if (records.length > config.limits.maxRecordsPerPage) {
     throw failure(
       'InvalidResponse',
@@ -113,40 +143,45 @@ async function fetchHttpPage(ctx: FetchContext<HttpJobConfig>): Promise<FetchedP
       `${what}: ${records.length} records in one response, over limits.maxRecordsPerPage (${config.limits.maxRecordsPerPage})`,
     );
   }
-  const rest = records.slice(here.skip);
-  const taken = rest.slice(0, ctx.limit);
-  let next: Position | null;
-  if (rest.length > taken.length) {
-    // The partner sent more than asked: take the rest from the same page next time.
-    next = { at: here.at, skip: here.skip + taken.length };
-  } else {
-    next = nextPosition(
-      config.pagination,
-      here,
-      { body: res.body, headers: res.headers, records, url: request.url, asked: request.asked },
-      { baseUrl: ctx.source.baseUrl, what },
-    );
-    if (
-      typeof next?.at === 'string' &&
-      (config.pagination.type === 'next_url' || config.pagination.type === 'link_header')
-    ) {
-      next = { ...next, at: withoutQueryCredential(next.at, config.auth) };
-    }
-    if (typeof next?.at === 'string' && isFirstPage(ctx, next.at)) {
-      // Back to the first request, which the run's cursors never hold (it has none).
-      throw failure('InvalidResponse', 'CURSOR_LOOP', `${what}: the next page's link is the first page's`);
-    }
+  // The whole response, however many records the partner sent: the engine stores a response
+  // larger than asked over as many stored pages as it needs, without asking again. (A cursor with a
+  // `skip`, written by an earlier build that asked the same partner page again, takes the rest.)
+  const taken = records.slice(here.skip);
+  const step = nextPosition(
+    config.pagination,
+    here,
+    {
+      body: res.body,
+      headers: res.headers,
+      records,
+      url: res.url,
+      asked: request.limitSent ? request.asked : undefined,
+    },
+    { baseUrl: ctx.source.baseUrl, what },
+  );
+  let next = step.next;
+  if (
+    typeof next?.at === 'string' &&
+    (config.pagination.type === 'next_url' || config.pagination.type === 'link_header')
+  ) {
+    next = { ...next, at: withoutQueryCredential(next.at, config.auth) };
+  }
+  if (typeof next?.at === 'string' && isFirstPage(ctx, next.at)) {
+    // Back to the first request, which the run's cursors never hold (it has none).
+    throw failure('InvalidResponse', 'CURSOR_LOOP', `${what}: the next page's link is the first page's`);
   }
   return {
     records: taken.map((record) => ({ id: recordIdOf(record, config.records), record })),
     nextCursor: next === null ? null : encodePosition(next),
+    ...(step.end === undefined ? {} : { end: step.end }),
+    ...(step.warnings === undefined ? {} : { warnings: step.warnings }),
   };
 }
 
 export const httpJob = defineJob<HttpJobConfig, KeyedRecord>({
   type: 'http',
   description:
-    'any REST partner, described by configuration (request, auth, records, pagination), into fetched_record',
+    'any REST or GraphQL partner, described by configuration (request, auth, records, pagination, responses), into fetched_record',
   config: httpJobConfigSchema,
   recordId: (r) => r.id,
   fetchPage: fetchHttpPage,

@@ -1,24 +1,38 @@
 /**
  * Where a declarative run is in its partner's paging, and where it goes next. The engine's cursor
  * of an `http` run is a position: `{"at": …}` — the partner's cursor, the next page's URL, the
- * page number or the offset (absent on the first request) — with `"skip": n` when a partner page
- * held more records than the engine asked for and the rest is taken from the same page again.
- * Positions are compared run-wide by the engine, so a partner cursor that comes back round is
- * caught whatever its style.
+ * page number or the offset (absent on the first request) — and, for a source whose partner
+ * states a total, `"n"`: the records received before it. (`"skip"`, the records of the page at
+ * `at` already taken, is only in cursors of runs an earlier build started.) Positions are compared
+ * run-wide by the engine, so a partner cursor that comes back round is caught whatever its style.
+ *
+ * Every way paging ends is one the config names, and the reason is said (`sources try` shows it):
+ * a next cursor or link whose value `endWhen` lists, a stop flag, a short or empty page where the
+ * style ends on one, a total reached. A page that ends none of these ways fails the run.
  */
 import { failure } from '../../activities/job-api/index.ts';
-import type { Pagination } from './config.ts';
+import type { EndWhen, Pagination } from './config.ts';
+import { dottedKeyHint, formatPath, notFoundText, type Path, type Read, readPath } from './path.ts';
 
 export interface Position {
   /** The partner's cursor, the next URL, the page number or the offset; null: the first request. */
   at: string | number | null;
-  /** Records of the page at `at` already taken. */
+  /** Records of the page at `at` already taken (cursors of an earlier build only). */
   skip: number;
+  /** Records received before this position, counted where the partner states a total. */
+  n?: number;
+  /** The cursor path resolved on a page before (kept where `endWhen` lists `absent`). */
+  resolved?: true;
 }
 
 export function encodePosition(p: Position): string | null {
-  if (p.at === null && p.skip === 0) return null;
-  return JSON.stringify(p.skip === 0 ? { at: p.at } : { at: p.at, skip: p.skip });
+  if (p.at === null && p.skip === 0 && p.n === undefined && p.resolved === undefined) return null;
+  return JSON.stringify({
+    at: p.at,
+    ...(p.skip === 0 ? {} : { skip: p.skip }),
+    ...(p.n === undefined ? {} : { n: p.n }),
+    ...(p.resolved === undefined ? {} : { resolved: true }),
+  });
 }
 
 /** @throws ApplicationFailure InvalidInput `CURSOR_INVALID` for a cursor this job did not make. */
@@ -28,23 +42,20 @@ export function decodePosition(cursor: string | null, what: string): Position {
     const p = JSON.parse(cursor) as Partial<Position>;
     const at = p.at ?? null;
     const skip = p.skip ?? 0;
-    if ((at === null || ['string', 'number'].includes(typeof at)) && Number.isInteger(skip) && skip >= 0) {
-      return { at, skip };
+    const { n, resolved } = p;
+    const count = (v: unknown) => Number.isInteger(v) && (v as number) >= 0;
+    if (
+      (at === null || ['string', 'number'].includes(typeof at)) &&
+      count(skip) &&
+      (n === undefined || count(n)) &&
+      (resolved === undefined || resolved === true)
+    ) {
+      return { at, skip, ...(n === undefined ? {} : { n }), ...(resolved ? { resolved } : {}) };
     }
   } catch {
     // Falls through to the failure.
   }
   throw failure('InvalidInput', 'CURSOR_INVALID', `${what}: the run's cursor is not one this job wrote`);
-}
-
-/** The value at a dotted path of a JSON body (`meta.next_cursor`, `items.0`), or undefined. */
-export function at(body: unknown, path: string): unknown {
-  let value = body;
-  for (const key of path.split('.')) {
-    if (value === null || typeof value !== 'object') return undefined;
-    value = (value as Record<string, unknown>)[key];
-  }
-  return value;
 }
 
 /** The `rel` target of an RFC 8288 `Link` header, or undefined. */
@@ -91,65 +102,239 @@ export interface Response {
   records: readonly unknown[];
   /** The URL requested. */
   url: URL;
-  /** Records asked for. */
-  asked: number;
+  /** Records the request asked for; undefined when it did not tell the partner. */
+  asked: number | undefined;
+}
+
+/** Where paging goes after a response, and why it ends when it does. */
+export interface Step {
+  /** Null: the partner has no more. */
+  next: Position | null;
+  /** Why paging ended (set when `next` is null), in words for `sources try`. */
+  end?: string;
+  /** What looked wrong without failing the page, for `sources try`. */
+  warnings?: string[];
+}
+
+const shapeOf = (what: string) => (code: string, detail: string) =>
+  failure('InvalidResponse', code, `${what}: ${detail}`);
+
+/** A path's value, or the failure that names it and what the body held there instead. */
+function required(body: unknown, path: Path, what: string, role: string): unknown {
+  const read = readPath(body, path);
+  if (read.found) return read.value;
+  throw pathNotFound(read, path, what, role);
+}
+
+function pathNotFound(read: Exclude<Read, { found: true }>, path: Path, what: string, role: string): Error {
+  return shapeOf(what)('PATH_NOT_FOUND', notFoundText(read, path, role));
+}
+
+/** The stop flag's word on this page: `end`, `more`, or undefined when the config has none. */
+function flagOf(
+  p: { hasMorePath?: Path | undefined; donePath?: Path | undefined },
+  body: unknown,
+  what: string,
+): { says: 'end' | 'more'; why: string } | undefined {
+  const path = p.hasMorePath ?? p.donePath;
+  if (path === undefined) return undefined;
+  const value = required(body, path, what, 'the stop flag');
+  if (typeof value !== 'boolean') {
+    throw shapeOf(what)('PAGE_SHAPE', `the stop flag ${formatPath(path)} is not true or false`);
+  }
+  const end = p.hasMorePath !== undefined ? !value : value;
+  return { says: end ? 'end' : 'more', why: `${formatPath(path)} was ${String(value)}` };
 }
 
 /**
- * The position after the whole of `res` (skip 0), or null when the partner has no more.
- * @throws ApplicationFailure InvalidResponse `PAGE_SHAPE`, `OFF_ORIGIN_NEXT_URL`.
+ * The next cursor or link a body gives, or why it ends paging: a value `endWhen` lists. Anything
+ * else missing fails the run, naming the path and the keys the body held (a path read as something
+ * it does not say must never look like the last page).
+ */
+function bodyCursor(
+  body: unknown,
+  path: Path,
+  endWhen: readonly EndWhen[],
+  what: string,
+): { value: string | number } | { end: string; absent?: true } {
+  const read = readPath(body, path);
+  const name = formatPath(path);
+  if (!read.found) {
+    const hint = dottedKeyHint(read, path);
+    if (hint === undefined && endWhen.includes('absent')) return { end: `${name} was absent`, absent: true };
+    throw pathNotFound(read, path, what, 'the next cursor');
+  }
+  const { value } = read;
+  if (value === null && endWhen.includes('null')) return { end: `${name} was null` };
+  if (value === '' && endWhen.includes('empty')) return { end: `${name} was empty` };
+  if (typeof value === 'string' && value !== '') return { value };
+  if (typeof value === 'number' && Number.isFinite(value)) return { value };
+  const seen =
+    value === null ? 'null' : value === '' ? 'empty' : `a ${Array.isArray(value) ? 'list' : typeof value}`;
+  throw shapeOf(what)(
+    'NEXT_CURSOR_MISSING',
+    `the next cursor ${name} was ${seen}, which pagination.endWhen (${endWhen.join(', ')}) does not name as the end`,
+  );
+}
+
+/**
+ * The position after the whole of `res`, or the end and why.
+ * @throws ApplicationFailure InvalidResponse `PAGE_SHAPE`, `PATH_NOT_FOUND`, `NEXT_CURSOR_MISSING`,
+ *   `TOTAL_MISMATCH`, `OFF_ORIGIN_NEXT_URL`.
  */
 export function nextPosition(
   pagination: Pagination,
   here: Position,
   res: Response,
   ctx: { baseUrl: string; what: string },
-): Position | null {
+): Step {
   const { what } = ctx;
   const shape = (detail: string) => failure('InvalidResponse', 'PAGE_SHAPE', `${what}: ${detail}`);
   switch (pagination.type) {
     case 'none':
-      return null;
-    case 'cursor': {
-      const next = at(res.body, pagination.path);
-      if (next === null || next === undefined || next === '') return null;
-      if (typeof next !== 'string' && typeof next !== 'number')
-        throw shape(`${pagination.path} is not a cursor`);
-      return { at: String(next), skip: 0 };
-    }
+      return { next: null, end: 'the source has no paging: one response holds the day' };
+    case 'cursor':
     case 'next_url':
     case 'link_header': {
-      const next =
-        pagination.type === 'next_url'
-          ? at(res.body, pagination.path)
-          : linkTarget(res.headers.link, pagination.rel);
-      if (next === null || next === undefined || next === '') return null;
-      if (typeof next !== 'string') throw shape('the next page link is not a string');
-      return { at: sameOriginUrl(next, res.url, ctx.baseUrl, what), skip: 0 };
+      const received = (here.n ?? 0) + res.records.length - here.skip;
+      const total =
+        pagination.totalPath === undefined ? undefined : countAt(res.body, pagination.totalPath, what);
+      const flag = pagination.type === 'link_header' ? undefined : flagOf(pagination, res.body, what);
+      let found: { value: string | number } | { end: string; absent?: true };
+      if (pagination.type === 'link_header') {
+        const link = linkTarget(res.headers.link, pagination.rel);
+        found = link ? { value: link } : { end: `no Link header entry with rel="${pagination.rel}"` };
+      } else if (flag?.says === 'end') {
+        found = { end: flag.why };
+      } else {
+        found = bodyCursor(res.body, pagination.path, pagination.endWhen, what);
+        if ('absent' in found && here.resolved !== true && total === undefined && isFull(res)) {
+          // A full page and a cursor path no page of the run has held: as likely a path that
+          // reads something the body does not say as the last page. Refused, never the end.
+          throw failure(
+            'InvalidResponse',
+            'NEXT_CURSOR_MISSING',
+            `${what}: a full page (${res.records.length} of ${res.asked} asked) without ${formatPath(pagination.path)}, ` +
+              'which no page of this run has held: check the path (sources try), or give pagination.totalPath',
+          );
+        }
+        if ('end' in found && flag?.says === 'more') {
+          throw failure(
+            'InvalidResponse',
+            'NEXT_CURSOR_MISSING',
+            `${what}: ${flag.why} (more to come) but ${found.end}`,
+          );
+        }
+      }
+      if (total !== undefined && received > total.value) {
+        throw totalMismatch(what, received, total, 'passed');
+      }
+      if ('end' in found) {
+        if (total !== undefined && received !== total.value)
+          throw totalMismatch(what, received, total, 'ended');
+        const end = total === undefined ? found.end : `${found.end}; total ${total.value} received`;
+        if (!('absent' in found) || pagination.type === 'link_header') return { next: null, end };
+        // A path that never resolves reads as the end on every page: `sources try` says so.
+        const path = formatPath(pagination.path);
+        return {
+          next: null,
+          end,
+          warnings: [`pagination.path ${path} did not resolve (endWhen names absent as the end)`],
+        };
+      }
+      if (res.records.length === 0 && pagination.emptyPage === 'end') {
+        if (total !== undefined && received !== total.value)
+          throw totalMismatch(what, received, total, 'ended');
+        return { next: null, end: 'an empty page (pagination.emptyPage: end)' };
+      }
+      let at: string;
+      if (pagination.type === 'cursor') {
+        at = String(found.value);
+      } else {
+        if (typeof found.value !== 'string') throw shape('the next page link is not a string');
+        at = sameOriginUrl(found.value, res.url, ctx.baseUrl, what);
+      }
+      // Where a missing cursor may be the end, remember that the path did resolve: a later full page
+      // without it is then a last page that happened to be full.
+      const resolved = pagination.type !== 'link_header' && pagination.endWhen.includes('absent');
+      return {
+        next: {
+          at,
+          skip: 0,
+          ...(total === undefined ? {} : { n: received }),
+          ...(resolved ? { resolved: true as const } : {}),
+        },
+      };
     }
     case 'page_number': {
       const page = typeof here.at === 'number' ? here.at : pagination.start;
-      if (res.records.length === 0) return null;
-      if (pagination.totalPagesPath !== undefined) {
-        const total = at(res.body, pagination.totalPagesPath);
-        if (typeof total !== 'number' || !Number.isInteger(total))
-          throw shape(`${pagination.totalPagesPath} is not a page count`);
-        if ((page - pagination.start) / pagination.step + 1 >= total) return null;
+      const nth = (page - pagination.start) / pagination.step + 1;
+      const pages =
+        pagination.totalPagesPath === undefined
+          ? undefined
+          : countAt(res.body, pagination.totalPagesPath, what);
+      if (res.records.length === 0) {
+        // A stated page that is empty is a count that does not hold — but one empty page of one is
+        // how most partners say a day has no records.
+        if (pages !== undefined && (nth < pages.value || (nth === pages.value && nth > 1))) {
+          throw failure(
+            'InvalidResponse',
+            'TOTAL_MISMATCH',
+            `${what}: page ${page} was empty, but the partner states ${pages.value} pages (${pages.name})`,
+          );
+        }
+        return { next: null, end: `page ${page} was empty` };
       }
-      return { at: page + pagination.step, skip: 0 };
+      if (pages !== undefined && nth >= pages.value) {
+        return { next: null, end: `page ${page} was the last of ${pages.value} (${pages.name})` };
+      }
+      return { next: { at: page + pagination.step, skip: 0 } };
     }
     case 'offset': {
       const offset = typeof here.at === 'number' ? here.at : 0;
       const reached = offset + res.records.length;
-      if (res.records.length === 0) return null;
       if (pagination.totalPath !== undefined) {
         // The partner's count decides: a page shorter than asked may only be the partner's own cap.
-        const total = at(res.body, pagination.totalPath);
-        if (typeof total !== 'number' || !Number.isInteger(total))
-          throw shape(`${pagination.totalPath} is not a count`);
-        return reached >= total ? null : { at: reached, skip: 0 };
+        const total = countAt(res.body, pagination.totalPath, what);
+        if (reached >= total.value)
+          return { next: null, end: `total ${total.value} (${total.name}) reached` };
+        if (res.records.length === 0) throw totalMismatch(what, offset, total, 'ended');
+        return { next: { at: reached, skip: 0 } };
       }
-      return res.records.length < res.asked ? null : { at: reached, skip: 0 };
+      if (res.records.length === 0) return { next: null, end: `the page at offset ${offset} was empty` };
+      return res.asked !== undefined && res.records.length < res.asked
+        ? { next: null, end: `a short page: ${res.records.length} of ${res.asked} asked` }
+        : { next: { at: reached, skip: 0 } };
     }
   }
+}
+
+/** True when a page holds at least as many records as its request asked for. */
+function isFull(res: Response): boolean {
+  return res.asked !== undefined && res.asked > 0 && res.records.length >= res.asked;
+}
+
+/** A count the body states at `path` (a total of records or of pages). */
+function countAt(body: unknown, path: Path, what: string): { value: number; name: string } {
+  const value = required(body, path, what, 'the total');
+  const name = formatPath(path);
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
+    throw failure('InvalidResponse', 'PAGE_SHAPE', `${what}: ${name} is not a count`);
+  }
+  return { value, name };
+}
+
+function totalMismatch(
+  what: string,
+  received: number,
+  total: { value: number; name: string },
+  how: 'passed' | 'ended',
+): Error {
+  return failure(
+    'InvalidResponse',
+    'TOTAL_MISMATCH',
+    how === 'ended'
+      ? `${what}: paging ended with ${received} records received, but the partner states ${total.value} (${total.name})`
+      : `${what}: ${received} records received, more than the ${total.value} the partner states (${total.name})`,
+  );
 }

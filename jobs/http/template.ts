@@ -102,7 +102,9 @@ export function render(text: string, v: TemplateValues, encode: (s: string) => s
 
 /**
  * Fills the placeholders of a JSON body template: in every string, and a string that is exactly
- * one placeholder takes its value's type (a number, or null for no cursor yet).
+ * one placeholder takes its value's type (a number). A member whose value is exactly `{cursor}` is
+ * left out of its object before the first cursor: strict APIs refuse a null cursor (a `{cursor}`
+ * inside a list stays, as null, since leaving it out would move the items after it).
  */
 export function renderJson(body: unknown, v: TemplateValues): unknown {
   if (typeof body === 'string') {
@@ -114,7 +116,11 @@ export function renderJson(body: unknown, v: TemplateValues): unknown {
   }
   if (Array.isArray(body)) return body.map((item) => renderJson(item, v));
   if (body !== null && typeof body === 'object') {
-    return Object.fromEntries(Object.entries(body).map(([k, item]) => [k, renderJson(item, v)]));
+    return Object.fromEntries(
+      Object.entries(body)
+        .filter(([, item]) => !(item === '{cursor}' && v.cursor === null))
+        .map(([k, item]) => [k, renderJson(item, v)]),
+    );
   }
   return body;
 }
