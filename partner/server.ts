@@ -1,5 +1,14 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { handleAdmin } from './admin.ts';
+import {
+  type ApiName,
+  APIS_ADMIN_PREFIX,
+  createApis,
+  handleApi,
+  handleApisAdmin,
+  isApiPath,
+  type PartnerApis,
+} from './apis/index.ts';
 import { CATALOG_SOURCE } from './catalog.ts';
 import { CATALOG_PREFIX, type CatalogContext, handleCatalog } from './catalog-route.ts';
 import { handleEvents, type EventsContext } from './events-route.ts';
@@ -52,6 +61,14 @@ export interface PartnerOptions {
    * is still applied when it ends, as real partners do. A fault's own `lateEffectMs` overrides it.
    */
   lateEffectMs?: number;
+  /**
+   * Records each imitated API (`/apis/<name>/…`, see partner/apis/) holds for a scope: a business
+   * date `YYYY-MM-DD`, or `account` for the lists with no date filter. Default: deterministic
+   * from a hash, 150..400.
+   */
+  apiRecordCount?: (api: ApiName, scope: string) => number;
+  /** Secrets of the imitated APIs other than their defaults (`DEFAULT_API_TOKENS`). */
+  apiTokens?: Partial<Record<ApiName, string>>;
 }
 
 export interface PartnerServer {
@@ -75,6 +92,11 @@ export interface PartnerServer {
    * effects ledger of every post and void (same instance as the admin API).
    */
   journal: JournalStore;
+  /**
+   * The imitated list APIs (`/apis/<name>/…`): their own lists of what they hold, the requests
+   * they answered and their switchable habits (same instance as `/_admin/apis…`).
+   */
+  apis: PartnerApis;
   /** Stops accepting, ends keep-alive sockets and pending delayed responses; resolves when closed. */
   close(): Promise<void>;
 }
@@ -85,7 +107,7 @@ type PartnerContext = RecordsContext &
   SubmissionsContext &
   RatesContext &
   JournalContext &
-  CatalogContext;
+  CatalogContext & { apis: PartnerApis };
 
 /** The catalog's token when the options name none. */
 const DEFAULT_CATALOG_TOKEN = 'demo-catalog-token';
@@ -109,7 +131,12 @@ function decodeSourceId(segment: string): string {
 async function route(req: IncomingMessage, res: ServerResponse, ctx: PartnerContext): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://partner.invalid');
   if (url.pathname === '/healthz') return sendJson(res, 200, { ok: true });
+  if (url.pathname === APIS_ADMIN_PREFIX || url.pathname.startsWith(`${APIS_ADMIN_PREFIX}/`)) {
+    return handleApisAdmin(req, res, url, ctx.apis);
+  }
   if (url.pathname.startsWith('/_admin/')) return handleAdmin(req, res, url, ctx);
+  // The imitated APIs answer in their own words and keep their own request log.
+  if (isApiPath(url.pathname)) return handleApi(req, res, url, ctx.apis, ctx.ledger);
   const key = req.headers['idempotency-key'];
   const base = {
     method: req.method ?? 'GET',
@@ -171,7 +198,8 @@ function listen(server: Server, port: number, host: string): Promise<number> {
  * (`POST /events`), a non-idempotent submissions API (`/submissions`, see `handleSubmissions`),
  * deterministic exchange rates as a Stripe-style list (`GET /rates`, see `handleRates`), a
  * non-idempotent journal API (`/journal-entries`, see `handleJournal`), a catalog served in
- * every common pagination style and auth kind (`/catalog/:auth/…`, see `handleCatalog`), a ledger
+ * every common pagination style and auth kind (`/catalog/:auth/…`, see `handleCatalog`), imitations
+ * of twelve widely used list APIs (`/apis/<name>/…`, see partner/apis/), a ledger
  * counting every request served and fault injection. Resolves once listening; rejects on
  * invalid options or a bind error (e.g. EADDRINUSE). Side effects: binds a port; with `ledgerFile`, appends to that file.
  */
@@ -188,6 +216,10 @@ export async function startPartner(options: PartnerOptions = {}): Promise<Partne
     events: new EventStore(),
     submissions: new SubmissionStore(),
     journal: new JournalStore(),
+    apis: createApis({
+      ...(options.apiRecordCount ? { recordCount: options.apiRecordCount } : {}),
+      ...(options.apiTokens ? { tokens: options.apiTokens } : {}),
+    }),
     ratePairCount: options.ratePairCount ?? (() => DEFAULT_RATE_PAIRS),
     ratesToken: options.ratesToken,
     catalogToken: options.catalogToken ?? DEFAULT_CATALOG_TOKEN,
@@ -225,6 +257,7 @@ export async function startPartner(options: PartnerOptions = {}): Promise<Partne
     events: ctx.events,
     submissions: ctx.submissions,
     journal: ctx.journal,
+    apis: ctx.apis,
     close: () => {
       // Order matters: cancel delayed responses first so none fires into a closing server, then
       // stop accepting, then drop every socket (idle keep-alive ones would otherwise hold close()).
