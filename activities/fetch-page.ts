@@ -136,7 +136,10 @@ export function createFetchPage(deps: ActivityDeps) {
     const stopHeartbeats = heartbeatEvery(ctx, progress);
     const calls = partnerCallSignal(ctx, deps.stopping);
     try {
-      while (!at.complete && at.recordCount < input.pageSize) {
+      // A staged page that ends at a carry cursor is whole: the rest of its response is staged as
+      // the page after it (a run that comes back with a larger page size must not hand the
+      // engine's cursor to the job, or go on past the pages it carried).
+      while (!at.complete && at.recordCount < input.pageSize && carriedPageOf(at.cursor) === undefined) {
         const room = input.pageSize - at.recordCount;
         const limit = Math.min(deps.partnerPageLimit, room);
         const guard = { settings, retry, what };
@@ -162,6 +165,13 @@ export function createFetchPage(deps: ActivityDeps) {
         // A partner may send more than `limit`: what does not fit is staged as the next pages.
         const page = checkedPage(job, fetched, MAX_RECORDS_PER_RESPONSE, what);
         crashPoint(deps.crashPoint, 'after-fetch');
+        if (page.warnings?.length) {
+          // What the job saw amiss without failing the page (a cursor path that never resolved).
+          ctx.log.warn('the job warns about a partner response', {
+            pageNo: input.pageNo,
+            warnings: page.warnings,
+          });
+        }
         if (page.records.length === 0 && page.nextCursor !== null) {
           // A partner that pages forever without data would keep this loop alive.
           throw failure(

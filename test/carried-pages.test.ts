@@ -152,8 +152,8 @@ async function scripted(sourceId: string, pages: Script['pages'], pageSize = 25)
     script,
     run,
     key,
-    fetch: (pageNo: number, cursor: string | null): Promise<FetchPageResult> =>
-      new MockActivityEnvironment().run(acts.fetchPage, { ...run, pageNo, cursor, pageSize }),
+    fetch: (pageNo: number, cursor: string | null, size = pageSize): Promise<FetchPageResult> =>
+      new MockActivityEnvironment().run(acts.fetchPage, { ...run, pageNo, cursor, pageSize: size }),
     store: (pageNo: number, page: FetchPageResult) => acts.storePage({ ...run, pageNo, ...page }),
     staged: async () =>
       (
@@ -230,6 +230,17 @@ void describe('carried-pages: fetchPage', () => {
     const before = await s.staged();
     assert.deepEqual(await s.fetch(0, null), first);
     assert.deepEqual(await s.staged(), before);
+    assert.equal(s.script.calls.length, 1);
+  });
+
+  void it('a page asked for again with a larger page size stops at its carry cursor: the job never sees it, the partner is not asked', async () => {
+    const s = await scripted('cp-grown', new Map([[null, { records: ids(0, 70), nextCursor: 'p1' }]]));
+    const first = await s.fetch(0, null);
+    assert.deepEqual(
+      await s.fetch(0, null, 100),
+      first,
+      'the page as staged, ending where its response goes on',
+    );
     assert.equal(s.script.calls.length, 1);
   });
 

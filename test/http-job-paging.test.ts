@@ -98,7 +98,7 @@ describe('http job paging', () => {
     const ctx = { baseUrl: BASE, what };
     const step = (p: Record<string, unknown>, body: unknown, records: unknown[] = [{}]) =>
       nextPosition(
-        pg({ type: 'cursor', param: 'c', ...p }),
+        pg({ type: 'cursor', param: 'c', limitParam: 'limit', ...p }),
         { at: null, skip: 0 },
         res(body, {}, records),
         ctx,
@@ -127,7 +127,13 @@ describe('http job paging', () => {
       () => step({ path: 'paging.next.after', endWhen: ['absent'] }, { results: full }, full),
       codeOf('NEXT_CURSOR_MISSING'),
     );
-    const hubspot = pg({ type: 'cursor', param: 'after', path: 'paging.next.after', endWhen: ['absent'] });
+    const hubspot = pg({
+      type: 'cursor',
+      param: 'after',
+      path: 'paging.next.after',
+      endWhen: ['absent'],
+      limitParam: 'limit',
+    });
     const first = nextPosition(
       hubspot,
       { at: null, skip: 0 },
@@ -148,7 +154,7 @@ describe('http job paging', () => {
         e.details?.[0]?.code === 'PATH_NOT_FOUND' && e.message.includes("write ['@odata.nextLink']"),
     );
     const right = nextPosition(
-      pg({ type: 'next_url', path: "['@odata.nextLink']", endWhen: ['absent'] }),
+      pg({ type: 'next_url', path: "['@odata.nextLink']", endWhen: ['absent'], limitParam: '$top' }),
       { at: null, skip: 0 },
       res(odata),
       ctx,
@@ -229,11 +235,7 @@ describe('http job paging', () => {
     });
     const second: Position = { at: 'https://partner.example:8443/api/p2', skip: 0, n: 3, resolved: true };
     const done = nextPosition(odata, second, res({ '@odata.count': 5 }, {}, [{}, {}]), ctx);
-    assert.deepEqual(done, {
-      next: null,
-      end: "['@odata.nextLink'] was absent; total 5 received",
-      warnings: ["pagination.path ['@odata.nextLink'] did not resolve (endWhen names absent as the end)"],
-    });
+    assert.deepEqual(done, { next: null, end: "['@odata.nextLink'] was absent; total 5 received" });
     assert.throws(
       () => nextPosition(odata, second, res({ '@odata.count': 5 }, {}, [{}]), ctx),
       codeOf('TOTAL_MISMATCH'),
@@ -263,7 +265,13 @@ describe('http job paging', () => {
 
   test('an empty page that says there is more ends paging only with emptyPage: end', () => {
     const ctx = { baseUrl: BASE, what };
-    const x = pg({ type: 'cursor', path: 'meta.next_token', endWhen: ['absent'], emptyPage: 'end' });
+    const x = pg({
+      type: 'cursor',
+      path: 'meta.next_token',
+      endWhen: ['absent'],
+      limitParam: 'max_results',
+      emptyPage: 'end',
+    });
     assert.deepEqual(
       nextPosition(x, { at: null, skip: 0 }, res({ meta: { next_token: 't' } }, {}, []), ctx),
       {
@@ -271,11 +279,49 @@ describe('http job paging', () => {
         end: 'an empty page (pagination.emptyPage: end)',
       },
     );
-    const strict = pg({ type: 'cursor', path: 'meta.next_token', endWhen: ['absent'] });
+    const strict = pg({
+      type: 'cursor',
+      path: 'meta.next_token',
+      endWhen: ['absent'],
+      limitParam: 'max_results',
+    });
     assert.deepEqual(
       nextPosition(strict, { at: null, skip: 0 }, res({ meta: { next_token: 't' } }, {}, []), ctx).next,
       { at: 't', skip: 0, resolved: true },
       'the engine refuses it then (EMPTY_PAGE_WITH_CURSOR)',
+    );
+  });
+
+  test('an empty last page ends a last-record cursor too, and a Link header missing from a full first page is refused', () => {
+    const ctx = { baseUrl: BASE, what };
+    const stripe = pg({
+      type: 'cursor',
+      param: 'starting_after',
+      path: 'data[-1].id',
+      limitParam: 'limit',
+      emptyPage: 'end',
+    });
+    assert.equal(
+      nextPosition(stripe, { at: 'a', skip: 0 }, res({ data: [] }, {}, []), ctx).end,
+      'an empty page (pagination.emptyPage: end)',
+    );
+    const github = pg({ type: 'link_header', limitParam: 'per_page', limit: 10 });
+    const full = Array.from({ length: 10 }, () => ({}));
+    assert.throws(
+      () => nextPosition(github, { at: null, skip: 0 }, res(full, {}, full), ctx),
+      codeOf('NEXT_CURSOR_MISSING'),
+    );
+    const link = '<https://partner.example:8443/api/items?page=2>; rel="next"';
+    const first = nextPosition(github, { at: null, skip: 0 }, res(full, { link }, full), ctx);
+    assert.deepEqual(first.next, {
+      at: 'https://partner.example:8443/api/items?page=2',
+      skip: 0,
+      resolved: true,
+    });
+    assert.equal(
+      nextPosition(github, { at: 'x', skip: 0, resolved: true }, res(full, {}, full), ctx).end,
+      'no Link header entry with rel="next"',
+      'a full last page after pages that had the link',
     );
   });
 

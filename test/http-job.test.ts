@@ -91,6 +91,17 @@ describe('http job config', () => {
     );
   });
 
+  test('a cursor that may end by its absence needs a total, a stop flag or a limit the request sends', () => {
+    const cursor = { type: 'cursor', path: 'paging.next.after', endWhen: ['absent'] };
+    assert.deepEqual(problems({ request: { path: '/h' }, pagination: cursor }), [
+      'pagination.endWhen: endWhen absent needs pagination.totalPath, hasMorePath or donePath, or a limit the request sends (limitParam or {limit}): else a misread cursor path would look like the last page',
+    ]);
+    for (const extra of [{ limitParam: 'limit' }, { totalPath: 'total' }, { hasMorePath: 'more' }]) {
+      assert.deepEqual(problems({ request: { path: '/h' }, pagination: { ...cursor, ...extra } }), []);
+    }
+    assert.deepEqual(problems({ request: { path: '/h', query: { n: '{limit}' } }, pagination: cursor }), []);
+  });
+
   test('a cursor sent by the request itself needs {cursor} somewhere', () => {
     assert.deepEqual(
       problems({ request: { path: '/s' }, pagination: { type: 'cursor', path: 'next', param: null } }),

@@ -30,6 +30,9 @@ const key = fc.oneof(
     '$',
     '[0]',
     'a.b.c',
+    '0',
+    '01',
+    '-1',
   ),
   fc.string({ minLength: 1, maxLength: 12 }),
 );
@@ -76,6 +79,10 @@ describe('http job paths', () => {
       ['@odata.nextLink', ['@odata', 'nextLink']],
       ['$count', ['$count']],
       ['page-info.has_more', ['page-info', 'has_more']],
+      // A bare integer is an index, however it is written; a quoted one is a key.
+      ['items.0.id', ['items', 0, 'id']],
+      ['data.-1.id', ['data', -1, 'id']],
+      ["a['0']", ['a', '0']],
     ];
     for (const [text, expected] of cases) assert.deepEqual(parsePath(text), expected, text);
   });
@@ -98,6 +105,8 @@ describe('http job paths', () => {
       '$',
       '$.',
       'a.[0]',
+      "['']",
+      'a.01',
     ]) {
       if (text === '$') {
         assert.deepEqual(parsePath(text), ['$'], 'a lone $ is a key');
@@ -138,7 +147,9 @@ describe('http job paths', () => {
   test('reading: own members only, indices in range, and what was there when it stops', () => {
     assert.deepEqual(readPath({ a: {} }, ['a', 'constructor']), { found: false, reached: 1, keys: [] });
     assert.deepEqual(readPath({ a: [1, 2] }, ['a', -3]), { found: false, reached: 1, keys: ['[2 items]'] });
-    assert.deepEqual(readPath({ a: [1, 2] }, ['a', '1']), { found: true, value: 2 });
+    assert.deepEqual(readPath({ a: [1, 2] }, ['a', 1]), { found: true, value: 2 });
+    assert.equal(readPath({ a: [1, 2] }, ['a', '1']).found, false, "['1'] names a member, never an index");
+    assert.deepEqual(readPath({ a: { '1': 'x' } }, ['a', '1']), { found: true, value: 'x' });
     assert.deepEqual(readPath({ a: null }, ['a', 'b']), { found: false, reached: 1, keys: [] });
     const read = readPath({ value: [], '@odata.nextLink': 'x' }, ['@odata', 'nextLink']);
     assert.equal(dottedKeyHint(read, ['@odata', 'nextLink']), "['@odata.nextLink']");

@@ -40,8 +40,9 @@ interface Partner {
   /** Records the engine asks for per request. */
   limit: number;
   /**
-   * The config's cursor path names a key the partner never sends, where a missing cursor is the
-   * end (HubSpot, OData): a misread path must not read as the last page. Only with a partner that
+   * The config's cursor path (or Link rel) names one the partner never sends, where a missing
+   * cursor is the end (HubSpot, OData, a Link header): a misread path must not read as the last
+   * page. Only with a partner that
    * serves what was asked, so that its pages are full: a partner that always serves less than it
    * is asked for looks the same as its last page, and only a stated total can tell.
    */
@@ -144,7 +145,13 @@ function configOf(p: Partner): Record<string, unknown> {
     case 'link':
       return {
         request: { path: '/l' },
-        pagination: { type: 'link_header', limitParam: 'per_page', limit: max, emptyPage },
+        pagination: {
+          type: 'link_header',
+          rel: p.mistake ? 'following' : 'next',
+          limitParam: 'per_page',
+          limit: max,
+          emptyPage,
+        },
       };
   }
 }

@@ -7,6 +7,9 @@ import { describe, test } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
 import type { HttpResponse } from '../activities/http.ts';
 import { httpJobConfigSchema } from '../jobs/http/config.ts';
+import type { FetchContext } from '../activities/job-api/index.ts';
+import type { HttpJobConfig } from '../jobs/http/config.ts';
+import { httpJob } from '../jobs/http/index.ts';
 import { verdictOf } from '../jobs/http/responses.ts';
 
 const NOW = new Date('2026-12-05T12:00:00Z');
@@ -135,5 +138,59 @@ describe('http job responses', () => {
     const quota = thrown(response(403, {}, { 'x-ratelimit-remaining': '0', 'retry-after': '1.5' }));
     assert.equal(quota.type, 'RateLimited');
     assert.equal(detail(quota).retryAfterMs, 1500);
+  });
+
+  test('an ignore rule ends paging only on a response without records, and mid-run only on a body field', async () => {
+    const config = configWith({
+      records: { path: 'items' },
+      pagination: { type: 'cursor', path: 'next', limitParam: 'limit' },
+      responses: [
+        { when: { status: [404] }, then: 'ignore' },
+        { when: { status: [200], body: { path: 'count', equals: 0 } }, then: 'ignore' },
+      ],
+    });
+    const fetchWith = async (cursor: string | null, answer: HttpResponse) => {
+      const ctx = {
+        source: {
+          id: 'p',
+          name: 'p',
+          baseUrl: 'https://partner.example',
+          timezone: 'UTC',
+          pageSize: 10,
+          config,
+        },
+        businessDate: '2026-12-01',
+        cursor,
+        limit: 10,
+        idempotencyKey: 'k',
+        pagesFetched: 0,
+        token: SECRET,
+        secret: () => undefined,
+        signal: AbortSignal.timeout(5000),
+        http: { readResponse: () => Promise.resolve(answer) },
+        log: undefined as never,
+      } as unknown as FetchContext<HttpJobConfig>;
+      try {
+        return await httpJob.fetchPage(ctx);
+      } catch (err) {
+        return detail(err as ApplicationFailure).code;
+      }
+    };
+    const later = JSON.stringify({ at: 'c2' });
+    // A day the partner has nothing for: a 404 on the first request.
+    assert.deepEqual(await fetchWith(null, response(404, { error: 'not found' })), {
+      records: [],
+      nextCursor: null,
+      end: 'response rule 1 (ignore, status 404): read as an empty last page',
+    });
+    // A 404 for an expired cursor mid-run is no end, nor is a rule matching a page that holds records.
+    assert.equal(await fetchWith(later, response(404, { error: 'cursor expired' })), 'IGNORED_MID_RUN');
+    assert.equal(await fetchWith(null, response(404, { items: [{ id: 1 }] })), 'IGNORED_RECORDS');
+    // Mid-run, the partner's own statement in the body may end it.
+    assert.deepEqual(await fetchWith(later, response(200, { count: 0 })), {
+      records: [],
+      nextCursor: null,
+      end: 'response rule 2 (ignore, status 200): read as an empty last page',
+    });
   });
 });

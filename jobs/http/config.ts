@@ -355,6 +355,21 @@ export const httpJobConfigSchema = z
       for (const message of templateProblems(text)) ctx.addIssue({ code: 'custom', message, path: at });
     }
     const p = config.pagination;
+    if (
+      (p.type === 'cursor' || p.type === 'next_url') &&
+      p.endWhen.includes('absent') &&
+      !(p.totalPath ?? p.hasMorePath ?? p.donePath ?? p.limitParam) &&
+      !templates.some(([t]) => t.includes('{limit}'))
+    ) {
+      // A cursor path that reads nothing ends paging then: something else must be able to tell a
+      // misread path from the last page (a total, a stop flag, or a full page asked for).
+      ctx.addIssue({
+        code: 'custom',
+        message:
+          'endWhen absent needs pagination.totalPath, hasMorePath or donePath, or a limit the request sends (limitParam or {limit}): else a misread cursor path would look like the last page',
+        path: ['pagination', 'endWhen'],
+      });
+    }
     if ((p.type === 'cursor' || p.type === 'next_url') && p.hasMorePath && p.donePath) {
       ctx.addIssue({
         code: 'custom',

@@ -8,14 +8,14 @@
  * `MAX_PAGES_EXCEEDED`, `RESPONSE_TOO_LARGE`, `MAX_RECORDS_PER_PAGE_EXCEEDED`, `RECORD_WITHOUT_ID`,
  * `RECORD_ID_TOO_LONG` (the engine's); errors the partner puts inside a 200 (responses.ts).
  */
-import { withoutQueryParam } from '../../activities/http.ts';
+import { credentialValuesOf, withoutQueryParam } from '../../activities/http.ts';
 import { defineJob, failure, type FetchContext, type FetchedPage } from '../../activities/job-api/index.ts';
 import { fetchedRecordsReconcile, storeFetchedRecords } from '../fetched-records.ts';
 import { type HttpJobConfig, httpJobConfigSchema } from './config.ts';
-import { decodePosition, encodePosition, nextPosition } from './paging.ts';
+import { decodePosition, encodePosition, nextPosition, type Position } from './paging.ts';
 import { formatPath, notFoundText, readPath, valueAt } from './path.ts';
 import { buildRequest } from './request.ts';
-import { verdictOf } from './responses.ts';
+import { type Verdict, verdictOf } from './responses.ts';
 
 /** A partner record with the id the source's config gives it. */
 export interface KeyedRecord {
@@ -109,6 +109,43 @@ export function recordsOf(
   });
 }
 
+/**
+ * A response an `ignore` rule matched, as the empty last page the rule says it is — only when it
+ * holds no records, and, past the run's first request, only when the partner says so in its body:
+ * a status alone mid-run (a 404 or 410 for an expired cursor) must not end a run with records
+ * missing.
+ * @throws ApplicationFailure InvalidResponse `IGNORED_RECORDS`, `IGNORED_MID_RUN`.
+ */
+function ignored(
+  verdict: Extract<Verdict, { kind: 'ignore' }>,
+  body: unknown,
+  here: Position,
+  ctx: FetchContext<HttpJobConfig>,
+  what: string,
+): FetchedPage<KeyedRecord> {
+  let held = 0;
+  try {
+    held = body === undefined ? 0 : recordsOf(body, ctx.source.config.records, what).length;
+  } catch {
+    // No records where the config reads them: nothing is left behind.
+  }
+  if (held > 0) {
+    throw failure(
+      'InvalidResponse',
+      'IGNORED_RECORDS',
+      `${what}: ${verdict.why}, but it holds ${held} records`,
+    );
+  }
+  if (here.at !== null && !verdict.stated) {
+    throw failure(
+      'InvalidResponse',
+      'IGNORED_MID_RUN',
+      `${what}: ${verdict.why} after the first page; past it, only a rule on a body field the partner states may end paging`,
+    );
+  }
+  return { records: [], nextCursor: null, end: verdict.why };
+}
+
 async function fetchHttpPage(ctx: FetchContext<HttpJobConfig>): Promise<FetchedPage<KeyedRecord>> {
   const { config } = ctx.source;
   const what = `partner ${ctx.source.id} (http)`;
@@ -132,9 +169,13 @@ async function fetchHttpPage(ctx: FetchContext<HttpJobConfig>): Promise<FetchedP
   });
   const verdict = verdictOf(res, config, {
     what,
-    redact: request.secret === undefined ? [] : [request.secret],
+    // Every form the credential took in this request (a Basic pair's password, a query key…).
+    redact: [
+      ...credentialValuesOf(request.url, request.headers, request.credential),
+      ...(request.secret === undefined ? [] : [request.secret]),
+    ],
   });
-  if (verdict.kind === 'ignore') return { records: [], nextCursor: null, end: verdict.why };
+  if (verdict.kind === 'ignore') return ignored(verdict, res.body, here, ctx, what);
   const records = recordsOf(res.body, config.records, what);
   if (records.length > config.limits.maxRecordsPerPage) {
     throw failure(

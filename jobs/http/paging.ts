@@ -2,9 +2,12 @@
  * Where a declarative run is in its partner's paging, and where it goes next. The engine's cursor
  * of an `http` run is a position: `{"at": …}` — the partner's cursor, the next page's URL, the
  * page number or the offset (absent on the first request) — and, for a source whose partner
- * states a total, `"n"`: the records received before it. (`"skip"`, the records of the page at
- * `at` already taken, is only in cursors of runs an earlier build started.) Positions are compared
- * run-wide by the engine, so a partner cursor that comes back round is caught whatever its style.
+ * states a total, `"n"`: the records received before it; where a missing cursor may be the end,
+ * `"resolved"`: a page of the run held it. (`"skip"`, the records of the page at `at` already
+ * taken, is only in cursors of runs an earlier build started.) Positions are compared run-wide by
+ * the engine, so a partner cursor that comes back round is caught whatever its style — except
+ * where `n` makes every position new: there the stated total ends the loop (`TOTAL_MISMATCH` as
+ * soon as more records arrive than stated).
  *
  * Every way paging ends is one the config names, and the reason is said (`sources try` shows it):
  * a next cursor or link whose value `endWhen` lists, a stop flag, a short or empty page where the
@@ -162,7 +165,15 @@ function bodyCursor(
   if (!read.found) {
     const hint = dottedKeyHint(read, path);
     if (hint === undefined && endWhen.includes('absent')) return { end: `${name} was absent`, absent: true };
-    throw pathNotFound(read, path, what, 'the next cursor');
+    const advice =
+      hint === undefined
+        ? '; if the partner leaves it out on its last page, list "absent" in pagination.endWhen'
+        : '';
+    throw failure(
+      'InvalidResponse',
+      'PATH_NOT_FOUND',
+      `${what}: ${notFoundText(read, path, 'the next cursor')}${advice}`,
+    );
   }
   const { value } = read;
   if (value === null && endWhen.includes('null')) return { end: `${name} was null` };
@@ -199,25 +210,27 @@ export function nextPosition(
       const received = (here.n ?? 0) + res.records.length - here.skip;
       const total =
         pagination.totalPath === undefined ? undefined : countAt(res.body, pagination.totalPath, what);
+      if (total !== undefined && received > total.value) throw totalMismatch(what, received, total, 'passed');
+      const ended = (end: string, warnings?: string[]): Step => {
+        if (total !== undefined && received !== total.value)
+          throw totalMismatch(what, received, total, 'ended');
+        const why = total === undefined ? end : `${end}; total ${total.value} received`;
+        return { next: null, end: why, ...(warnings ? { warnings } : {}) };
+      };
       const flag = pagination.type === 'link_header' ? undefined : flagOf(pagination, res.body, what);
+      if (flag?.says === 'end') return ended(flag.why);
+      // Before the cursor is read: an empty page has no last record to take a cursor from.
+      if (res.records.length === 0 && pagination.emptyPage === 'end') {
+        return ended('an empty page (pagination.emptyPage: end)');
+      }
       let found: { value: string | number } | { end: string; absent?: true };
       if (pagination.type === 'link_header') {
         const link = linkTarget(res.headers.link, pagination.rel);
-        found = link ? { value: link } : { end: `no Link header entry with rel="${pagination.rel}"` };
-      } else if (flag?.says === 'end') {
-        found = { end: flag.why };
+        found = link
+          ? { value: link }
+          : { end: `no Link header entry with rel="${pagination.rel}"`, absent: true };
       } else {
         found = bodyCursor(res.body, pagination.path, pagination.endWhen, what);
-        if ('absent' in found && here.resolved !== true && total === undefined && isFull(res)) {
-          // A full page and a cursor path no page of the run has held: as likely a path that
-          // reads something the body does not say as the last page. Refused, never the end.
-          throw failure(
-            'InvalidResponse',
-            'NEXT_CURSOR_MISSING',
-            `${what}: a full page (${res.records.length} of ${res.asked} asked) without ${formatPath(pagination.path)}, ` +
-              'which no page of this run has held: check the path (sources try), or give pagination.totalPath',
-          );
-        }
         if ('end' in found && flag?.says === 'more') {
           throw failure(
             'InvalidResponse',
@@ -226,26 +239,28 @@ export function nextPosition(
           );
         }
       }
-      if (total !== undefined && received > total.value) {
-        throw totalMismatch(what, received, total, 'passed');
-      }
       if ('end' in found) {
-        if (total !== undefined && received !== total.value)
-          throw totalMismatch(what, received, total, 'ended');
-        const end = total === undefined ? found.end : `${found.end}; total ${total.value} received`;
-        if (!('absent' in found) || pagination.type === 'link_header') return { next: null, end };
-        // A path that never resolves reads as the end on every page: `sources try` says so.
-        const path = formatPath(pagination.path);
-        return {
-          next: null,
-          end,
-          warnings: [`pagination.path ${path} did not resolve (endWhen names absent as the end)`],
-        };
-      }
-      if (res.records.length === 0 && pagination.emptyPage === 'end') {
-        if (total !== undefined && received !== total.value)
-          throw totalMismatch(what, received, total, 'ended');
-        return { next: null, end: 'an empty page (pagination.emptyPage: end)' };
+        const name =
+          pagination.type === 'link_header'
+            ? `the Link rel "${pagination.rel}"`
+            : formatPath(pagination.path);
+        if (!('absent' in found)) return ended(found.end);
+        if (here.resolved !== true && total === undefined && flag === undefined && isFull(res)) {
+          // A full page without a cursor no page of the run has held: a path (or rel) that reads
+          // something the partner does not send looks just like this, so it is refused, never
+          // taken as the end.
+          throw failure(
+            'InvalidResponse',
+            'NEXT_CURSOR_MISSING',
+            `${what}: a full page (${res.records.length} of ${res.asked} asked) without ${name}, ` +
+              'which no page of this run has held: check it (sources try), or give pagination.totalPath',
+          );
+        }
+        // A cursor that never resolves reads as the end on every page: `sources try` says so.
+        return ended(
+          found.end,
+          here.resolved === true ? undefined : [`${name} did not resolve (read as the end)`],
+        );
       }
       let at: string;
       if (pagination.type === 'cursor') {
@@ -254,15 +269,15 @@ export function nextPosition(
         if (typeof found.value !== 'string') throw shape('the next page link is not a string');
         at = sameOriginUrl(found.value, res.url, ctx.baseUrl, what);
       }
-      // Where a missing cursor may be the end, remember that the path did resolve: a later full page
+      // Where a missing cursor may be the end, remember that it was there: a later full page
       // without it is then a last page that happened to be full.
-      const resolved = pagination.type !== 'link_header' && pagination.endWhen.includes('absent');
+      const absentEnds = pagination.type === 'link_header' || pagination.endWhen.includes('absent');
       return {
         next: {
           at,
           skip: 0,
           ...(total === undefined ? {} : { n: received }),
-          ...(resolved ? { resolved: true as const } : {}),
+          ...(absentEnds ? { resolved: true as const } : {}),
         },
       };
     }

@@ -8,10 +8,11 @@
  * keyset paging from the last record), and brackets for a key that is not a bare name:
  * `['@odata.nextLink']`, `meta["next cursor"]`. A bare name holds letters, digits, `_`, `$`, `@` and
  * `-`; a dot between names separates keys, so `@odata.nextLink` is the key `@odata` and then
- * `nextLink`. A leading `$.` or `$[` is JSONPath's root and is dropped. Array form: `["records", -1,
+ * `nextLink`; a bare integer is an index (`items.0.id` is `items[0].id`). A leading `$.` or `$[` is JSONPath's root and is dropped. Array form: `["records", -1,
  * "id"]`, strings being keys verbatim and integers indices.
  */
 import { z } from 'zod';
+import { redactFreeText } from '../../runtime/redact.ts';
 
 /** A key of an object, or an index of an array (negative: from its end). */
 export type Segment = string | number;
@@ -21,6 +22,10 @@ export type Path = readonly Segment[];
 const MAX_SEGMENTS = 20;
 const MAX_KEY_LENGTH = 200;
 const BARE = /^[A-Za-z0-9_$@-]+$/;
+/** A bare name that is an index (`0`, `-1`): read as one, never as a key. */
+const INTEGER = /^(0|-?[1-9][0-9]*)$/;
+/** Bare names of digits only: an index, or refused (`01`); a key of digits is written in brackets. */
+const DIGITS = /^-?[0-9]+$/;
 const BARE_CHAR = /[A-Za-z0-9_$@-]/;
 
 /** Why a path's text could not be parsed, and where. */
@@ -74,6 +79,7 @@ export function parsePath(text: string): Path {
             i += 1;
           }
         }
+        if (key === '') fail('an empty key');
         if (key.length > MAX_KEY_LENGTH) fail(`a key longer than ${MAX_KEY_LENGTH} characters`);
         segments.push(key);
       } else {
@@ -102,7 +108,14 @@ export function parsePath(text: string): Path {
       }
       const key = text.slice(start, i);
       if (key.length > MAX_KEY_LENGTH) fail(`a key longer than ${MAX_KEY_LENGTH} characters`, start);
-      segments.push(key);
+      // A bare integer is an index, as in `items.0.id` or `data.-1.id`: the same as `[0]`, `[-1]`.
+      if (DIGITS.test(key) && !INTEGER.test(key)) {
+        fail(`'${key}' is neither an index nor a bare key: write ['${key}'] for a key`, start);
+      }
+      if (INTEGER.test(key)) {
+        if (key.length > 10) fail('an index of more than 9 digits', start);
+        segments.push(Number(key));
+      } else segments.push(key);
     }
     first = false;
     if (segments.length > MAX_SEGMENTS) fail(`more than ${MAX_SEGMENTS} segments`);
@@ -115,7 +128,7 @@ export function formatPath(path: Path): string {
   let text = '';
   for (const segment of path) {
     if (typeof segment === 'number') text += `[${segment}]`;
-    else if (BARE.test(segment) && !(text === '' && segment === '$')) {
+    else if (BARE.test(segment) && !DIGITS.test(segment) && !(text === '' && segment === '$')) {
       text += text === '' ? segment : `.${segment}`;
     } else text += `['${segment.replace(/[\\']/g, (ch) => `\\${ch}`)}']`;
   }
@@ -136,14 +149,9 @@ export type Read =
 /** The value one segment names in `value`, own properties only (never `constructor` and kin). */
 function step(value: unknown, segment: Segment): { ok: true; value: unknown } | { ok: false } {
   if (Array.isArray(value)) {
-    const index =
-      typeof segment === 'number'
-        ? segment < 0
-          ? value.length + segment
-          : segment
-        : /^(0|[1-9][0-9]*)$/.test(segment)
-          ? Number(segment)
-          : -1;
+    // A key is a key: only an index reads an array (`['0']` names a member called "0").
+    if (typeof segment !== 'number') return { ok: false };
+    const index = segment < 0 ? value.length + segment : segment;
     return index >= 0 && index < value.length ? { ok: true, value: value[index] } : { ok: false };
   }
   if (value !== null && typeof value === 'object' && typeof segment === 'string') {
@@ -207,7 +215,11 @@ export function notFoundText(read: Exclude<Read, { found: true }>, path: Path, r
 /** At most `max` keys, each cut short, for a failure message (keys only, never values). */
 export function describeKeys(keys: readonly string[], max = 12): string {
   if (keys.length === 0) return 'no keys';
-  const shown = keys.slice(0, max).map((k) => (k.length > 40 ? `${k.slice(0, 40)}…` : k));
+  // Keys are the partner's data too (a map keyed by e-mail address or token): scrubbed as its words.
+  const shown = keys.slice(0, max).map((k) => {
+    const key = redactFreeText(k);
+    return key.length > 40 ? `${key.slice(0, 40)}…` : key;
+  });
   return `keys ${shown.join(', ')}${keys.length > max ? `, … (${keys.length} in all)` : ''}`;
 }
 

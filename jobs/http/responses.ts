@@ -22,8 +22,11 @@ import {
 import type { HttpJobConfig, ResponseRule } from './config.ts';
 import { readPath } from './path.ts';
 
-/** A response to read records from, or one that stands for an empty last page. */
-export type Verdict = { kind: 'page' } | { kind: 'ignore'; why: string };
+/**
+ * A response to read records from, or one a rule says stands for an empty last page; `stated`: the
+ * rule matched a body field, so the partner itself says the page is empty.
+ */
+export type Verdict = { kind: 'page' } | { kind: 'ignore'; why: string; stated: boolean };
 
 const TYPE_OF: Record<Exclude<ResponseRule['then'], 'success' | 'ignore'>, ErrorType> = {
   retry: 'UpstreamUnavailable',
@@ -128,7 +131,13 @@ export function verdictOf(
   const rule = config.responses[index];
   if (rule !== undefined) {
     const said = `response rule ${index + 1} (${rule.then}, status ${res.status})`;
-    if (rule.then === 'ignore') return { kind: 'ignore', why: `${said}: read as an empty last page` };
+    if (rule.then === 'ignore') {
+      return {
+        kind: 'ignore',
+        why: `${said}: read as an empty last page`,
+        stated: rule.when.body !== undefined,
+      };
+    }
     if (rule.then !== 'success') {
       const wait = ruleWait(rule, res, now) ?? defaultWait(res, config, now);
       return fail(
