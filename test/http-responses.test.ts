@@ -149,7 +149,7 @@ describe('http job responses', () => {
         { when: { status: [200], body: { path: 'count', equals: 0 } }, then: 'ignore' },
       ],
     });
-    const fetchWith = async (cursor: string | null, answer: HttpResponse) => {
+    const fetchWith = async (cursor: string | null, answer: HttpResponse, sourceConfig = config) => {
       const ctx = {
         source: {
           id: 'p',
@@ -157,7 +157,7 @@ describe('http job responses', () => {
           baseUrl: 'https://partner.example',
           timezone: 'UTC',
           pageSize: 10,
-          config,
+          config: sourceConfig,
         },
         businessDate: '2026-12-01',
         cursor,
@@ -192,5 +192,18 @@ describe('http job responses', () => {
       nextCursor: null,
       end: 'response rule 2 (ignore, status 200): read as an empty last page',
     });
+    // Where the partner states a total, the records received before the empty page must make it up.
+    const totalled = configWith({
+      records: { path: 'items' },
+      pagination: { type: 'cursor', path: 'next', limitParam: 'limit', totalPath: 'total' },
+      responses: [{ when: { status: [200], body: { path: 'count', equals: 0 } }, then: 'ignore' }],
+    });
+    const at5 = JSON.stringify({ at: 'c2', n: 5 });
+    assert.equal(await fetchWith(at5, response(200, { count: 0, total: 7 }), totalled), 'TOTAL_MISMATCH');
+    assert.equal(
+      ((await fetchWith(at5, response(200, { count: 0, total: 5 }), totalled)) as { nextCursor: unknown })
+        .nextCursor,
+      null,
+    );
   });
 });

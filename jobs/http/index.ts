@@ -143,6 +143,20 @@ function ignored(
       `${what}: ${verdict.why} after the first page; past it, only a rule on a body field the partner states may end paging`,
     );
   }
+  // Where the partner states a total, the records received must still make it up.
+  const p = ctx.source.config.pagination;
+  const totalPath =
+    p.type === 'cursor' || p.type === 'next_url' || p.type === 'link_header' ? p.totalPath : undefined;
+  if (totalPath !== undefined && here.at !== null) {
+    const stated = valueAt(body, totalPath);
+    if (stated !== here.n) {
+      throw failure(
+        'InvalidResponse',
+        'TOTAL_MISMATCH',
+        `${what}: ${verdict.why} with ${here.n ?? 0} records received, but the partner states ${typeof stated === 'number' ? stated : 'no total'} (${formatPath(totalPath)})`,
+      );
+    }
+  }
   return { records: [], nextCursor: null, end: verdict.why };
 }
 

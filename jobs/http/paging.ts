@@ -103,7 +103,7 @@ export interface Response {
   headers: Record<string, string | string[] | undefined>;
   /** All the records of the response. */
   records: readonly unknown[];
-  /** The URL requested. */
+  /** The URL that answered (after redirects): a relative next link is read against it. */
   url: URL;
   /** Records the request asked for; undefined when it did not tell the partner. */
   asked: number | undefined;
