@@ -2,8 +2,7 @@
  * Where a declarative run is in its partner's paging, and where it goes next. The engine's cursor
  * of an `http` run is a position: `{"at": …}` — the partner's cursor, the next page's URL, the
  * page number or the offset (absent on the first request) — and, for a source whose partner
- * states a total, `"n"`: the records received before it; where a missing cursor may be the end,
- * `"resolved"`: a page of the run held it. (`"skip"`, the records of the page at `at` already
+ * states a total, `"n"`: the records received before it. (`"skip"`, the records of the page at `at` already
  * taken, is only in cursors of runs an earlier build started.) Positions are compared run-wide by
  * the engine, so a partner cursor that comes back round is caught whatever its style — except
  * where `n` makes every position new: there the stated total ends the loop (`TOTAL_MISMATCH` as
@@ -24,17 +23,14 @@ export interface Position {
   skip: number;
   /** Records received before this position, counted where the partner states a total. */
   n?: number;
-  /** The cursor path resolved on a page before (kept where `endWhen` lists `absent`). */
-  resolved?: true;
 }
 
 export function encodePosition(p: Position): string | null {
-  if (p.at === null && p.skip === 0 && p.n === undefined && p.resolved === undefined) return null;
+  if (p.at === null && p.skip === 0 && p.n === undefined) return null;
   return JSON.stringify({
     at: p.at,
     ...(p.skip === 0 ? {} : { skip: p.skip }),
     ...(p.n === undefined ? {} : { n: p.n }),
-    ...(p.resolved === undefined ? {} : { resolved: true }),
   });
 }
 
@@ -45,15 +41,14 @@ export function decodePosition(cursor: string | null, what: string): Position {
     const p = JSON.parse(cursor) as Partial<Position>;
     const at = p.at ?? null;
     const skip = p.skip ?? 0;
-    const { n, resolved } = p;
+    const { n } = p;
     const count = (v: unknown) => Number.isInteger(v) && (v as number) >= 0;
     if (
       (at === null || ['string', 'number'].includes(typeof at)) &&
       count(skip) &&
-      (n === undefined || count(n)) &&
-      (resolved === undefined || resolved === true)
+      (n === undefined || count(n))
     ) {
-      return { at, skip, ...(n === undefined ? {} : { n }), ...(resolved ? { resolved } : {}) };
+      return n === undefined ? { at, skip } : { at, skip, n };
     }
   } catch {
     // Falls through to the failure.
@@ -245,10 +240,12 @@ export function nextPosition(
             ? `the Link rel "${pagination.rel}"`
             : formatPath(pagination.path);
         if (!('absent' in found)) return ended(found.end);
-        if (here.resolved !== true && total === undefined && flag === undefined && isFull(res)) {
-          // A full page without a cursor no page of the run has held: a path (or rel) that reads
-          // something the partner does not send looks just like this, so it is refused, never
-          // taken as the end.
+        // Past the first request, the run's position is a cursor an earlier page held: the path
+        // reads what the partner sends, and a full page without it is a last page that happened
+        // to be full. On the first, a path (or rel) that reads something the partner does not
+        // send looks just like this, so it is refused, never taken as the end.
+        const first = here.at === null;
+        if (first && total === undefined && flag === undefined && isFull(res)) {
           throw failure(
             'InvalidResponse',
             'NEXT_CURSOR_MISSING',
@@ -257,10 +254,7 @@ export function nextPosition(
           );
         }
         // A cursor that never resolves reads as the end on every page: `sources try` says so.
-        return ended(
-          found.end,
-          here.resolved === true ? undefined : [`${name} did not resolve (read as the end)`],
-        );
+        return ended(found.end, first ? [`${name} did not resolve (read as the end)`] : undefined);
       }
       let at: string;
       if (pagination.type === 'cursor') {
@@ -269,17 +263,7 @@ export function nextPosition(
         if (typeof found.value !== 'string') throw shape('the next page link is not a string');
         at = sameOriginUrl(found.value, res.url, ctx.baseUrl, what);
       }
-      // Where a missing cursor may be the end, remember that it was there: a later full page
-      // without it is then a last page that happened to be full.
-      const absentEnds = pagination.type === 'link_header' || pagination.endWhen.includes('absent');
-      return {
-        next: {
-          at,
-          skip: 0,
-          ...(total === undefined ? {} : { n: received }),
-          ...(absentEnds ? { resolved: true as const } : {}),
-        },
-      };
+      return { next: { at, skip: 0, ...(total === undefined ? {} : { n: received }) } };
     }
     case 'page_number': {
       const page = typeof here.at === 'number' ? here.at : pagination.start;
