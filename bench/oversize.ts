@@ -7,7 +7,7 @@
  * same demo partner and dev server, in alternating phases (after, before, before, after, …).
  * Without `BENCH_BEFORE_TREE` only "after" is measured.
  *
- *   git clone /work/main /tmp/before && (cd /tmp/before && npm ci)
+ *   git clone . /tmp/before && (cd /tmp/before && npm ci)
  *   BENCH_BEFORE_TREE=/tmp/before npm run bench -- --only oversize
  */
 import { type ChildProcess, spawn } from 'node:child_process';
