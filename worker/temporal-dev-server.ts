@@ -19,11 +19,15 @@ export { SEARCH_ATTRIBUTES, ensureSearchAttributes } from './search-attributes.t
  * its task queue by weight, and a per-source rate limit needs it), on the priority matcher that
  * implements it. Server 1.32 has the matcher on by default and fairness off; backlogs written
  * before fairness was on (a `.data/` server of an older `npm start`) drain first
- * (`matching.enableMigration`, on by default).
+ * (`matching.enableMigration`, on by default). One partition per task queue: fairness is kept per
+ * partition, and over the default four a second source's run waited behind up to 50 of another's
+ * 172 queued calls (0–5 with one); a single machine needs no more than one.
  */
 export const DEV_SERVER_DYNAMIC_CONFIG: Readonly<Record<string, boolean | number | string>> = {
   'matching.useNewMatcher': true,
   'matching.enableFairness': true,
+  'matching.numTaskqueueReadPartitions': 1,
+  'matching.numTaskqueueWritePartitions': 1,
 };
 
 /** Options for {@link startDevServer}. */
