@@ -11,6 +11,8 @@
 // - an error inside a 200, a loop, the org's daily limit: the run fails with the partner's words,
 //   and its dead letter names them; never `succeeded` with records missing;
 // - `sources try` reads every API to its end and says why it ended, writing nothing.
+// Requirements: every record once (R3, R5), retries only of what is transient and as long as the
+// partner asks (R7), a failure reason that is the partner's, redacted (R11).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { WorkflowHandle } from '@temporalio/client';

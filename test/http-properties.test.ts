@@ -7,7 +7,7 @@
 // paging object left out, a GraphQL connection, offset with a total, page numbers with a page
 // count, a Link header) and random habits: pages of its own size (smaller, or several times what
 // was asked), an empty last page that still carries a cursor, a total that lies. The run must then
-// either fail, or have stored exactly the records the partner holds.
+// either fail, or have stored exactly the records the partner holds (R3: nothing lost, nothing twice).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';

@@ -183,11 +183,9 @@ async function fetchHttpPage(ctx: FetchContext<HttpJobConfig>): Promise<FetchedP
   });
   const verdict = verdictOf(res, config, {
     what,
-    // Every form the credential took in this request (a Basic pair's password, a query key…).
-    redact: [
-      ...credentialValuesOf(request.url, request.headers, request.credential),
-      ...(request.secret === undefined ? [] : [request.secret]),
-    ],
+    // Every form the credential took in this request (a bearer token, a Basic pair's password, a
+    // query key…).
+    redact: credentialValuesOf(request.url, request.headers, request.credential),
   });
   if (verdict.kind === 'ignore') return ignored(verdict, res.body, here, ctx, what);
   const records = recordsOf(res.body, config.records, what);

@@ -17,8 +17,6 @@ export interface BuiltRequest {
   asked: number;
   /** Whether the request tells the partner `asked` (a limit parameter, or `{limit}` in a template). */
   limitSent: boolean;
-  /** The credential's value, for scrubbing the partner's words only: never log or keep it. */
-  secret: string | undefined;
   /** Where the credential travels besides the standard credential headers (a redirect drops it). */
   credential: { headers: string[]; queryParam?: string };
 }
@@ -43,8 +41,8 @@ function applyAuth(
   ctx: FetchContext<HttpJobConfig>,
   url: URL,
   headers: Record<string, string>,
-): string | undefined {
-  if (auth.type === 'none') return undefined;
+): void {
+  if (auth.type === 'none') return;
   const secret = credential(auth, ctx);
   if (secret === undefined) {
     // Sending no credential where the config asks for one would only fail later, as a 401.
@@ -59,7 +57,6 @@ function applyAuth(
     headers.authorization = `Basic ${Buffer.from(`${auth.username}:${secret}`).toString('base64')}`;
   } else if (auth.in === 'header') headers[auth.name.toLowerCase()] = secret;
   else url.searchParams.set(auth.name, secret);
-  return secret;
 }
 
 /** How many records to ask the partner for: the engine's limit, within the partner's own. */
@@ -116,11 +113,10 @@ export function buildRequest(ctx: FetchContext<HttpJobConfig>, position: Positio
     headers[name.toLowerCase()] = render(template, values);
   }
   headers['idempotency-key'] = ctx.idempotencyKey;
-  const secret = applyAuth(config.auth, ctx, url, headers);
+  applyAuth(config.auth, ctx, url, headers);
   const method = config.request.method;
   const { auth } = config;
   return {
-    secret,
     credential:
       auth.type === 'api_key'
         ? auth.in === 'header'
