@@ -5,7 +5,13 @@
  * key (`sourceCallsPerSecond`: each source, scaled by its weight) and the sources' weights
  * (`sourceWeights`, as weight overrides). A setting left out unsets its limit on the server. The
  * worker applies them at start and when the settings change; `sources apply` after it commits.
+ *
+ * Temporal writes a task queue's config on the root partition of its workflow queue and copies it
+ * to the activity queue's partitions afterwards: a read of the activity queue (what is in force)
+ * can show the old config for a while after a write succeeded. An apply therefore reads back until
+ * the activity queue reports what it wrote, for a bounded time, and says whether it did.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { type DownstreamSettings, downstreamTaskQueue } from '../db/downstreams.ts';
@@ -43,7 +49,18 @@ export interface DownstreamQueueConfig {
 }
 
 export type AppliedQueueConfig =
-  | { downstream: string; taskQueue: string; applied: true; changed: boolean; config: DownstreamQueueConfig }
+  | {
+      downstream: string;
+      taskQueue: string;
+      applied: true;
+      changed: boolean;
+      /**
+       * The activity queue reports the settings (false: written, but Temporal had not copied them
+       * to it within the wait; `config` is what it still reported).
+       */
+      inForce: boolean;
+      config: DownstreamQueueConfig;
+    }
   /** The server refused or lacks the call: the error, as it said it. */
   | { downstream: string; taskQueue: string; applied: false; error: string };
 
@@ -106,6 +123,20 @@ const sameWeights = (a: Record<string, number>, b: Record<string, number>) =>
   Object.keys(a).length === Object.keys(b).length &&
   Object.entries(a).every(([key, weight]) => b[key] === rounded(weight));
 
+/** Whether the server's `config` says what `s` asks for (at the server's float precision). */
+const holds = (s: DownstreamSettings, config: DownstreamQueueConfig) =>
+  config.queueLimit?.perSecond === optionalRounded(s.callsPerSecond) &&
+  config.sourceLimit?.perSecond === optionalRounded(s.sourceCallsPerSecond) &&
+  sameWeights(s.sourceWeights, config.sourceWeights);
+
+/**
+ * How long an apply reads back for the activity queue to report what it wrote. Temporal copies a
+ * config to a partition as soon as that partition's long poll for it returns: milliseconds on a
+ * quiet server, seconds on a loaded one (a test read it back stale on a loaded 2-core machine).
+ */
+export const PROPAGATION_WAIT_MS = 10_000;
+const PROPAGATION_POLL_MS = 100;
+
 /** A rate limit update: set to `perSecond`, or (undefined) removed. */
 const rateUpdate = (perSecond: number | undefined, reason: string) => ({
   ...(perSecond === undefined ? {} : { rateLimit: { requestsPerSecond: perSecond } }),
@@ -116,6 +147,7 @@ const rateUpdate = (perSecond: number | undefined, reason: string) => ({
  * Puts `settings`' limits and weights on each downstream's task queue, leaving a queue whose
  * config already says the same untouched (every worker applies them at start). A downstream the
  * server refuses is reported with the server's error, the others are still applied.
+ * Each written queue is read back until it reports the settings, for up to `propagationWaitMs`.
  * @param reason why (`worker start`, `sources apply by alice`): kept by the server with each limit.
  */
 export async function applyDownstreamQueueConfig(
@@ -123,7 +155,7 @@ export async function applyDownstreamQueueConfig(
   namespace: string,
   taskQueue: string,
   settings: readonly DownstreamSettings[],
-  options: { reason?: string; identity?: string } = {},
+  options: { reason?: string; identity?: string; propagationWaitMs?: number } = {},
 ): Promise<AppliedQueueConfig[]> {
   const identity = options.identity ?? client.options.identity;
   const why = options.reason ?? 'durable-fetch downstream settings';
@@ -132,13 +164,19 @@ export async function applyDownstreamQueueConfig(
     const queue = downstreamTaskQueue(taskQueue, s.id);
     try {
       const before = await describeDownstreamQueueConfig(client, namespace, taskQueue, s.id);
-      const queueSame = before.queueLimit?.perSecond === optionalRounded(s.callsPerSecond);
-      const sourceSame = before.sourceLimit?.perSecond === optionalRounded(s.sourceCallsPerSecond);
-      const weightsSame = sameWeights(s.sourceWeights, before.sourceWeights);
-      if (queueSame && sourceSame && weightsSame) {
-        results.push({ downstream: s.id, taskQueue: queue, applied: true, changed: false, config: before });
+      if (holds(s, before)) {
+        results.push({
+          downstream: s.id,
+          taskQueue: queue,
+          applied: true,
+          changed: false,
+          inForce: true,
+          config: before,
+        });
         continue;
       }
+      const queueSame = before.queueLimit?.perSecond === optionalRounded(s.callsPerSecond);
+      const sourceSame = before.sourceLimit?.perSecond === optionalRounded(s.sourceCallsPerSecond);
       const reason = (what: string, value: number | undefined) =>
         `${why}: downstream '${s.id}' ${what} ${value === undefined ? 'unset' : value}`;
       await client.workflowService.updateTaskQueueConfig({
@@ -164,8 +202,20 @@ export async function applyDownstreamQueueConfig(
           (k) => !(k in s.sourceWeights),
         ),
       });
-      const config = await describeDownstreamQueueConfig(client, namespace, taskQueue, s.id);
-      results.push({ downstream: s.id, taskQueue: queue, applied: true, changed: true, config });
+      const deadline = Date.now() + (options.propagationWaitMs ?? PROPAGATION_WAIT_MS);
+      let config = await describeDownstreamQueueConfig(client, namespace, taskQueue, s.id);
+      while (!holds(s, config) && Date.now() < deadline) {
+        await sleep(PROPAGATION_POLL_MS);
+        config = await describeDownstreamQueueConfig(client, namespace, taskQueue, s.id);
+      }
+      results.push({
+        downstream: s.id,
+        taskQueue: queue,
+        applied: true,
+        changed: true,
+        inForce: holds(s, config),
+        config,
+      });
     } catch (err) {
       results.push({ downstream: s.id, taskQueue: queue, applied: false, error: errorMessage(err) });
     }

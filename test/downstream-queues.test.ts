@@ -45,6 +45,7 @@ describe('downstream task-queue config (R8)', () => {
     );
     assert.ok(result?.applied, JSON.stringify(result));
     assert.equal(result.changed, true);
+    assert.equal(result.inForce, true, 'the activity queue reports the written config');
     assert.equal(result.taskQueue, `${taskQueue}-ds-partner-a`);
 
     const read = await describeDownstreamQueueConfig(client, NAMESPACE, taskQueue, 'partner-a');
@@ -79,6 +80,9 @@ describe('downstream task-queue config (R8)', () => {
     );
     assert.ok(unset?.applied);
     assert.equal(unset.changed, true);
+    // Temporal copies a written config to the activity queue afterwards: on a loaded machine a
+    // read right after the write showed the old limit. The apply reads back until it is in force.
+    assert.equal(unset.inForce, true, JSON.stringify(unset.config));
     assert.equal(unset.config.queueLimit, undefined, 'callsPerSecond left out: the limit is removed');
     assert.equal(unset.config.sourceLimit, undefined);
     assert.deepEqual(unset.config.sourceWeights, { s2: 4 }, "s1's override removed, s2's replaced");

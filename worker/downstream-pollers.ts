@@ -118,9 +118,16 @@ export async function startDownstreamPollers(options: DownstreamPollersOptions):
     for (const [i, result] of results.entries()) {
       const settings = changed[i] as DownstreamSettings;
       if (result.applied) {
-        applied.set(settings.id, limitsOf(settings));
         fallback.delete(settings.id);
         if (result.changed) log.info({ config: result.config }, 'downstream task queue limits applied');
+        // Written but not yet reported by the activity queue: checked again at the next refresh
+        // (a queue that reports them by then is not written again).
+        if (result.inForce) applied.set(settings.id, limitsOf(settings));
+        else
+          log.warn(
+            { downstream: settings.id, taskQueue: result.taskQueue, config: result.config },
+            'downstream task queue limits written, not yet in force on the queue: checked again at the next refresh',
+          );
         continue;
       }
       // Tried again at every refresh; said once per value. The queue-wide limit still holds across

@@ -102,7 +102,11 @@ function printReport(report: ApplyReport): void {
       console.log(
         `task queue ${q.taskQueue}: Temporal refused its limits (${q.error}); the workers apply them again`,
       );
-    else if (q.changed) console.log(`task queue ${q.taskQueue}: limits applied`);
+    else if (q.changed && q.inForce) console.log(`task queue ${q.taskQueue}: limits applied`);
+    else if (q.changed)
+      console.log(
+        `task queue ${q.taskQueue}: limits written; Temporal had not put them in force on the queue yet (the workers check again at their next refresh)`,
+      );
   }
   const words = report.dryRun ? PLANNED : DONE;
   const counts = (Object.keys(words) as PlanAction[])
