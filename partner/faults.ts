@@ -132,6 +132,13 @@ export class FaultInjector {
     this.#faults.length = 0;
   }
 
+  /** Removes the fault `id` (a test ending a hold); false when it is gone already. */
+  remove(id: string): boolean {
+    const at = this.#faults.findIndex((f) => f.id === id);
+    if (at >= 0) this.#faults.splice(at, 1);
+    return at >= 0;
+  }
+
   /** Faults not yet expired, oldest first (copies). */
   list(): ActiveFault[] {
     return this.#faults.map((f) => ({ ...f }));

@@ -318,7 +318,12 @@ const partners = fc
     mistake: fc.boolean(),
   })
   .map((p) => (p.style === 'offset' || p.style === 'page' ? { ...p, totalLie: Math.abs(p.totalLie) } : p))
-  .map((p) => (p.sizing.kind === 'asked' ? p : { ...p, mistake: false }));
+  .map((p) => (p.sizing.kind === 'asked' ? p : { ...p, mistake: false }))
+  // A misread path and a lying total together can agree on a wrong end (OData: no next link read,
+  // and a total of 2 for the 2 records read of 4): the partner's answers then look exactly like an
+  // honest partner's last page, and no client can tell. Each is generated alone, so each is caught
+  // by the other half telling the truth. (Seed 1840161236 drew that pair.)
+  .map((p) => (p.mistake ? { ...p, totalLie: 0 } : p));
 
 const STATES_TOTAL: ReadonlySet<Style> = new Set(['odata', 'offset', 'page']);
 

@@ -85,6 +85,30 @@ async function heldAtPartner(sourceId: string, what: string): Promise<void> {
   );
 }
 
+/**
+ * Holds every confirm call of the source's first claim until {@link release}: a reset then lands
+ * while the run confirms however long the reset takes. (One 8 s hold of one call was not enough:
+ * the client gives up at 2 s, its retry went through, and on a busy machine the run had succeeded
+ * before the reset landed.)
+ */
+function holdConfirms(sourceId: string): string {
+  return stack.partner.faults.add({
+    route: 'submissions',
+    action: 'confirm',
+    reference: referenceOf(sourceId, 1),
+    kind: 'delay',
+    delayMs: 8_000,
+    times: 1_000,
+  });
+}
+
+/** Waits for the partner to hold a call under fault `id`. */
+async function holding(id: string, what: string): Promise<void> {
+  await waitFor(() => (stack.partner.faults.list().find((f) => f.id === id)?.seen ?? 0) > 0, what, 60_000);
+}
+
+const release = (id: string) => stack.partner.faults.remove(id);
+
 /** The result of the key's latest execution (the one a reset started). */
 async function latestResult(workflowId: string) {
   const handle = stack.client.workflow.getHandle(workflowId);
@@ -115,16 +139,11 @@ describe('reset', { concurrency: true }, () => {
   it('a reset while the run is held in its confirm call: the new execution adopts the submission; one live, confirmed, no dead letter', async () => {
     const sourceId = 'reset-confirm';
     await submittingSource(sourceId);
-    stack.partner.faults.add({
-      route: 'submissions',
-      action: 'confirm',
-      reference: referenceOf(sourceId, 1),
-      kind: 'delay',
-      delayMs: 8_000,
-    });
+    const hold = holdConfirms(sourceId);
     const workflowId = await start(sourceId);
-    await heldAtPartner(sourceId, 'the partner holding the confirm call');
+    await holding(hold, 'the partner holding the confirm call');
     await reset(workflowId, 'FirstWorkflowTask');
+    release(hold);
     assert.equal((await latestResult(workflowId)).status, 'succeeded');
 
     assert.equal(submitEffects(sourceId), 1, 'one submission, never a second');
@@ -257,17 +276,12 @@ describe('reset', { concurrency: true }, () => {
   it('a reset to the last workflow task while confirming: the row names the execution that owns the run now', async () => {
     const sourceId = 'reset-last';
     await submittingSource(sourceId);
-    stack.partner.faults.add({
-      route: 'submissions',
-      action: 'confirm',
-      reference: referenceOf(sourceId, 1),
-      kind: 'delay',
-      delayMs: 8_000,
-    });
+    const hold = holdConfirms(sourceId);
     const workflowId = await start(sourceId);
     const first = (await stack.client.workflow.getHandle(workflowId).describe()).runId;
-    await heldAtPartner(sourceId, 'the partner holding the confirm call');
+    await holding(hold, 'the partner holding the confirm call');
     await reset(workflowId, 'LastWorkflowTask');
+    release(hold);
     assert.equal((await latestResult(workflowId)).status, 'succeeded');
     const latest = (await stack.client.workflow.getHandle(workflowId).describe()).runId;
     assert.notEqual(latest, first);
