@@ -25,22 +25,31 @@ const RECORDS = 40;
 let db: TestDatabase;
 let partner: PartnerServer;
 let client: Client;
-/** Partner calls time out after 1 s here, so a 3 s delay fault is a timeout. */
+/** The tests' worker: partner calls with the test client's timeouts (2 s connect, 5 s answer). */
 let worker: TestWorker;
+/**
+ * For the tests of a call that times out: partner calls time out after 1 s here, so a 3 s delay
+ * fault is a timeout. Only those tests use it: on a busy machine a stall of a second turns any
+ * call into a timeout, and the others count the partner's calls exactly.
+ */
+let quick: TestWorker;
 let ctx: DurableFetchContext;
+let quickCtx: DurableFetchContext;
 
 before(async () => {
   db = await useTestDatabase();
   partner = await startPartner({ port: 0, recordCount: () => RECORDS });
   client = await testClient();
+  worker = await testWorker(testDeps(db.prisma));
   const http = createHttpClient({ connectTimeoutMs: 1_000, responseTimeoutMs: 1_000 });
-  worker = await testWorker(testDeps(db.prisma, { http }));
+  quick = await testWorker(testDeps(db.prisma, { http }));
   ctx = {
     temporal: client,
     prisma: db.prisma,
     taskQueue: worker.taskQueue,
     now: () => new Date('2026-11-29T12:00:00Z'),
   };
+  quickCtx = { ...ctx, taskQueue: quick.taskQueue };
 });
 after(async () => {
   await client?.connection.close();
@@ -158,7 +167,7 @@ describe('compensation', { concurrency: true }, () => {
       kind: 'delay',
       delayMs: 3_000,
     });
-    const result = await worker.run(async () => (await start('comp-after')).result());
+    const result = await quick.run(async () => (await start('comp-after', quickCtx)).result());
     assert.equal(result.status, 'succeeded');
     assert.deepEqual(
       atPartner('comp-after').statuses,
@@ -180,7 +189,7 @@ describe('compensation', { concurrency: true }, () => {
       kind: 'delay',
       delayMs: 3_000,
     });
-    const result = await worker.run(async () => (await start('comp-before')).result());
+    const result = await quick.run(async () => (await start('comp-before', quickCtx)).result());
     assert.equal(result.status, 'succeeded');
     assert.deepEqual(atPartner('comp-before').statuses, ['confirmed']);
     const submits = partner.ledger.entries({ action: 'submit', reference: referenceOf('comp-before') });
@@ -226,7 +235,7 @@ describe('compensation', { concurrency: true }, () => {
       delayMs: 4_500,
       lateEffectMs: 10_000,
     });
-    const result = await worker.run(async () => (await start(sourceId)).result());
+    const result = await quick.run(async () => (await start(sourceId, quickCtx)).result());
     assert.equal(result.status, 'succeeded');
     const submits = partner.ledger.entries({ action: 'submit', reference: referenceOf(sourceId) });
     assert.deepEqual(
@@ -253,9 +262,8 @@ describe('compensation', { concurrency: true }, () => {
       kind: 'delay',
       delayMs: 60_000,
     });
-    const slow = await testWorker(testDeps(db.prisma));
-    const outcome = await slow.run(async () => {
-      const handle = await start('comp-cancel', { ...ctx, taskQueue: slow.taskQueue });
+    const outcome = await worker.run(async () => {
+      const handle = await start('comp-cancel');
       const confirming = () => partner.faults.list().every((f) => f.reference !== referenceOf('comp-cancel'));
       for (let i = 0; i < 200 && !confirming(); i++) await sleep(100);
       assert.ok(confirming(), 'the partner holds the confirm call');
