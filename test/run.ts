@@ -2,11 +2,14 @@
  * `npm test`'s runner: brings up the real services once per test run (test/helpers/services.ts),
  * then runs every `test/**\/*.test.ts` with node's test runner, whose summary CI reads.
  *
- * Usage: `npm test` (everything) or `npx tsx test/run.ts test/some.test.ts …`.
+ * Usage: `npm test` (everything) or `npx tsx test/run.ts [--load N] [test/some.test.ts …]`.
+ * `--load N` keeps N busy processes running beside the tests (`npm run test:load`: 2), the way a
+ * laptop or a shared CI runner doing other work runs them: the suite must pass that way too.
  */
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
 import { PROJECT_ROOT } from '../worker/config.ts';
 import { isUserFacingError } from '../runtime/errors.ts';
 import { buildCli } from '../scripts/build-cli.ts';
@@ -39,11 +42,48 @@ function runNodeTest(files: string[], env: NodeJS.ProcessEnv): Promise<number> {
   });
 }
 
+/** A busy process: spins in 50 ms slices, and exits when its parent goes (its stdin ends). */
+const SPIN = `
+process.stdin.on('end', () => process.exit(0)).resume();
+const spin = () => { const end = Date.now() + 50; while (Date.now() < end); setImmediate(spin); };
+spin();`;
+
+/**
+ * Starts `count` processes that each keep one core busy until `stop` (or this process) ends them:
+ * plain spin loops, so the load needs nothing installed and ends with the run.
+ */
+function startLoad(count: number): { stop: () => void } {
+  const spinners: ChildProcess[] = [];
+  for (let i = 0; i < count; i++) {
+    const spinner = spawn(process.execPath, ['-e', SPIN], { stdio: ['pipe', 'ignore', 'inherit'] });
+    spinners.push(spinner);
+  }
+  return { stop: () => spinners.forEach((s) => s.kill('SIGKILL')) };
+}
+
 let services: TestServices | undefined;
+let load: { stop: () => void } | undefined;
+
+function options() {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: { load: { type: 'string', default: '0' } },
+  });
+  const busy = Number(values.load);
+  if (!Number.isInteger(busy) || busy < 0 || busy > 64) {
+    throw new Error(`--load takes a whole number of busy processes (0..64), not '${values.load}'`);
+  }
+  return { busy, files: positionals };
+}
 
 async function main(): Promise<number> {
   const started = Date.now();
-  const files = await testFiles(process.argv.slice(2));
+  const { busy, files: named } = options();
+  const files = await testFiles(named);
+  if (busy > 0) {
+    load = startLoad(busy);
+    say(`load: ${busy} busy processes beside the tests`);
+  }
   // Once, before any test spawns the CLI: every spawned command then runs this build, and none
   // of them finds it stale and rebuilds while others start.
   say(`CLI compiled: ${path.relative(PROJECT_ROOT, await buildCli({ projectRoot: PROJECT_ROOT }))}`);
@@ -57,12 +97,16 @@ async function main(): Promise<number> {
   return code;
 }
 
-process.once('SIGINT', () => void (services?.stop() ?? Promise.resolve()).then(() => process.exit(130)));
+process.once('SIGINT', () => {
+  load?.stop();
+  void (services?.stop() ?? Promise.resolve()).then(() => process.exit(130));
+});
 try {
   process.exitCode = await main();
 } catch (err) {
   console.error(isUserFacingError(err) ? `[test/run] ${err.message}` : err);
   process.exitCode = 1;
 } finally {
+  load?.stop();
   await services?.stop();
 }
