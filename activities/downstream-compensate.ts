@@ -28,13 +28,15 @@ export function createCompensateActivities(deps: ActivityDeps, calls: PartnerCal
   const { prisma } = deps;
   return {
     /**
-     * Undoes a recorded effect with the job's `void` hook (repeat-safe by id). The attempt is
-     * counted before the call, in one statement that also checks the effect is still this
-     * compensation's to undo: a stray, or an action of a run that ended without succeeding and is
-     * still owned by claim `round` (a later claim may have adopted it, or the run been taken up
-     * again, meanwhile). Works for a disabled source too: undoing is always allowed.
+     * Undoes a recorded effect with the job's `void` hook (repeat-safe by id). The void is
+     * counted once the breaker let it through, before the call, in one statement that also checks
+     * the effect is still this compensation's to undo: a stray, or an action of a run that ended
+     * without succeeding and is still owned by claim `round` (a later claim may have adopted it,
+     * or the run been taken up again, meanwhile). Works for a disabled source too: undoing is
+     * always allowed.
      * @throws the HTTP client's typed failures (retried within the compensation preset; the
-     *   workflow then marks the row `needs_manual`).
+     *   workflow then marks the row `needs_manual`); CircuitOpen when the breaker refused the
+     *   void (nothing sent or counted).
      */
     async compensateDownstream(input: {
       actionId: string;
@@ -48,9 +50,13 @@ export function createCompensateActivities(deps: ActivityDeps, calls: PartnerCal
         throw failure('Internal', 'NO_PARTNER_ID', `action ${row.id}: reconcile before compensating`);
       const partnerId = row.partnerId;
       const source = await loadSource(prisma, row.run.sourceId);
+      // The breaker is asked first, so that `compensation_attempts` counts the voids sent: an
+      // attempt it refuses (CircuitOpen) still spends one of the preset's, but not one of those.
+      const admitted = await calls.admit(source, 'void');
       // Be very careful: counting the attempt and adopting the action exclude each other on the
       // row (startCompensation): an adopted effect is never voided, a voided one never adopted.
       if (!(await startCompensation(prisma, row.id, input.round ?? null))) {
+        await calls.release(admitted);
         // Not this compensation's to undo (a succeeded run keeps its effect; a later claim owns
         // it), or settled meanwhile: nothing to do.
         const now = await loadAction(prisma, input.actionId);
@@ -59,7 +65,7 @@ export function createCompensateActivities(deps: ActivityDeps, calls: PartnerCal
       }
       let voided: DownstreamEffect;
       try {
-        voided = await calls.call(source, 'void', (action, ctx) => action.void(ctx, partnerId));
+        voided = await calls.call(source, 'void', (action, ctx) => action.void(ctx, partnerId), admitted);
       } catch (err) {
         await calls.noteError(row.id, err, `partner ${source.id} void`);
         throw err;

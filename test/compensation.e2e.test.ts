@@ -14,9 +14,12 @@ import { startPartner, type PartnerServer } from '../partner/server.ts';
 import type { DownstreamAction } from '../prisma/generated/client.ts';
 import { compensationWorkflowIdFor } from '../workflows/business-key.ts';
 import type { CompensateRunResult } from '../workflows/types.ts';
+import { setBreaker } from '../db/breaker.ts';
 import { runCli } from './helpers/cli.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';
+import { createDownstream } from './helpers/downstream-runs.ts';
+import { waitFor } from './helpers/outbox.ts';
 import { spawnTs, type Spawned } from './helpers/process.ts';
 import { temporalAddress, testClient, testWorker, type TestWorker } from './helpers/temporal.ts';
 
@@ -350,6 +353,54 @@ describe('compensation', { concurrency: true }, () => {
     );
     assert.equal(await countNeedsManual({ prisma: db.prisma }, { sourceId: 'comp-void' }), 0);
     assert.equal(await runStatus('comp-void'), 'compensated');
+  });
+
+  it('a void the breaker refuses is neither sent nor counted: the compensation waits for the breaker, then one void (R8)', async () => {
+    const sourceId = 'comp-held';
+    const reference = referenceOf(sourceId);
+    await createDownstream(db.prisma, { id: 'comp-held-api', breaker: { openMs: 1_000 } });
+    await createSource(db.prisma, sourceId, partner.url, {
+      submitSummary: true,
+      submitMaxProcessingMs: MAX_PROCESSING_MS,
+      downstream: 'comp-held-api',
+    });
+    // The confirm is held while an operator opens the partner's breaker and the run is cancelled.
+    const held = partner.faults.add({
+      route: 'submissions',
+      action: 'confirm',
+      reference,
+      kind: 'delay',
+      delayMs: 60_000,
+    });
+    const result = await worker.run(async () => {
+      const run = await start(sourceId);
+      await waitFor(() => partner.faults.list().every((f) => f.id !== held), 'the confirm held', 60_000);
+      await setBreaker(db.prisma, 'comp-held-api', 'open', { actor: 'test', reason: 'partner maintenance' });
+      await run.cancel();
+      await run.result().catch(() => undefined);
+      // Refused while forced open: the void's activity fails CircuitOpen, nothing reaches the partner.
+      await waitFor(
+        async () => {
+          const { raw } = await compensation(sourceId).describe();
+          return raw.pendingActivities?.[0]?.lastFailure?.applicationFailureInfo?.type === 'CircuitOpen';
+        },
+        'the void refused by the breaker',
+        60_000,
+      );
+      assert.equal(
+        partner.ledger.entries({ action: 'void', reference }).length,
+        0,
+        'no void sent while open',
+      );
+      assert.equal((await ledgerRow(sourceId)).compensationAttempts, 0, 'a refused void is not counted');
+      await setBreaker(db.prisma, 'comp-held-api', 'closed', { actor: 'test', reason: 'partner back' });
+      return compensation(sourceId).result();
+    });
+    assert.deepEqual(result, { compensated: 1, notApplied: 0, needsManual: 0, runStatus: 'compensated' });
+    assert.equal(voidEffects(sourceId), 1);
+    assert.deepEqual(atPartner(sourceId).statuses, ['voided']);
+    const row = await ledgerRow(sourceId);
+    assert.deepEqual([row.state, row.compensationAttempts], ['compensated', 1], 'one void sent, one counted');
   });
 
   it('a lookup that keeps failing hands the action to a human instead of calling again', async () => {
