@@ -87,9 +87,9 @@ async function heldAtPartner(sourceId: string, what: string): Promise<void> {
 
 /**
  * Holds every confirm call of the source's first claim until {@link release}: a reset then lands
- * while the run confirms however long the reset takes. (One 8 s hold of one call was not enough:
- * the client gives up at 2 s, its retry went through, and on a busy machine the run had succeeded
- * before the reset landed.)
+ * while the run confirms however long the reset takes. (One 8 s hold of one call left a window of
+ * about 3 s: the client gives up at 2 s and its retry goes through, so on a busy machine the run
+ * could succeed before the reset landed.)
  */
 function holdConfirms(sourceId: string): string {
   return stack.partner.faults.add({
