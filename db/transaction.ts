@@ -90,27 +90,75 @@ export function driverSql(
   return sql as unknown as EngineSql;
 }
 
-/** Lends `tx`'s connection to the {@link inTransaction} that started it, if one did. */
+/** A PostgreSQL error as node-postgres reports it: the server's severity and SQLSTATE. */
+const fromServer = (err: unknown) =>
+  typeof (err as { severity?: unknown }).severity === 'string' &&
+  typeof (err as { code?: unknown }).code === 'string';
+
+/**
+ * What ending a transaction failed with. The server's own refusal (a serialization failure or a
+ * deferred constraint at COMMIT) is passed on as it is. Anything else is the connection failing
+ * while the transaction ends — the server stopped or restarted, the network dropped: node-postgres
+ * rejects with a plain Error ("Connection terminated unexpectedly", "… is not queryable") that
+ * carries no code, which would read as a bug. It becomes a DriverStatementError with a code that
+ * says so: an outage, retried; the step's idempotency settles a COMMIT whose outcome is unknown.
+ */
+function endFailure(err: unknown, statement: 'COMMIT' | 'ROLLBACK'): unknown {
+  if (fromServer(err)) return err;
+  const code = statement === 'COMMIT' ? 'COMMIT_OUTCOME_UNKNOWN' : 'CONNECTION_LOST';
+  return new DriverStatementError(`${statement}: the connection failed (${(err as Error)?.message})`, {
+    cause: err,
+    code,
+  });
+}
+
+/**
+ * Watches how `tx` ends: `ended` is called as soon as COMMIT or ROLLBACK is sent, and a failure
+ * to end it is reported by {@link endFailure}.
+ */
+function watchEnd(tx: AdapterTransaction, ended: () => void): void {
+  for (const method of ['executeRaw', 'queryRaw'] as const) {
+    const run = tx[method].bind(tx) as (query: { sql: string }) => Promise<never>;
+    tx[method] = async (query) => {
+      const ends = ENDS_TRANSACTION.exec(query.sql)?.[1]?.toUpperCase() as 'COMMIT' | 'ROLLBACK' | undefined;
+      if (!ends) return run(query);
+      ended();
+      try {
+        return await run(query);
+      } catch (err) {
+        throw endFailure(err, ends);
+      }
+    };
+  }
+  for (const [method, statement] of [
+    ['commit', 'COMMIT'],
+    ['rollback', 'ROLLBACK'],
+  ] as const) {
+    const end = tx[method].bind(tx);
+    tx[method] = async () => {
+      ended();
+      try {
+        return await end();
+      } catch (err) {
+        throw endFailure(err, statement);
+      }
+    };
+  }
+}
+
+/**
+ * Lends `tx`'s connection to the {@link inTransaction} that started it, if one did, and reports a
+ * failure to end it as what it is (see {@link endFailure}) whether or not it was lent.
+ */
 function lend(tx: AdapterTransaction, name: StatementNamer | undefined): AdapterTransaction {
   const slot = slots.getStore();
   // PgTransaction keeps its pool client as `client` (protected in its types).
   const client = (tx as unknown as { client?: pg.PoolClient }).client;
-  if (!slot || slot.sql || typeof client?.query !== 'function') return tx;
   let open = true;
-  for (const method of ['executeRaw', 'queryRaw'] as const) {
-    const run = tx[method].bind(tx) as (query: { sql: string }) => Promise<never>;
-    tx[method] = (query) => {
-      if (ENDS_TRANSACTION.test(query.sql)) open = false;
-      return run(query);
-    };
-  }
-  for (const method of ['commit', 'rollback'] as const) {
-    const end = tx[method].bind(tx);
-    tx[method] = () => {
-      open = false;
-      return end();
-    };
-  }
+  watchEnd(tx, () => {
+    open = false;
+  });
+  if (!slot || slot.sql || typeof client?.query !== 'function') return tx;
   slot.sql = driverSql(client, { name, isOpen: () => open });
   return tx;
 }
