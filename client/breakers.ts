@@ -176,15 +176,19 @@ export const budgetCell = (b: DownstreamBreaker) =>
   `${b.budget.retries}/${b.budget.allowed}${b.budget.exhausted ? ' SPENT' : ''}`;
 
 /**
- * What `status` reports as needing attention: each open breaker (forced or not) — its partner
- * gets no calls and its runs wait. Half-open is not: its trial calls settle it within a call.
+ * What `status` reports as needing attention: each breaker that is not closed — open (forced or
+ * not: its partner gets no calls and its runs wait) or half-open (only its trial calls go out). The
+ * same definition as the `DurableFetchBreakerOpen` alert's (`state=~"open|half_open"`): a partner
+ * that keeps failing its trials moves between the two, and is down the whole time.
  */
 export function breakerProblems(list: readonly DownstreamBreaker[]): string[] {
   return list
-    .filter((b) => b.state === 'open')
+    .filter((b) => b.state !== 'closed')
     .map(
       (b) =>
         `breaker of downstream ${b.downstream} is ${breakerText(b)} since ${b.changedAt?.toISOString() ?? '?'}: ` +
-        `its partner is not called (breakers show ${b.downstream})`,
+        (b.state === 'open'
+          ? `its partner is not called (breakers show ${b.downstream})`
+          : `its partner gets only trial calls (breakers show ${b.downstream})`),
     );
 }

@@ -67,6 +67,18 @@ describe('breakers in status and metrics (R8)', () => {
     ok(await cli('breakers', 'close', 'bk-configured', '--reason', 'drill over'));
     const one = await cli('status', '--check', '--json');
     assert.equal(one.code, 1, detail(one));
+    // Past its open time, a breaker whose trial has not settled it reads half-open: still a
+    // problem, as the alert counts it (a partner failing its trials moves between open and
+    // half-open, and status must not read healthy in between).
+    await t.db.prisma.breaker.update({
+      where: { downstream: 'bk-orphan' },
+      data: { halfOpenAt: new Date(Date.now() - 1_000) },
+    });
+    const halfOpen = await cli('status', '--check', '--json');
+    assert.equal(halfOpen.code, 1, detail(halfOpen));
+    assert.deepEqual((JSON.parse(halfOpen.stdout) as { problems: string[] }).problems, [
+      `breaker of downstream bk-orphan is half_open: 1 of 1 calls failed since ${await changedAt('bk-orphan')}: its partner gets only trial calls (breakers show bk-orphan)`,
+    ]);
     ok(await cli('breakers', 'close', 'bk-orphan', '--reason', 'partner is back'));
     const closed = await cli('status', '--check', '--json');
     assert.equal(closed.code, 0, detail(closed));

@@ -31,7 +31,8 @@ id, docs/versioning.md): during a deploy, the old and the new one. A live worker
 poll about every minute; Temporal lists a stopped one for a few minutes, hence the last poll.
 Each downstream's circuit breaker (R8) gets a line: its state (forced: an operator opened it),
 since when, why, and its retries against the retry budget's allowance. An open breaker is a
-problem (its partner gets no calls, its runs wait); half-open is not (its trial calls settle it).
+problem (its partner gets no calls, its runs wait), and so is a half-open one (only trial calls go
+out): the DurableFetchBreakerOpen alert counts both.
 --job <type> narrows the run counts, the job and source tables and the open dead letters (also as
 a problem for --check) to one job type; queues, outbox, compensations, strays, stuck runs,
 orphaned actions and breakers are shared by every job and always shown whole.`;
