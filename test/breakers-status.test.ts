@@ -1,7 +1,8 @@
 // R8's breakers where operators watch them: the breakers section of `durable-fetch status` (text
-// and JSON; an open breaker is a problem, so `status --check` fails) and the state gauge every
-// worker's sampler sets from PostgreSQL (`durable_fetch_breaker_state`). The CLI runs in process
-// against a cloned database and the shared Temporal dev server (status reads the task queues).
+// and JSON; an open or half-open breaker is a problem, so `status --check` fails) and the state
+// gauge every worker's sampler sets from PostgreSQL (`durable_fetch_breaker_state`). The CLI runs
+// in process against a cloned database and the shared Temporal dev server (status reads the task
+// queues).
 // The downstreams are those of test/helpers/breaker-seed.ts; ids start with `bk-`.
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
@@ -32,7 +33,7 @@ describe('breakers in status and metrics (R8)', () => {
   // After the file's database exists (the root hook of useSourceCliEnv).
   before(() => seedBreakers(t.db.prisma));
 
-  it('status: each breaker with its state and budget (text and JSON); an open one, forced or not, is a problem, so --check fails until both are closed', async () => {
+  it('status: each breaker with its state and budget (text and JSON); an open one, forced or not, or a half-open one is a problem, so --check fails until both are closed', async () => {
     ok(await cli('breakers', 'open', 'bk-configured', '--reason', 'drill', '--by', 'bob'));
     const open = await cli('status', '--check', '--json');
     assert.equal(open.code, 1, detail(open));
