@@ -11,6 +11,15 @@ import { nextRetry } from './retry-delay.ts';
 import { currentActivityInfo } from './activity-info.ts';
 
 /**
+ * The ceiling of the jittered wait before a step asks our own database again while it is
+ * unavailable, whatever the preset's exponential ceiling has grown to: a step that slept up to the
+ * preset's 30 s or 1 min after the database came back left runs idle for most of a minute after
+ * every outage. Each waiting step asks about once a second; a refused connection costs the database
+ * next to nothing, and one that hangs is bounded by the pool's connect timeout.
+ */
+export const DATABASE_RETRY_CEILING_MS = 2_000;
+
+/**
  * Returns `err` with `nextRetryDelay` set, DeadlineExceeded in its place, or `err` unchanged.
  * `stepDeadlineMs`: the step's deadline when the caller knows it better than the activity's info
  * does (a local fetch retried after a timer: FetchPageInput.stepDeadlineMs); the earlier one counts.
@@ -26,10 +35,12 @@ export function withRetryTiming(
   const info = currentActivityInfo();
   const policy = info?.retryPolicy;
   if (!info || !policy) return err;
+  const maximumMs = msOptionalToNumber(policy.maximumInterval) ?? 100_000;
   const backoff = {
     initialMs: msOptionalToNumber(policy.initialInterval) ?? 1000,
     coefficient: policy.backoffCoefficient ?? 2,
-    maximumMs: msOptionalToNumber(policy.maximumInterval) ?? 100_000,
+    maximumMs:
+      err.type === 'DatabaseUnavailable' ? Math.min(maximumMs, DATABASE_RETRY_CEILING_MS) : maximumMs,
   };
   // No retry after the last attempt: Temporal fails the activity itself.
   if (policy.maximumAttempts && info.attempt >= policy.maximumAttempts) return err;

@@ -90,11 +90,21 @@ describe('database outage', () => {
         await refuseConnections(db.name, true);
       }
       await refuseConnections(db.name, false);
-
+      const back = Date.now();
+      let settledAt = back;
       const results = await within(
-        Promise.all(handles.map((h) => h.result())),
+        Promise.all(
+          handles.map(async (h) => {
+            const result = await h.result();
+            settledAt = Math.max(settledAt, Date.now());
+            return result;
+          }),
+        ),
         240_000,
         () => `every run's result:\n${worker?.output() ?? ''}`,
+      );
+      t.diagnostic(
+        `every run settled ${((settledAt - back) / 1000).toFixed(1)} s after the database answered again`,
       );
       assert.deepEqual(
         results.map((r) => [r.status, r.status === 'succeeded' ? r.records : 0]),

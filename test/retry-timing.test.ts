@@ -6,7 +6,7 @@ import type { Info } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { failure } from '../activities/errors.ts';
-import { withRetryTiming } from '../activities/retry-timing.ts';
+import { DATABASE_RETRY_CEILING_MS, withRetryTiming } from '../activities/retry-timing.ts';
 
 const policy = { initialInterval: 1000, backoffCoefficient: 2, maximumInterval: 60_000, maximumAttempts: 10 };
 
@@ -55,6 +55,27 @@ void describe('retry timing in an activity', () => {
       assert.ok(
         new Set(delays.map((f) => Number(f.nextRetryDelay))).size > 5,
         `attempt ${attempt}: delays are jittered`,
+      );
+    }
+  });
+
+  void it('our own database unavailable: asked again within the short ceiling, whatever the attempt (R7, R12c)', async () => {
+    for (const attempt of [1, 5, 9]) {
+      const delays = await Promise.all(
+        Array.from({ length: 40 }, () =>
+          thrown(failure('DatabaseUnavailable', 'ECONNREFUSED', 'storePage: database unavailable'), {
+            attempt,
+          }),
+        ),
+      );
+      const ceiling = Math.min(DATABASE_RETRY_CEILING_MS, 1000 * 2 ** (attempt - 1));
+      for (const f of delays) {
+        assert.equal(f.type, 'DatabaseUnavailable');
+        assert.ok(typeof f.nextRetryDelay === 'number' && f.nextRetryDelay < ceiling, `attempt ${attempt}`);
+      }
+      assert.ok(
+        new Set(delays.map((f) => Number(f.nextRetryDelay))).size > 5,
+        `attempt ${attempt}: jittered`,
       );
     }
   });

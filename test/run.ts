@@ -2,7 +2,9 @@
  * `npm test`'s runner: brings up the real services once per test run (test/helpers/services.ts),
  * then runs every `test/**\/*.test.ts` with node's test runner, whose summary CI reads.
  *
- * Usage: `npm test` (everything) or `npx tsx test/run.ts [--load N] [test/some.test.ts …]`.
+ * Usage: `npm test` (every file under test/ but test/faults/), `npm run test:faults` (the launch
+ * checks: the long fault, alert and restore suites under test/faults/), or
+ * `npx tsx test/run.ts [--load N] [--faults] [test/some.test.ts …]`.
  * `--load N` keeps N busy processes running beside the tests (`npm run test:load`: 2), the way a
  * laptop or a shared CI runner doing other work runs them: the suite must pass that way too.
  */
@@ -17,11 +19,14 @@ import { startTestServices, type TestServices } from './helpers/services.ts';
 
 const say = (line: string) => console.log(`[test/run] ${line}`);
 
-async function testFiles(args: string[]): Promise<string[]> {
+/** The folder of the launch checks: minutes per file, run by `npm run test:faults`, not `npm test`. */
+const FAULTS = 'faults';
+
+async function testFiles(args: string[], faults: boolean): Promise<string[]> {
   if (args.length > 0) return args;
   const entries = await readdir(path.join(PROJECT_ROOT, 'test'), { recursive: true });
   return entries
-    .filter((f) => f.endsWith('.test.ts'))
+    .filter((f) => f.endsWith('.test.ts') && (f.split(path.sep)[0] === FAULTS) === faults)
     .sort()
     .map((f) => path.join('test', f));
 }
@@ -67,19 +72,21 @@ let load: { stop: () => void } | undefined;
 function options() {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
-    options: { load: { type: 'string', default: '0' } },
+    options: { load: { type: 'string', default: '0' }, faults: { type: 'boolean', default: false } },
   });
   const busy = Number(values.load);
   if (!Number.isInteger(busy) || busy < 0 || busy > 64) {
     throw new Error(`--load takes a whole number of busy processes (0..64), not '${values.load}'`);
   }
-  return { busy, files: positionals };
+  return { busy, faults: values.faults, files: positionals };
 }
 
 async function main(): Promise<number> {
   const started = Date.now();
-  const { busy, files: named } = options();
-  const files = await testFiles(named);
+  const { busy, faults, files: named } = options();
+  const files = await testFiles(named, faults);
+  // Given no files, node's test runner would search the whole tree (node_modules included).
+  if (files.length === 0) throw new Error(`no test files under test/${faults ? FAULTS : ''}`);
   if (busy > 0) {
     load = startLoad(busy);
     say(`load: ${busy} busy processes beside the tests`);

@@ -4,17 +4,35 @@
  * partner is down, or an operator opened the breaker) pause a run. Activities retry
  * `DatabaseUnavailable` and `CircuitOpen` within their preset; a step that still ends with one is
  * run again after a wait (every step is repeat-safe, and a call the breaker refused was never
- * made), for up to {@link DATABASE_OUTAGE_WAITS} or {@link BREAKER_WAITS} waits, after which the
+ * made), for up to {@link BRIEF_DATABASE_OUTAGE_WAITS} or {@link BREAKER_WAITS} waits, after which the
  * failure ends the run like any other (its end is then recorded once the database is back: the
  * `recordOutcome` preset never gives up). The run's maximum run time bounds both.
  */
 import { ApplicationFailure, log, patched, sleep } from '@temporalio/workflow';
 
-/** Wait between one try of a step and the next while the database is unavailable. */
+/**
+ * Wait between one try of a step and the next while the database is unavailable, in executions
+ * recorded before {@link BRIEF_PATCH}: the step's next try then came up to 30 s after the database
+ * answered again.
+ */
 export const DATABASE_WAIT = '30 seconds';
 
-/** Waits per step at most: an hour of outage, on top of what the activity's own retries cover. */
+/**
+ * The wait now: 1–3 s at random (the workflow's seeded random, so a replay waits the same), so
+ * that a step whose attempts ran out during the outage is tried again within a few seconds of the
+ * database answering, and the runs that waited together do not all come back at the same instant.
+ * The activity's own retries ask every second or so too (activities/retry-timing.ts).
+ */
+export const DATABASE_WAIT_MS = { min: 1_000, max: 3_000 } as const;
+
+/** Waits per step at most, in executions recorded before {@link BRIEF_PATCH}: an hour of 30 s waits. */
 export const DATABASE_OUTAGE_WAITS = 120;
+
+/**
+ * Waits per step at most now: each follows a step's attempts (20 of the database preset's, about a
+ * second apart), so 180 still cover an hour of outage, at about 6 history events each.
+ */
+export const BRIEF_DATABASE_OUTAGE_WAITS = 180;
 
 /**
  * Waits per step at most behind an open breaker: each follows a whole activity's attempts (up to
@@ -27,6 +45,7 @@ const BREAKER_WAIT_MS = { min: 1_000, max: 300_000, fallback: 30_000 } as const;
 
 /** Patch ids of these behaviours: histories recorded before them fail the run at once instead. */
 const PATCH = 'outlast-database-outage';
+const BRIEF_PATCH = 'outlast-database-outage-briefly';
 const BREAKER_PATCH = 'outlast-open-breaker';
 
 /**
@@ -42,13 +61,15 @@ export async function outlastingOutages<T>(what: string, step: (rerun: boolean) 
       return await step(databaseWaits + breakerWaits > 0);
     } catch (err) {
       const cause = outageOf(err);
-      if (cause?.type === 'DatabaseUnavailable' && databaseWaits < DATABASE_OUTAGE_WAITS && patched(PATCH)) {
+      if (cause?.type === 'DatabaseUnavailable' && patched(PATCH) && databaseWaits < databaseWaitLimit()) {
         databaseWaits++;
+        const waitMs = databaseWait();
         log.warn('database unavailable: the step runs again after a wait', {
           step: what,
           waits: databaseWaits,
+          waitMs,
         });
-        await sleep(DATABASE_WAIT);
+        await sleep(waitMs);
       } else if (cause?.type === 'CircuitOpen' && breakerWaits < BREAKER_WAITS && patched(BREAKER_PATCH)) {
         breakerWaits++;
         const waitMs = breakerWait(cause);
@@ -77,6 +98,17 @@ function outageOf(err: unknown): ApplicationFailure | undefined {
     e = e.cause;
   }
   return undefined;
+}
+
+function databaseWaitLimit(): number {
+  return patched(BRIEF_PATCH) ? BRIEF_DATABASE_OUTAGE_WAITS : DATABASE_OUTAGE_WAITS;
+}
+
+/** Decided at the first wait (where the patch marker goes) and kept by every later one. */
+function databaseWait(): number | string {
+  if (!patched(BRIEF_PATCH)) return DATABASE_WAIT;
+  const { min, max } = DATABASE_WAIT_MS;
+  return min + Math.floor(Math.random() * (max - min));
 }
 
 function breakerWait(failure: ApplicationFailure): number {
