@@ -2,20 +2,26 @@
  * Partner calls through their downstream's shared circuit breaker and retry budget (R8,
  * db/breaker.ts): a refused call never reaches the partner and fails with CircuitOpen, whose
  * retry delay is when to ask again, so Temporal waits instead of hammering a partner that is down.
+ * A call let through that fails while the breaker holds the partner as down (a failed trial, or
+ * a failure with the breaker open right after it) ends its attempt the same way: whichever of
+ * the two a step's last attempt meets, the workflow outlasts the outage (R7, R8).
  */
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, type Info } from '@temporalio/activity';
 import {
   admitCall,
+  type BreakerHold,
+  readHold,
   recordFailure,
   recordTrial,
   type Refusal,
   releaseTrial,
   type Transition,
+  trialWait,
 } from '../db/breaker.ts';
 import type { DownstreamSettings } from '../db/downstreams.ts';
 import { errorMessage } from '../runtime/errors.ts';
 import type { ActivityDeps } from './deps.ts';
-import { classify, failure } from './errors.ts';
+import { classify, detailsOf, failure } from './errors.ts';
 import { stoppedByUs } from './local-stop.ts';
 import { engineSql } from '../db/transaction.ts';
 
@@ -53,10 +59,85 @@ export function spread(waitMs: number, random: () => number = Math.random): numb
 /** What {@link throughBreaker} needs of the call it guards. */
 export interface GuardedCall {
   settings: DownstreamSettings;
-  /** The first call of a retried attempt: counted against the retry budget. */
+  /**
+   * A call that repeats one an earlier attempt asked for ({@link firstCallIsRetry}): counted
+   * against the retry budget.
+   */
   retry: boolean;
   /** What the call is, for the refusal's message (never a URL). */
   what: string;
+  /**
+   * Called once the breaker has answered, whether it let the call through or refused it: from
+   * then on the call was meant for the partner, and the attempt after this one repeats it. Not
+   * called when the admission itself failed (our database): nothing was asked of the partner.
+   */
+  onAnswered?: () => void;
+}
+
+/**
+ * Heartbeat details of an activity that calls a partner, as its next attempt reads them
+ * (`Context.info.heartbeatDetails`): `partnerAsked` says an earlier attempt asked the breaker to
+ * call the partner (let through or refused) and has no answer to show for it. An activity sets it
+ * by heartbeating right after the breaker answers; the SDK flushes an attempt's last heartbeat
+ * before reporting its failure and the server keeps it for the next attempt (sdk-core
+ * `WorkerActivityTasks::complete`: the failure carries `last_heartbeat_details`).
+ */
+export interface PartnerAsked {
+  partnerAsked?: boolean;
+}
+
+/**
+ * Whether the first partner call of the current attempt is a retry for the retry budget (R8): an
+ * earlier attempt of the same activity asked for a call it got no answer for. A first attempt, or
+ * one after attempts that failed before asking (our database down), is not. A local activity has
+ * no heartbeat details: each of its attempts after the first counts, as does an attempt after one
+ * that heartbeated without saying (an older build). Pure.
+ */
+export function firstCallIsRetry(info: Pick<Info, 'attempt' | 'isLocal' | 'heartbeatDetails'>): boolean {
+  if (info.attempt <= 1) return false;
+  if (info.isLocal) return true;
+  const details: unknown = info.heartbeatDetails;
+  if (details === undefined || details === null) return false;
+  if (typeof details === 'object' && 'partnerAsked' in details) {
+    return (details as PartnerAsked).partnerAsked === true;
+  }
+  return true;
+}
+
+/** The codes of a failed call that the breaker holds back, and what each says. */
+const HELD: Record<'trial' | 'open', { code: string; says: string }> = {
+  trial: { code: 'TRIAL_FAILED', says: 'it failed as a trial call of its circuit breaker' },
+  open: { code: 'FAILED_BREAKER_OPEN', says: 'its circuit breaker is open' },
+};
+
+/**
+ * What an attempt reports for `partner`, the classified unwell failure of a call that the breaker
+ * let through (`trial`: as a half-open trial), given how the breaker stood right after the
+ * failure was recorded (`hold`). A call that was no trial, with the breaker still closed: the
+ * partner's own failure, retried within its preset as any. Otherwise CircuitOpen — `TRIAL_FAILED`
+ * (the partner was held as down when the call went: its trial failed, whatever another trial did
+ * meanwhile) or `FAILED_BREAKER_OPEN` — keeping the partner's words and waiting the longer of the
+ * breaker's wait (spread as a refusal's) and the partner's own Retry-After. So a step's last
+ * attempt that meets an outage ends as a refused one does, and the workflow waits and runs the
+ * step again (workflows/database-outage.ts) instead of dead-lettering it. Pure.
+ */
+export function heldBackFailure(
+  partner: ApplicationFailure,
+  trial: boolean,
+  hold: BreakerHold,
+  settings: DownstreamSettings,
+  random: () => number = Math.random,
+): ApplicationFailure {
+  if (hold.state === 'closed' && !trial) return partner;
+  const { code, says } = HELD[trial ? 'trial' : 'open'];
+  const breakerMs = hold.state === 'closed' ? trialWait(settings) : hold.waitMs;
+  const askedMs = detailsOf(partner)?.retryAfterMs ?? 0;
+  return failure(
+    'CircuitOpen',
+    code,
+    `${partner.message} (${partner.type ?? 'Internal'}); waits for the partner's breaker: ${says} (downstream ${settings.id})`,
+    { retryAfterMs: Math.max(askedMs, spread(breakerMs, random)) },
+  );
 }
 
 /** A call the breaker let through: what settling its outcome needs. */
@@ -77,6 +158,7 @@ export async function admitPartnerCall(
   const { settings } = guard;
   const downstream = settings.id;
   const admission = await admitCall(engineSql(deps.prisma), settings, guard.retry);
+  guard.onAnswered?.();
   if (admission.admitted) return { settings, trial: admission.trial };
   deps.metrics.breakerRefusedCalls.inc({ downstream, reason: admission.refusal });
   if (admission.refusal === 'retry_budget') deps.metrics.retryBudgetExhausted.inc({ downstream });
@@ -89,7 +171,10 @@ export async function admitPartnerCall(
 /**
  * Runs `call`, admitted already, and records its outcome at the breaker: an unwell failure (may
  * open it), a trial's success or failure (closes or re-opens it). A failure to record is logged,
- * never put in place of the call's own outcome. @throws what `call` throws.
+ * never put in place of the call's own outcome.
+ * @throws what `call` throws, classified; an unwell failure of a trial, or one after which the
+ *   breaker is not closed, as CircuitOpen `TRIAL_FAILED` / `FAILED_BREAKER_OPEN` with the
+ *   breaker's wait ({@link heldBackFailure}).
  */
 export async function settledCall<T>(
   deps: Pick<ActivityDeps, 'prisma' | 'metrics' | 'log'>,
@@ -114,6 +199,7 @@ export async function settledCall<T>(
     } else if (unwell) {
       await recorded(deps, downstream, () => recordFailure(engineSql(deps.prisma), settings));
     }
+    if (unwell) throw await heldBack(deps, admitted, err);
     throw err;
   }
   if (trial) await recorded(deps, downstream, () => recordTrial(engineSql(deps.prisma), settings, true));
@@ -131,6 +217,30 @@ export async function throughBreaker<T>(
   call: () => Promise<T>,
 ): Promise<T> {
   return settledCall(deps, await admitPartnerCall(deps, guard), call);
+}
+
+/**
+ * `err`, an unwell failure of an admitted call, as the attempt reports it given the breaker as it
+ * stands now ({@link heldBackFailure}). The breaker unreadable: `err` as it was (logged).
+ */
+async function heldBack(
+  deps: Pick<ActivityDeps, 'prisma' | 'log'>,
+  admitted: AdmittedCall,
+  err: unknown,
+): Promise<unknown> {
+  const partner = classify(err, 'partner call');
+  if (!(partner instanceof ApplicationFailure)) return err;
+  try {
+    const hold = await readHold(engineSql(deps.prisma), admitted.settings);
+    return heldBackFailure(partner, admitted.trial, hold, admitted.settings);
+  } catch (readErr) {
+    const downstream = admitted.settings.id;
+    deps.log.warn(
+      { downstream, err: errorMessage(readErr) },
+      'could not read the breaker after a failed call',
+    );
+    return err;
+  }
 }
 
 async function recorded(

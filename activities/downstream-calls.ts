@@ -11,23 +11,44 @@ import { recordLastError } from '../db/ledger.ts';
 import type { Source } from '../prisma/generated/client.ts';
 import type { ActivityDeps } from './deps.ts';
 import { errorFields } from './downstream-ledger.ts';
-import { heartbeatEvery } from './heartbeat.ts';
+import { heartbeatEvery, heartbeatNow } from './heartbeat.ts';
 import { observed } from './observe.ts';
-import { admitPartnerCall, type AdmittedCall, settledCall } from './breaker-guard.ts';
+import {
+  admitPartnerCall,
+  type AdmittedCall,
+  firstCallIsRetry,
+  type PartnerAsked,
+  settledCall,
+} from './breaker-guard.ts';
 import { failure } from './errors.ts';
 import type { DownstreamAction, DownstreamContext } from './job-api/define.ts';
 import { inJob, jobOf, partnerAccess } from './job-runtime.ts';
 
+/**
+ * What a hook's activity heartbeats once its breaker answered: its next attempt's first call is a
+ * retry for R8's budget (activities/breaker-guard.ts `firstCallIsRetry`). Never cleared: an
+ * attempt that got its answer ends the activity, or fails after the call (a ledger write), and
+ * the next attempt then asks the partner again (a lookup, a confirm).
+ */
+const ASKED: PartnerAsked = { partnerAsked: true };
+
 export function createPartnerCalls(deps: ActivityDeps) {
   /**
    * Asks the breaker of the source's downstream (R8) to let one call of `hook` through: for a
-   * caller that must know before it records the call (a non-idempotent submit).
+   * caller that must know before it records the call (a non-idempotent submit). The first call of
+   * an attempt is a retry only after an earlier attempt asked the breaker (not after one that
+   * failed on our database before asking).
    * @throws ApplicationFailure CircuitOpen: do not call.
    */
   async function admit(source: Source, hook: string): Promise<AdmittedCall> {
     const settings = breakerScope(await deps.downstreams(source.downstream), source.id);
-    const retry = Context.current().info.attempt > 1;
-    return admitPartnerCall(deps, { settings, retry, what: `partner ${source.id} ${hook}` });
+    const ctx = Context.current();
+    return admitPartnerCall(deps, {
+      settings,
+      retry: firstCallIsRetry(ctx.info),
+      what: `partner ${source.id} ${hook}`,
+      onAnswered: () => heartbeatNow(ctx, ASKED),
+    });
   }
 
   return {
@@ -60,7 +81,8 @@ export function createPartnerCalls(deps: ActivityDeps) {
       const ctx = Context.current();
       const access = { ...partnerAccess(deps, source, ctx.cancellationSignal), source: view };
       const ticket = admitted ?? (await admit(source, hook));
-      const stop = heartbeatEvery(ctx);
+      // Admitted by now: every heartbeat says the partner was asked.
+      const stop = heartbeatEvery(ctx, () => ASKED);
       try {
         return await settledCall(deps, ticket, () =>
           observed(

@@ -23,7 +23,7 @@ import { jobTypeOf, pageKeyFor } from '../workflows/business-key.ts';
 import type { FetchPageInput, FetchPageResult } from '../workflows/types.ts';
 import type { PageFence } from '../db/fence.ts';
 import type { ActivityDeps } from './deps.ts';
-import { throughBreaker } from './breaker-guard.ts';
+import { firstCallIsRetry, type PartnerAsked, throughBreaker } from './breaker-guard.ts';
 import { failure } from './errors.ts';
 import { crashPoint } from './crash-points.ts';
 import { heartbeatEvery, heartbeatNow } from './heartbeat.ts';
@@ -34,8 +34,12 @@ import { checkedPage, inJob, jobOf, MAX_RECORDS_PER_RESPONSE, partnerAccess } fr
 import { carriedPageOf, spreadResponse } from './carried-pages.ts';
 import { enabledSource } from './sources.ts';
 
-/** Heartbeat details: where this page's fetch got to (no records: they are staged). */
-export interface FetchProgress {
+/**
+ * Heartbeat details: where this page's fetch got to (no records: they are staged), and whether a
+ * partner call was asked for (let through or refused by the breaker) whose answer is not staged
+ * yet: the next attempt's first call repeats it, a retry for R8's budget (`partnerAsked`).
+ */
+export interface FetchProgress extends PartnerAsked {
   pageNo: number;
   cursor: string | null;
   recordCount: number;
@@ -65,6 +69,8 @@ export interface FetchProgress {
 export function createFetchPage(deps: ActivityDeps) {
   return async function fetchPage(input: FetchPageInput): Promise<FetchPageResult> {
     const ctx = Context.current();
+    // Kept for the next attempt if this one fails before heartbeating anything of its own.
+    if (!ctx.info.isLocal && firstCallIsRetry(ctx.info)) ctx.heartbeat(ctx.info.heartbeatDetails);
     // The engine's statements skip the Prisma client (db/transaction.ts).
     const db = engineSql(deps.prisma);
     const fence = { fetchRunId: input.fetchRunId, leaseToken: input.leaseToken, pageNo: input.pageNo };
@@ -123,14 +129,23 @@ export function createFetchPage(deps: ActivityDeps) {
     });
     let at = state(staged);
     const settings = breakerScope(await deps.downstreams(source.downstream), source.id);
-    // Only the first partner call of a retried attempt, or of a step run again after a wait, is a
-    // retry (R8's budget counts those).
-    let retry = ctx.info.attempt > 1 || input.rerun === true;
+    // R8's budget counts as retries only calls that repeat one asked for before: the first call of
+    // an attempt after one that asked the partner (the breaker answered) and staged no answer, or
+    // of a step run again after a wait. An attempt that failed before asking (our database down)
+    // makes the next one's first call no retry.
+    let retry = firstCallIsRetry(ctx.info) || input.rerun === true;
+    let partnerAsked = retry;
     const progress = (): FetchProgress => ({
       pageNo: input.pageNo,
       cursor: at.cursor,
       recordCount: at.recordCount,
+      partnerAsked,
     });
+    const asked = () => {
+      partnerAsked = true;
+      // At once, not at the next tick: an attempt failing now reports it with its failure.
+      heartbeatNow(ctx, progress());
+    };
     // On a timer too, not only between partner pages: a hanging request must still see a cancel.
     // Nothing between these and the `try` may throw: the `finally` stops them.
     const stopHeartbeats = heartbeatEvery(ctx, progress);
@@ -142,7 +157,7 @@ export function createFetchPage(deps: ActivityDeps) {
       while (!at.complete && at.recordCount < input.pageSize && carriedPageOf(at.cursor) === undefined) {
         const room = input.pageSize - at.recordCount;
         const limit = Math.min(deps.partnerPageLimit, room);
-        const guard = { settings, retry, what };
+        const guard = { settings, retry, what, onAnswered: asked };
         retry = false;
         const fetched = await throughBreaker(deps, guard, () =>
           observed(
@@ -234,6 +249,8 @@ export function createFetchPage(deps: ActivityDeps) {
           ctx.log.warn('another attempt staged this page first', { pageNo: input.pageNo });
         }
         at = state(staged);
+        // The answer is staged: a later attempt resumes past it, asking something new.
+        partnerAsked = false;
         heartbeatNow(ctx, progress());
       }
     } finally {

@@ -60,9 +60,37 @@ export async function admitCall(db: Db, settings: DownstreamSettings, retry: boo
 }
 
 /** How long a call refused while trials are out waits: a quarter of the open time, at least 1 s. */
-const trialWait = (s: DownstreamSettings) => Math.max(1_000, Math.round(s.breaker.openMs / 4));
+export const trialWait = (s: DownstreamSettings): number => Math.max(1_000, Math.round(s.breaker.openMs / 4));
 /** How long a retry over budget waits: a tenth of the budget's window, at least 1 s. */
 const budgetWait = (s: DownstreamSettings) => Math.max(1_000, Math.round(s.retryBudget.windowMs / 10));
+
+/** How a breaker stands when read: its state, and how long a call asked now would wait. */
+export interface BreakerHold {
+  state: BreakerStateName;
+  forced: boolean;
+  /** 0 when closed; else the wait {@link admitCall} would name (open: until half-open). */
+  waitMs: number;
+}
+
+/**
+ * Reads how the breaker of `settings.id` stands now (the database's clock): one read by primary
+ * key, no write. A downstream without a breaker row is closed. Read after a failed call, to tell
+ * a failure the breaker now holds back (activities/breaker-guard.ts) from an ordinary one.
+ */
+export async function readHold(db: Db, settings: DownstreamSettings): Promise<BreakerHold> {
+  const rows = await db.$queryRaw<{ state: BreakerStateName; forced: boolean; open_ms: number | null }[]>`
+    SELECT state, forced,
+           ceil(GREATEST(0, EXTRACT(EPOCH FROM (half_open_at - now()))) * 1000)::int AS open_ms
+      FROM breaker WHERE downstream = ${settings.id}`;
+  const row = rows[0];
+  if (!row || row.state === 'closed') return { state: 'closed', forced: false, waitMs: 0 };
+  const waitMs = row.forced
+    ? settings.breaker.openMs
+    : row.state === 'half_open'
+      ? trialWait(settings)
+      : Math.max(1, row.open_ms ?? settings.breaker.openMs);
+  return { state: row.state, forced: row.forced, waitMs };
+}
 
 /** A change of a breaker's state. */
 export interface Transition {

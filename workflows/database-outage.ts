@@ -50,15 +50,18 @@ const BREAKER_PATCH = 'outlast-open-breaker';
 
 /**
  * Runs `step`, and again after a wait each time it fails with DatabaseUnavailable (after
- * {@link DATABASE_WAIT}) or CircuitOpen (after the wait its refusal names); `rerun` tells the
- * step it runs again.
+ * {@link DATABASE_WAIT_MS}) or CircuitOpen (after the wait its refusal names); `rerun` tells the
+ * step it runs again after its partner's breaker held it back, so that its first partner call
+ * repeats one asked for before (a retry for R8's budget). A wait for our own database does not
+ * say so: the step's attempts failed on the database, mostly before asking the partner anything,
+ * and a database outage must not spend the partner's retry budget.
  */
 export async function outlastingOutages<T>(what: string, step: (rerun: boolean) => Promise<T>): Promise<T> {
   let databaseWaits = 0;
   let breakerWaits = 0;
   for (;;) {
     try {
-      return await step(databaseWaits + breakerWaits > 0);
+      return await step(breakerWaits > 0);
     } catch (err) {
       const cause = outageOf(err);
       if (cause?.type === 'DatabaseUnavailable' && patched(PATCH) && databaseWaits < databaseWaitLimit()) {

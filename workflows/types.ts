@@ -142,8 +142,9 @@ export interface FetchPageInput {
   cursor: string | null;
   pageSize: number;
   /**
-   * The step runs again after a wait (an open breaker, our database down): its first partner
-   * call is a retry for the downstream's retry budget (R8), as a retried attempt's is.
+   * The step runs again after its partner's breaker held it back: its first partner call is a
+   * retry for the downstream's retry budget (R8), as a retried attempt's is. Not set after a wait
+   * for our own database (workflows/database-outage.ts).
    */
   rerun?: boolean;
   /**
