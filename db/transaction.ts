@@ -57,11 +57,16 @@ function sendable(value: unknown): unknown {
  * (Prisma.sql: the same text, the same values) sent as it is, named by `name` when given (prepared
  * once per connection, as the adapter prepares its own), its rows read as Prisma reads them.
  * `isOpen`, when given, is asked before each statement: a closed transaction sends nothing.
+ * `onFailure` hears of each statement that failed.
  * @throws DriverStatementError with the driver's error as its cause.
  */
 export function driverSql(
   client: pg.ClientBase | pg.Pool,
-  { name, isOpen }: { name?: StatementNamer | undefined; isOpen?: () => boolean } = {},
+  {
+    name,
+    isOpen,
+    onFailure,
+  }: { name?: StatementNamer | undefined; isOpen?: () => boolean; onFailure?: (err: unknown) => void } = {},
 ): EngineSql {
   const send = async (strings: TemplateStringsArray | Prisma.Sql, values: unknown[]) => {
     const q = strings instanceof Prisma.Sql ? strings : Prisma.sql(strings, ...values);
@@ -78,6 +83,7 @@ export function driverSql(
         types: RESULT_TYPES,
       });
     } catch (err) {
+      onFailure?.(err);
       throw new DriverStatementError((err as Error).message, { cause: err });
     }
   };
@@ -94,6 +100,17 @@ export function driverSql(
 const fromServer = (err: unknown) =>
   typeof (err as { severity?: unknown }).severity === 'string' &&
   typeof (err as { code?: unknown }).code === 'string';
+
+/**
+ * Whether a statement's failure says the connection, not the statement, failed: anything but the
+ * server's own answer (a SQLSTATE), as node-postgres or Prisma's adapter passes it on — a socket
+ * error, the connection ended, or the driver's `query_timeout` (a server that stopped answering).
+ */
+function connectionFailed(err: unknown): boolean {
+  if (fromServer(err)) return false;
+  const driver = (err as { name?: unknown; cause?: { originalCode?: unknown } }) ?? {};
+  return !(driver.name === 'DriverAdapterError' && typeof driver.cause?.originalCode === 'string');
+}
 
 /**
  * What ending a transaction failed with. The server's own refusal (a serialization failure or a
@@ -113,23 +130,68 @@ function endFailure(err: unknown, statement: 'COMMIT' | 'ROLLBACK'): unknown {
 }
 
 /**
- * Watches how `tx` ends: `ended` is called as soon as COMMIT or ROLLBACK is sent, and a failure
- * to end it is reported by {@link endFailure}.
+ * What starting a transaction failed with. A failure the adapter labelled (a socket error, a
+ * SQLSTATE) is passed on as it is. Anything else is the connection closing under the checkout or
+ * the BEGIN without a word — a database restarting behind a proxy, a pooler or a load balancer
+ * accepts the connection and then drops it: node-postgres rejects with a plain Error ("Connection
+ * terminated unexpectedly") that the adapter passes through unlabelled, which would read as a bug.
+ * It becomes a DriverStatementError saying so: an outage, retried. Nothing was written.
  */
-function watchEnd(tx: AdapterTransaction, ended: () => void): void {
+function startFailure(err: unknown): unknown {
+  const labelled =
+    fromServer(err) ||
+    (err instanceof Error && err.name === 'DriverAdapterError') ||
+    typeof (err as { code?: unknown })?.code === 'string';
+  if (labelled) return err;
+  return new DriverStatementError(`BEGIN: the connection failed (${(err as Error)?.message})`, {
+    cause: err,
+    code: 'CONNECTION_LOST',
+  });
+}
+
+/**
+ * Watches how `tx` ends: `ended` is called as soon as COMMIT or ROLLBACK is sent, and a failure
+ * to end it is reported by {@link endFailure}. Once a statement of the transaction failed on its
+ * connection (`broken()`: a socket error, the connection ended, a server that stopped answering
+ * until the driver's `query_timeout`), nothing more is sent on it — a ROLLBACK would queue behind
+ * a statement that may never be answered — and the connection is closed instead of going back to
+ * the pool: closing it is the rollback, and the pool opens a fresh one.
+ */
+function watchEnd(
+  tx: AdapterTransaction,
+  ended: () => void,
+  broken: () => boolean,
+  onFailure: (err: unknown) => void,
+): void {
   for (const method of ['executeRaw', 'queryRaw'] as const) {
     const run = tx[method].bind(tx) as (query: { sql: string }) => Promise<never>;
     tx[method] = async (query) => {
       const ends = ENDS_TRANSACTION.exec(query.sql)?.[1]?.toUpperCase() as 'COMMIT' | 'ROLLBACK' | undefined;
-      if (!ends) return run(query);
+      if (!ends) {
+        try {
+          return await run(query);
+        } catch (err) {
+          onFailure(err);
+          throw err;
+        }
+      }
       ended();
+      if (broken()) {
+        if (ends === 'ROLLBACK') return 0 as never;
+        throw new DriverStatementError('COMMIT: not sent, the connection failed during the transaction', {
+          code: 'CONNECTION_LOST',
+        });
+      }
       try {
         return await run(query);
       } catch (err) {
+        onFailure(err);
         throw endFailure(err, ends);
       }
     };
   }
+  // PgTransaction keeps its pool client as `client` and its listener removal as `cleanup`.
+  const held = tx as unknown as { client?: pg.PoolClient; cleanup?: () => void };
   for (const [method, statement] of [
     ['commit', 'COMMIT'],
     ['rollback', 'ROLLBACK'],
@@ -137,6 +199,11 @@ function watchEnd(tx: AdapterTransaction, ended: () => void): void {
     const end = tx[method].bind(tx);
     tx[method] = async () => {
       ended();
+      if (broken() && typeof held.client?.release === 'function') {
+        held.cleanup?.();
+        held.client.release(new Error('the connection failed during the transaction'));
+        return;
+      }
       try {
         return await end();
       } catch (err) {
@@ -155,11 +222,20 @@ function lend(tx: AdapterTransaction, name: StatementNamer | undefined): Adapter
   // PgTransaction keeps its pool client as `client` (protected in its types).
   const client = (tx as unknown as { client?: pg.PoolClient }).client;
   let open = true;
-  watchEnd(tx, () => {
-    open = false;
-  });
+  let broken = false;
+  const onFailure = (err: unknown) => {
+    if (connectionFailed(err)) broken = true;
+  };
+  watchEnd(
+    tx,
+    () => {
+      open = false;
+    },
+    () => broken,
+    onFailure,
+  );
   if (!slot || slot.sql || typeof client?.query !== 'function') return tx;
-  slot.sql = driverSql(client, { name, isOpen: () => open });
+  slot.sql = driverSql(client, { name, isOpen: () => open, onFailure });
   return tx;
 }
 
@@ -181,7 +257,15 @@ export class LendingPrismaPg extends PrismaPg {
   override async connect(): ReturnType<PrismaPg['connect']> {
     const adapter = await super.connect();
     const start = adapter.startTransaction.bind(adapter);
-    adapter.startTransaction = async (isolationLevel) => lend(await start(isolationLevel), this.#name);
+    adapter.startTransaction = async (isolationLevel) => {
+      let tx: AdapterTransaction;
+      try {
+        tx = await start(isolationLevel);
+      } catch (err) {
+        throw startFailure(err);
+      }
+      return lend(tx, this.#name);
+    };
     return adapter;
   }
 }

@@ -1,7 +1,8 @@
 // R12 (crash at each step), R5: a transaction whose connection is lost before or at COMMIT — the
 // database stopped hard (SIGQUIT: an immediate shutdown, then crash recovery, as a failover or a
 // host reboot looks) while the transaction was open — fails as an outage (DatabaseUnavailable,
-// retried), never as a bug (Internal: a dead letter). On a PostgreSQL the test owns (embedded).
+// retried), never as a bug (Internal: a dead letter); so does a connection a proxy in front of a dead
+// server accepts and drops. On a PostgreSQL the test owns (embedded).
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -10,10 +11,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { databaseOutageCode } from '../activities/database-errors.ts';
-import { inTransaction } from '../db/transaction.ts';
+import { engineSql, inTransaction } from '../db/transaction.ts';
 import { prismaOn } from '../worker/db.ts';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from '../worker/postgres.ts';
 import { freePort, isPidAlive } from '../worker/process-utils.ts';
+import { startPgProxy } from './helpers/pg-proxy.ts';
 
 let tmp: string;
 let dataDir: string;
@@ -107,4 +109,73 @@ describe('a transaction that loses its connection before COMMIT', () => {
       }
     });
   }
+
+  test('the database gone behind a proxy that accepts and then drops connections (a pooler, a load balancer): every way in is an outage', async () => {
+    const proxy = await startPgProxy({ host: '127.0.0.1', port });
+    const prisma = prismaOn({ connectionString: proxy.via(server.urlFor('commit_loss')), max: 2 });
+    try {
+      await stopHard();
+      const ways: [string, () => Promise<unknown>][] = [
+        ['a transaction', () => inTransaction(prisma, (tx) => tx.$executeRaw`INSERT INTO kept VALUES (20)`)],
+        ['an engine statement', () => engineSql(prisma).$executeRaw`INSERT INTO kept VALUES (21)`],
+        ['a Prisma query', () => prisma.$executeRaw`INSERT INTO kept VALUES (22)`],
+      ];
+      for (const [way, run] of ways) {
+        const err = await run().then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        assert.ok(err instanceof Error, `${way} failed`);
+        assert.ok(
+          databaseOutageCode(err),
+          `${way}: an outage, not a bug: ${err.constructor.name} ${err.message}`,
+        );
+      }
+      server = await start();
+      await inTransaction(prisma, (tx) => tx.$executeRaw`INSERT INTO kept VALUES (23)`);
+      assert.deepEqual(await query(server.urlFor('commit_loss'), 'SELECT id FROM kept WHERE id >= 20'), [
+        { id: 23 },
+      ]);
+    } finally {
+      await prisma.$disconnect();
+      await proxy.close();
+    }
+  });
+
+  test('a server that stops answering mid-transaction: the statement times out as an outage, nothing more is sent on that connection, and it is closed, not reused', async () => {
+    const proxy = await startPgProxy({ host: '127.0.0.1', port });
+    const url = proxy.via(server.urlFor('commit_loss'));
+    const prisma = prismaOn({ connectionString: url, max: 1, query_timeout: 1_000 });
+    try {
+      let firstPid: number | undefined;
+      const err = await inTransaction(prisma, async (tx, sql) => {
+        const [row] = await sql.$queryRaw<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`;
+        firstPid = row?.pid;
+        await sql.$executeRaw`INSERT INTO kept VALUES (30)`;
+        proxy.hang();
+        await tx.$executeRaw`INSERT INTO kept VALUES (31)`;
+      }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      assert.ok(err instanceof Error, 'the transaction failed');
+      assert.ok(databaseOutageCode(err), `an outage, not a bug: ${err.constructor.name} ${err.message}`);
+      proxy.resume();
+      // The pool's one connection: a fresh session, not the one still owing an answer.
+      const [row] = await inTransaction(prisma, async (_tx, sql) => {
+        await sql.$executeRaw`INSERT INTO kept VALUES (32)`;
+        return sql.$queryRaw<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`;
+      });
+      assert.notEqual(row?.pid, firstPid, 'the failed connection was closed, not reused');
+      assert.deepEqual(
+        await query(server.urlFor('commit_loss'), 'SELECT id FROM kept WHERE id >= 30 ORDER BY id'),
+        [{ id: 32 }],
+        'nothing of the failed transaction committed',
+      );
+    } finally {
+      proxy.resume();
+      await prisma.$disconnect();
+      await proxy.close();
+    }
+  });
 });

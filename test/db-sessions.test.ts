@@ -13,6 +13,7 @@ import { loadConfig } from '../worker/config.ts';
 import {
   CLI_POOL_SIZE,
   CONNECT_TIMEOUT_MS,
+  STATEMENT_TIMEOUT_MS,
   createPrisma,
   poolConfig,
   type PrismaClient,
@@ -166,6 +167,7 @@ describe('database sessions', () => {
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
       lock_timeout: SESSION_BOUNDS.lockTimeoutMs,
       idle_in_transaction_session_timeout: SESSION_BOUNDS.idleInTransactionTimeoutMs,
+      query_timeout: STATEMENT_TIMEOUT_MS,
     });
     // One more transaction than the pool holds, all at once: they share exactly `max` sessions.
     const prisma = open(pool);

@@ -5,7 +5,13 @@ import { poolConfig, type PoolOptions } from './pool-config.ts';
 import { statementNamer } from './statement-names.ts';
 
 export type { PrismaClient };
-export { CLI_POOL_SIZE, CONNECT_TIMEOUT_MS, poolConfig, type PoolOptions } from './pool-config.ts';
+export {
+  CLI_POOL_SIZE,
+  CONNECT_TIMEOUT_MS,
+  STATEMENT_TIMEOUT_MS,
+  poolConfig,
+  type PoolOptions,
+} from './pool-config.ts';
 
 /** How a client talks to the database: its pool, and whether it names (prepares) its statements. */
 export interface ClientOptions extends PoolOptions {

@@ -12,6 +12,17 @@ import { SESSION_BOUNDS } from '../db/limits.ts';
  */
 export const CONNECT_TIMEOUT_MS = 5_000;
 
+/**
+ * How long a statement of a long-running process may go unanswered before node-postgres fails it
+ * (retried as DatabaseUnavailable, and its connection closed, not reused). A server that stops
+ * answering — a network partition, a failover behind a stale address — resets nothing and refuses
+ * nothing: without this a statement waits as long as the partition lasts, holding its pool
+ * connection and its worker slot. The server's own `statement_timeout` cannot help: it never hears
+ * of the wait. Longer than any engine statement runs (a page's transaction is bounded to 8 s, a
+ * local step's attempt to 10 s), and than `lock_timeout`.
+ */
+export const STATEMENT_TIMEOUT_MS = 15_000;
+
 /** Connections of a CLI command: one query at a time, plus headroom for a transaction. */
 export const CLI_POOL_SIZE = 4;
 
@@ -33,6 +44,7 @@ export function poolConfig(connectionString: string, options: PoolOptions = {}) 
     ...(options.bounded
       ? {
           lock_timeout: SESSION_BOUNDS.lockTimeoutMs,
+          query_timeout: STATEMENT_TIMEOUT_MS,
           idle_in_transaction_session_timeout: SESSION_BOUNDS.idleInTransactionTimeoutMs,
         }
       : {}),
