@@ -12,12 +12,29 @@
  */
 import net from 'node:net';
 
-/** Where the fault lands: before the ending statement is sent, or after the server answered it. */
+/** Where the fault lands: before the statement is sent, or after the server answered it. */
 export type CutPoint = 'before' | 'after';
+
+/** Options of {@link PgProxy.atEndOf}. */
+export interface FaultOptions {
+  /**
+   * `end` (default): at the statement that ends the transaction a matching statement is part of
+   * (its COMMIT, or the statement itself when it ran on its own). `statement`: at the matching
+   * statement itself, inside its transaction.
+   */
+  at?: 'end' | 'statement';
+  /**
+   * Whether the client's connection is cut once `fault` has run (default true). When false, what
+   * was held is passed on (the statement sent, or its answer delivered) and the connection goes
+   * on: for a fault of the process, not of the connection (a frozen or restarted Temporal).
+   */
+  cut?: boolean;
+}
 
 interface Armed {
   match: RegExp;
   point: CutPoint;
+  options: Required<FaultOptions>;
   fault: () => Promise<void>;
   done: (statements: string[]) => void;
   failed: (err: unknown) => void;
@@ -29,11 +46,17 @@ export interface PgProxy {
   /** `url` with its host and port replaced by the proxy's. */
   via(url: string): string;
   /**
-   * Arms one fault: at the end of the next transaction (or lone statement) one of whose statements
-   * matches `match`. Resolves with that transaction's statements once `fault` has run and the
-   * client's connection is cut.
+   * Arms one fault: at the next statement that ends a transaction (or lone statement) one of whose
+   * statements matches `match` (or at the matching statement itself: `options.at`). Resolves with
+   * that transaction's statements so far once `fault` has run and the connection was cut or
+   * released.
    */
-  atEndOf(match: RegExp, point: CutPoint, fault: () => Promise<void>): Promise<string[]>;
+  atEndOf(
+    match: RegExp,
+    point: CutPoint,
+    fault: () => Promise<void>,
+    options?: FaultOptions,
+  ): Promise<string[]>;
   /** Holds every byte both ways, and new connections' too, until {@link resume}. */
   hang(): void;
   /** Delivers what was held and forwards again. */
@@ -41,6 +64,27 @@ export interface PgProxy {
   /** Cuts every connection (both sides). */
   cutAll(): void;
   close(): Promise<void>;
+}
+
+/** One direction of a connection: messages pass at once, or are queued while it is held. */
+class Gate {
+  private queue: Buffer[] = [];
+  private holds = 0;
+  constructor(private readonly write: (message: Buffer) => void) {}
+
+  pass(message: Buffer): void {
+    if (this.holds > 0) this.queue.push(message);
+    else this.write(message);
+  }
+
+  hold(): void {
+    this.holds++;
+  }
+
+  release(): void {
+    if (this.holds === 0 || --this.holds > 0) return;
+    for (const message of this.queue.splice(0)) this.write(message);
+  }
 }
 
 const ENDS = /^\s*(COMMIT|END|ROLLBACK|ABORT)\b/i;
@@ -75,14 +119,18 @@ function cstring(body: Buffer, offset: number): [string, number] {
 
 export async function startPgProxy(target: { host: string; port: number }): Promise<PgProxy> {
   const sockets = new Set<net.Socket>();
+  const gates = new Set<Gate>();
   let armed: Armed | undefined;
   let hung = false;
-  const held: (() => void)[] = [];
-  /** Runs `send` now, or once resumed when the proxy hangs. */
-  const pass = (send: () => void) => (hung ? held.push(send) : send());
 
   const server = net.createServer((client) => {
     const upstream = net.connect(target.port, target.host);
+    const toServer = new Gate((m) => upstream.write(m));
+    const toClient = new Gate((m) => client.write(m));
+    for (const gate of [toServer, toClient]) {
+      gates.add(gate);
+      if (hung) gate.hold();
+    }
     for (const s of [client, upstream]) {
       sockets.add(s);
       s.on('close', () => sockets.delete(s));
@@ -90,6 +138,8 @@ export async function startPgProxy(target: { host: string; port: number }): Prom
     const cut = () => {
       client.destroy();
       upstream.destroy();
+      gates.delete(toServer);
+      gates.delete(toClient);
     };
     client.on('error', cut).on('close', cut);
     upstream.on('error', cut).on('close', cut);
@@ -97,17 +147,17 @@ export async function startPgProxy(target: { host: string; port: number }): Prom
     const named = new Map<string, string>();
     let transaction: string[] = [];
     let inTransaction = false;
-    /** Set once this connection's ending statement was sent and the proxy waits for its answer. */
+    /** Set once the statement the fault waits on was sent, until its answer comes back. */
     let awaiting: Armed | undefined;
-    let tripped = false;
 
-    const trip = (fault: Armed) => {
-      tripped = true;
-      const statements = transaction;
+    /** Runs the fault with `gate` held, then cuts the connection or lets what was held through. */
+    const trip = (fault: Armed, gate: Gate) => {
+      gate.hold();
+      const statements = [...transaction];
       void fault
         .fault()
         .then(() => fault.done(statements), fault.failed)
-        .finally(cut);
+        .finally(() => (fault.options.cut ? cut() : gate.release()));
     };
 
     /** The statement text a client message runs, if it runs one. */
@@ -126,9 +176,19 @@ export async function startPgProxy(target: { host: string; port: number }): Prom
       return undefined;
     };
 
+    /** The armed fault, if `statement` (just added to the transaction) is where it lands. */
+    const landsAt = (statement: string, ending: boolean): Armed | undefined => {
+      const fault = armed;
+      if (!fault) return undefined;
+      const here =
+        fault.options.at === 'statement'
+          ? fault.match.test(statement)
+          : ending && transaction.some((s) => fault.match.test(s));
+      return here ? fault : undefined;
+    };
+
     const fromClient = new Framer(true);
     client.on('data', (chunk) => {
-      if (tripped) return;
       for (const message of fromClient.push(chunk)) {
         const statement = statementOf(message);
         if (statement !== undefined) {
@@ -141,31 +201,27 @@ export async function startPgProxy(target: { host: string; port: number }): Prom
           }
           const ending = ENDS.test(statement) || !inTransaction;
           if (ENDS.test(statement)) inTransaction = false;
-          const fault = armed;
-          if (ending && fault && transaction.some((s) => fault.match.test(s))) {
+          const fault = landsAt(statement, ending);
+          if (fault) {
             armed = undefined;
-            if (fault.point === 'before') {
-              trip(fault);
-              return;
-            }
-            awaiting = fault;
+            if (fault.point === 'before') trip(fault, toServer);
+            else awaiting = fault;
           }
         }
-        pass(() => upstream.write(message));
+        toServer.pass(message);
       }
     });
 
     const fromServer = new Framer(false);
     upstream.on('data', (chunk) => {
-      if (tripped) return;
       for (const message of fromServer.push(chunk)) {
-        // Ready for query after the ending statement: it is done (committed), and unheard of.
+        // Ready for query after the statement: it is done (committed, when it ended a
+        // transaction), and the client has not heard so yet.
         if (awaiting && message[0] === 'Z'.charCodeAt(0)) {
-          trip(awaiting);
-          return;
+          trip(awaiting, toClient);
+          awaiting = undefined;
         }
-        if (awaiting) continue;
-        pass(() => client.write(message));
+        toClient.pass(message);
       }
     });
   });
@@ -180,17 +236,20 @@ export async function startPgProxy(target: { host: string; port: number }): Prom
       u.port = String(port);
       return u.toString();
     },
-    atEndOf(match, point, fault) {
+    atEndOf(match, point, fault, options = {}) {
       return new Promise((done, failed) => {
-        armed = { match, point, fault, done, failed };
+        armed = { match, point, fault, done, failed, options: { at: 'end', cut: true, ...options } };
       });
     },
     hang() {
+      if (hung) return;
       hung = true;
+      for (const gate of gates) gate.hold();
     },
     resume() {
+      if (!hung) return;
       hung = false;
-      for (const send of held.splice(0)) send();
+      for (const gate of gates) gate.release();
     },
     cutAll() {
       for (const s of sockets) s.destroy();
