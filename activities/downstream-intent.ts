@@ -8,6 +8,7 @@ import {
   findActionByKey,
   findOwnOrEarlierOpenAction,
   insertIntent,
+  restoreForgottenRounds,
 } from '../db/ledger-intent.ts';
 import { idempotencyKeyFor, jobTypeOf } from '../workflows/business-key.ts';
 import type {
@@ -46,6 +47,14 @@ export function createIntentActivities(deps: ActivityDeps) {
      */
     async recordDownstreamIntent(input: RecordIntentInput): Promise<RecordIntentResult> {
       await renewLease(db, input, deps.leaseTtlMs);
+      const businessKey = idempotencyKeyFor({
+        jobType: jobTypeOf(input),
+        sourceId: input.sourceId,
+        businessDate: input.businessDate,
+      });
+      // A run whose database lost what its workflow did: the earlier rounds' calls it forgot are
+      // looked up (as earlier claims' unknown outcomes) before this claim may call.
+      if (input.settleEarlier) await restoreForgottenRounds(db, input, { ...input, businessKey });
       const found = await findOwnOrEarlierOpenAction(deps.prisma, input, input.round);
       if (found?.round === input.round) return view(found);
       if (found) {
@@ -59,11 +68,6 @@ export function createIntentActivities(deps: ActivityDeps) {
           `an earlier ${input.action} of this run (compensation ${found.id}) is ${found.state}: settle it first (durable-fetch compensations show ${found.id})`,
         );
       }
-      const businessKey = idempotencyKeyFor({
-        jobType: jobTypeOf(input),
-        sourceId: input.sourceId,
-        businessDate: input.businessDate,
-      });
       // Also the reference the partner is given: one per action and claim, so that an earlier
       // claim's compensation looking up its own reference never finds (and voids) this one's.
       const key = `${businessKey}:${input.action}:r${input.round}`;

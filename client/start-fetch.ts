@@ -190,6 +190,7 @@ export function fetchStartOptions(
   prepared: PreparedFetch,
   taskQueue: string,
   conflictPolicy: 'FAIL' | 'USE_EXISTING',
+  rerunCompleted = false,
 ): WorkflowStartOptions<typeof fetchRecordsWorkflow> {
   const { jobType, sourceId, businessDate, workflowId, input } = prepared;
   return {
@@ -197,8 +198,9 @@ export function fetchStartOptions(
     taskQueue,
     args: [input],
     workflowIdConflictPolicy: conflictPolicy,
-    // A key that succeeded is never run again; a failed, cancelled or terminated one may be.
-    workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+    // A key that succeeded is never run again; a failed, cancelled or terminated one may be —
+    // and one whose completion the database lost (`rerunCompleted`: dlq retry of such a run).
+    workflowIdReusePolicy: rerunCompleted ? 'ALLOW_DUPLICATE' : 'ALLOW_DUPLICATE_FAILED_ONLY',
     typedSearchAttributes: [
       { key: SEARCH_KEYS.source, value: sourceId },
       { key: SEARCH_KEYS.date, value: businessDate },
@@ -216,13 +218,14 @@ export function fetchStartOptions(
 export async function launchFetch(
   ctx: Pick<DurableFetchContext, 'temporal' | 'taskQueue'>,
   prepared: PreparedFetch,
+  { rerunCompleted = false }: { rerunCompleted?: boolean } = {},
 ): Promise<StartedFetch> {
   const { businessDate, workflowId } = prepared;
   try {
     // FAIL + catching "already started" below is how we learn whether we joined.
     const handle = await ctx.temporal.workflow.start<typeof fetchRecordsWorkflow>(
       'fetchRecordsWorkflow',
-      fetchStartOptions(prepared, ctx.taskQueue, 'FAIL'),
+      fetchStartOptions(prepared, ctx.taskQueue, 'FAIL', rerunCompleted),
     );
     return { workflowId, runId: handle.firstExecutionRunId, businessDate, joined: false, handle };
   } catch (err) {

@@ -7,6 +7,7 @@
 import { MAX_KEPT_MESSAGE } from '../db/limits.ts';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import { redactUrlsIn } from '../runtime/redact.ts';
+import { COMPLETED_UNRECORDED } from '../workflows/error-types.ts';
 import { errorOf } from '../workflows/outcome.ts';
 
 /** temporal.api.enums.v1.HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT (the proto package is CommonJS-only). */
@@ -170,7 +171,7 @@ export function settlementOf(end: ClosedEnd): Settlement {
       return {
         status: 'dead_lettered',
         errorType: 'Internal',
-        errorCode: 'WORKFLOW_COMPLETED_UNRECORDED',
+        errorCode: COMPLETED_UNRECORDED,
         errorMessage: message,
         reason: message,
       };

@@ -5,6 +5,7 @@
  */
 import type { DownstreamAction, PrismaClient } from '../prisma/generated/client.ts';
 import { type Fence, heldBy } from './fence.ts';
+import { COMPLETED_UNRECORDED } from '../workflows/error-types.ts';
 import { type ActionState, NOT_FINAL_STATES } from './ledger.ts';
 
 /** Which action of which run: a claim's rows are its run's `action` rows of its round. */
@@ -62,6 +63,37 @@ export async function insertIntent(
     ON CONFLICT (key) DO NOTHING
     RETURNING id::text AS id, state::text AS state, attempts, partner_id AS "partnerId"`;
   return row;
+}
+
+/**
+ * Writes back, as `unknown`, the rows of `intent.action` that earlier rounds of a run whose
+ * database lost what its workflow did (a dead letter with {@link COMPLETED_UNRECORDED}: PostgreSQL
+ * restored to an older point than Temporal) may have had: one per earlier round without a row,
+ * its reference the round's own, its settle window closed. Each is then looked up at the partner
+ * like any call with an unknown outcome and adopted when it took effect, so a run taken up again
+ * after such a restore never makes the effect twice. Any other run writes nothing: a round
+ * without a row never called (its intent is written before any call). Fenced by the run's lease.
+ * Idempotent. Returns the rows written.
+ */
+export async function restoreForgottenRounds(
+  db: Pick<PrismaClient, '$executeRaw'>,
+  fence: Fence,
+  intent: { businessKey: string; round: number; action: string; step: number },
+): Promise<number> {
+  if (intent.round <= 1) return 0;
+  const prefix = `${intent.businessKey}:${intent.action}:r`;
+  return db.$executeRaw`
+    INSERT INTO downstream_action (id, fetch_run_id, business_key, key, round, action, step, reference,
+                                   state, attempts, last_call_at, settles_at, last_error_type, last_error)
+    SELECT gen_random_uuid(), r.id, ${intent.businessKey}, ${prefix} || g.round, g.round, ${intent.action},
+           ${intent.step}, ${prefix} || g.round, 'unknown', 1, now(), now(), 'OutcomeUnknown',
+           'the database was restored to a point before this round''s record: looked up at the partner'
+      FROM fetch_run r, generate_series(1, ${intent.round - 1}) AS g(round)
+     WHERE ${heldBy(fence, 'r')}
+       AND EXISTS (SELECT 1 FROM dead_letter d WHERE d.fetch_run_id = r.id AND d.error_code = ${COMPLETED_UNRECORDED})
+       AND NOT EXISTS (SELECT 1 FROM downstream_action a
+                        WHERE a.fetch_run_id = r.id AND a.action = ${intent.action} AND a.round = g.round)
+    ON CONFLICT (key) DO NOTHING`;
 }
 
 /**

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
 import { createActivities } from '../activities/index.ts';
+import { COMPLETED_UNRECORDED } from '../workflows/error-types.ts';
 import { SUBMIT_SUMMARY } from '../workflows/types.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';
@@ -117,6 +118,55 @@ void describe('the downstream step in the database', () => {
       acts.checkSourcePause({ ...check, leaseToken: '00000000-0000-4000-8000-000000000000' }),
       'LeaseLost',
       'LEASE_LOST',
+    );
+  });
+
+  void it('a run whose database lost what its workflow did: the earlier rounds it forgot are looked up first; any other run writes nothing', async () => {
+    // An ordinary later claim: a round without a row never called (its intent comes first).
+    const plain = await claimed('ds-forgot-plain');
+    const own = await plain.intent(plain.round + 2);
+    assert.ok(!('action' in own), 'its own intent, no earlier round written back');
+    assert.equal(
+      await db.prisma.downstreamAction.count({ where: { fetchRunId: plain.fence.fetchRunId } }),
+      1,
+    );
+
+    // Settled as completed but unrecorded (the database restored to an older point than Temporal).
+    const lost = await claimed('ds-forgot-lost');
+    await db.prisma.deadLetter.create({
+      data: {
+        fetchRunId: lost.fence.fetchRunId,
+        jobType: 'fetch-records',
+        sourceId: 'ds-forgot-lost',
+        businessDate: new Date(`${DATE}T00:00:00Z`),
+        workflowId: `fetch/fetch-records/ds-forgot-lost/${DATE}`,
+        workflowRunId: 'run-0',
+        errorType: 'Internal',
+        errorCode: COMPLETED_UNRECORDED,
+        errorMessage: 'workflow completed but the run was never recorded as succeeded',
+        attempts: 1,
+        firstFailedAt: new Date(),
+        lastFailedAt: new Date(),
+      },
+    });
+    const round = lost.round + 2;
+    const first = await lost.intent(round);
+    assert.ok('action' in first && first.kind === 'earlier', 'an earlier round is handed back first');
+    const rows = await db.prisma.downstreamAction.findMany({
+      where: { fetchRunId: lost.fence.fetchRunId },
+      orderBy: { round: 'asc' },
+    });
+    const prefix = `fetch-records:ds-forgot-lost:${DATE}:${SUBMIT_SUMMARY}:r`;
+    assert.deepEqual(
+      rows.map((r) => [r.round, r.state, r.reference, r.attempts]),
+      Array.from({ length: round - 1 }, (_, i) => [i + 1, 'unknown', `${prefix}${i + 1}`, 1]),
+      'one row per forgotten round, unknown, under its own reference',
+    );
+    await lost.intent(round);
+    assert.equal(
+      await db.prisma.downstreamAction.count({ where: { fetchRunId: lost.fence.fetchRunId } }),
+      round - 1,
+      'written once',
     );
   });
 });

@@ -43,3 +43,11 @@ export function isRetryableErrorType(type: string): type is RetryableErrorType {
  * anew, as a first execution would (workflows/fetch-records.ts).
  */
 export const RUN_ENDED = 'RUN_ENDED';
+
+/**
+ * The code of a run settled as dead-lettered because Temporal says its workflow completed while
+ * its row never said succeeded: the database lost what the workflow did (restored to an older
+ * point than Temporal's state, client/workflow-close.ts). Its retry runs the key again, and looks
+ * up the downstream actions the database no longer knows of before acting (db/ledger-intent.ts).
+ */
+export const COMPLETED_UNRECORDED = 'WORKFLOW_COMPLETED_UNRECORDED';

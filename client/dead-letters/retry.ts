@@ -15,6 +15,7 @@ import {
 } from './state-changes.ts';
 import { dateText, type DeadLetterView, view } from './view.ts';
 import { OPEN_RUN_STATUSES } from '../runs.ts';
+import { COMPLETED_UNRECORDED } from '../../workflows/error-types.ts';
 
 /** Run statuses during which the key is being fetched already: a retry would only join it. */
 
@@ -52,7 +53,8 @@ export interface RetriedDeadLetter {
  * becomes `retried` (who, when, why) and an audit entry `dead_letter.retry` is written, in one
  * transaction conditional on the letter still being open. When the key turned out to be running
  * or succeeded already, nothing new is started, the execution is joined, and the letter is closed
- * all the same (`joined`).
+ * all the same (`joined`) — except for a run whose completed workflow the database no longer
+ * knows of (`WORKFLOW_COMPLETED_UNRECORDED`): its key is started again.
  * @throws UserFacingError NOT_FOUND, INVALID_STATE (not open), RESERVED (a replay holds it),
  *   RUN_ACTIVE (its run is queued or running), INVALID_INPUT (actor, reason, overrides), the
  *   errors of {@link prepareFetch} (source unknown, disabled or paused…), CONFLICT (the letter changed
@@ -95,7 +97,14 @@ export async function retryDeadLetter(
     ...(overrides.pagesPerExecution === undefined ? {} : { pagesPerExecution: overrides.pagesPerExecution }),
   };
   const taskQueue = await taskQueueOf(ctx, letter.workflowId, letter.workflowRunId);
-  const started = await launchFetch({ temporal: ctx.temporal, taskQueue }, { ...prepared, input });
+  // Temporal completed the key's workflow, but the database lost what it did (restored to an
+  // older point): the key runs again, resuming from the pages the database still holds.
+  const rerunCompleted = letter.errorCode === COMPLETED_UNRECORDED;
+  const started = await launchFetch(
+    { temporal: ctx.temporal, taskQueue },
+    { ...prepared, input },
+    { rerunCompleted },
+  );
   let joinedStatus: string | undefined;
   if (started.joined) {
     joinedStatus = await started.handle

@@ -234,7 +234,7 @@ describe('backup and restore', () => {
     assert.equal(await prisma.deadLetter.count(), 0, 'no dead letter');
   });
 
-  it('PostgreSQL restored to an older point than Temporal: reconcile --stuck finds every rolled-back run', async (t) => {
+  it("PostgreSQL restored to an older point than Temporal: reconcile --stuck finds every rolled-back run, dlq retry brings each back to the partner's list, no effect twice", async (t) => {
     const sources = ['bkp-old-a', 'bkp-old-b'];
     const db = later(await useTestDatabase());
     const partner = await partnerWithSources(db, sources);
@@ -290,10 +290,25 @@ describe('backup and restore', () => {
       sources.map(() => 'Internal/WORKFLOW_COMPLETED_UNRECORDED'),
       'each run is settled as its workflow ended: completed, unrecorded',
     );
-    // Found, not yet repaired: `dlq retry` joins the completed workflow and starts nothing, and a
-    // rerun would submit under a new round beside the submission the rolled-back ledger forgot
-    // (docs/reliability.md, "Backup and restore", says what an operator does meanwhile).
-    await reconcile('--date', DATE);
+    // The repair: each letter retried runs its key again (a new execution beside the completed
+    // one), which re-fetches the pages the database lost and looks up the submission its ledger
+    // forgot instead of submitting again.
+    for (const letter of letters) {
+      const r = await runCli(['dlq', 'retry', letter.id], d.env, 120_000);
+      t.diagnostic(`dlq retry → exit ${r.code}: ${(r.stdout + r.stderr).trim().slice(0, 300)}`);
+      assert.equal(r.code, 0, detail(r));
+    }
+    for (const s of started) {
+      const latest = await d.client.workflow.getHandle(s.workflowId).describe();
+      assert.notEqual(latest.runId, s.runId, `a new execution of ${s.workflowId}`);
+    }
+    await settled(prisma, sources, () => d.worker.output());
+    const after = await states(prisma, partner, sources);
+    for (const s of after) t.diagnostic(`after repair: ${stateLine(s)}`);
+    for (const s of after) assertWhole(s);
+    const repaired = await reconcile('--date', DATE);
+    assert.equal(repaired.code, 0, detail(repaired));
+    assert.equal((JSON.parse(repaired.stdout) as { mismatches: number }).mismatches, 0, detail(repaired));
     const left = await states(prisma, partner, sources);
     for (const s of left) t.diagnostic(`at the end: ${stateLine(s)}`);
     t.diagnostic(
