@@ -17,12 +17,15 @@ import pg from 'pg';
 import { startTestServices } from '../test/helpers/services.ts';
 import { PROJECT_ROOT } from '../worker/config.ts';
 import { benchBreaker } from './breaker.ts';
+import { benchCapacity } from './capacity.ts';
 import { benchCli } from './cli.ts';
 import { benchFetch } from './fetch.ts';
+import { benchLimits } from './limits.ts';
 import { benchOutbox } from './outbox.ts';
 import { benchOverhead } from './overhead.ts';
 import { benchOversize } from './oversize.ts';
 import type { BenchOptions, BenchSection } from './report.ts';
+import { benchRetention } from './retention.ts';
 import { benchScale } from './scale.ts';
 import { benchStore } from './store.ts';
 
@@ -35,6 +38,9 @@ const SECTIONS: Record<string, (opts: BenchOptions) => Promise<BenchSection>> = 
   scale: benchScale,
   fetch: benchFetch,
   oversize: benchOversize,
+  limits: benchLimits,
+  capacity: benchCapacity,
+  retention: benchRetention,
 };
 
 const program = new Command('bench')
