@@ -116,9 +116,15 @@ void describe('fetch-page', () => {
     assert.equal(failureCode(await fetchWith('fp-empty', http)), 'InvalidResponse/EMPTY_PAGE_WITH_CURSOR');
   });
 
-  void it('a page that does not match the partner contract fails as InvalidResponse', async () => {
+  void it('a page that does not match the partner contract fails as InvalidResponse, naming where and which rule, not the value', async () => {
     const http = stubHttp({ items: [] });
     assert.equal(failureCode(await fetchWith('fp-shape', http)), 'InvalidResponse/PAGE_SHAPE');
+    const longId = `secret-${'x'.repeat(200)}`;
+    const err = await fetchWith('fp-shape-id', stubHttp({ records: [{ id: longId }], nextCursor: null }));
+    assert.equal(failureCode(err), 'InvalidResponse/PAGE_SHAPE');
+    const message = (err as Error).message;
+    assert.match(message, /records\.0\.id: Too big: expected string to have <=200 characters/);
+    assert.ok(!message.includes('secret-'), message);
   });
 
   void it(`a response of more than ${MAX_RECORDS_PER_RESPONSE} records fails as InvalidResponse TOO_MANY_RECORDS, staging nothing; more than the limit asked for is stored over the next pages`, async () => {

@@ -37,7 +37,14 @@ export async function fetchRecordsPage(ctx: FetchContext<unknown>): Promise<Fetc
   });
   const parsed = pageSchema.safeParse(body);
   if (!parsed.success) {
-    throw failure('InvalidResponse', 'PAGE_SHAPE', `partner ${source.id} records: unexpected response shape`);
+    // Where and which rule, never the value (a partner's data stays out of dead letters).
+    const [issue] = parsed.error.issues;
+    const rule = issue ? ` (${issue.path.join('.') || 'body'}: ${issue.message})` : '';
+    throw failure(
+      'InvalidResponse',
+      'PAGE_SHAPE',
+      `partner ${source.id} records: unexpected response shape${rule}`,
+    );
   }
   return parsed.data;
 }
