@@ -196,6 +196,18 @@ export async function markFailed(
   return rows[0]?.status;
 }
 
+/**
+ * Gives back every event still pending under the claim `tokens`: claims whose answer never came
+ * back (the connection failed while the claim ran, so it may have committed), of which nothing was
+ * delivered. Claimable at once, instead of after their lease. Returns how many were given back.
+ */
+export async function releaseClaims(db: Db, tokens: string[]): Promise<number> {
+  if (tokens.length === 0) return 0;
+  return db.$executeRaw`
+    UPDATE outbox_event SET claim_token = NULL, claimed_until = NULL
+     WHERE claim_token = ANY(${tokens}::uuid[]) AND status = 'pending'`;
+}
+
 /** Gives claimed events back undelivered (graceful stop, lease running out): claimable at once. */
 export async function release(db: Db, token: string, ids: string[]): Promise<number> {
   if (ids.length === 0) return 0;

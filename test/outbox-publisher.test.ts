@@ -20,6 +20,7 @@ import { claimBatch, type FailedDelivery, markFailed, markPublished, release } f
 import { listDead, requeueDead } from '../db/outbox-admin.ts';
 import { createWebhookSink } from '../worker/outbox/webhook-sink.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
+import { startPgProxy } from './helpers/pg-proxy.ts';
 import {
   insertEvents,
   orderPerAggregate,
@@ -415,6 +416,35 @@ describe('outbox publisher', () => {
     );
     assert.ok(duplicates <= Number(rows[0]?.takeovers), 'a duplicate only after a takeover');
     // The killed markPublished was an error the publisher saw and retried.
+    assert.ok(publisher.stats.databaseErrors >= 1, JSON.stringify(publisher.stats));
+  });
+
+  it('a claim whose answer is lost (committed, the connection cut before the reply): its events are given back, not held for a lease', async (t) => {
+    const fresh = await freshDatabase(t);
+    const topic = `lostclaim.${uid()}`;
+    const aggregates = Array.from({ length: 4 }, (_, i) => `lostclaim-${uid()}-${i}`);
+    await insertEvents(fresh.prisma, { aggregates, perAggregate: 3, topic });
+    const { hostname, port } = new URL(fresh.url);
+    const proxy = await startPgProxy({ host: hostname, port: Number(port) });
+    t.after(() => proxy.close());
+    const lost = proxy.atEndOf(/df_outbox_claim/, 'after', () => Promise.resolve());
+    const client = createPrisma(proxy.via(fresh.url), { max: 2 });
+    const publisher = testPublisher(client, { webhook: webhook() }, { leaseMs: 5_000 });
+    publisher.start();
+    try {
+      await lost;
+      await waitFor(
+        async () => (await fresh.prisma.outboxEvent.count({ where: { topic, status: 'published' } })) === 12,
+        'all published',
+      );
+    } finally {
+      await publisher.stop(1_000);
+      await client.$disconnect();
+    }
+    // Without the give-back, the lost claim's events wait out its lease and are taken over then.
+    assert.equal(await takeoversOf(fresh.prisma, topic), 0, 'no event waited out the lost claim');
+    assert.equal(new Set(partner.events.list({ topic }).map((e) => e.id)).size, 12);
+    assert.equal(partner.events.duplicates({ topic }), 0);
     assert.ok(publisher.stats.databaseErrors >= 1, JSON.stringify(publisher.stats));
   });
 

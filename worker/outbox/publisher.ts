@@ -14,7 +14,7 @@ import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CrashPoint } from '../../activities/crash-points.ts';
 import { type Backoff, fullJitterMs } from '../../activities/retry-delay.ts';
-import { claimBatch } from '../../db/outbox.ts';
+import { claimBatch, releaseClaims } from '../../db/outbox.ts';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import type { Metrics } from '../../runtime/metrics.ts';
@@ -70,6 +70,12 @@ export class Publisher {
   readonly #abort = abortController();
   readonly #delivery: DeliveryContext;
   readonly #settle: SettleContext;
+  /**
+   * Tokens of claims that failed without an answer: they may have committed (the connection
+   * failed after the claim ran), and then hold their events for a whole lease, delivered by no
+   * one. Given back before the next claim, once the database answers.
+   */
+  readonly #unanswered = new Set<string>();
   #loop: Promise<void> | undefined;
 
   constructor(db: PrismaClient, sinks: ReadonlyMap<SinkName, Sink>, options: PublisherOptions, log: Logger) {
@@ -123,13 +129,25 @@ export class Publisher {
    * may call it directly.
    */
   async runOnce(): Promise<number> {
+    if (this.#unanswered.size > 0) {
+      const tokens = [...this.#unanswered];
+      const released = await releaseClaims(this.#db, tokens);
+      for (const t of tokens) this.#unanswered.delete(t);
+      if (released > 0) this.#log.info({ released }, 'outbox events of unanswered claims given back');
+    }
     const token = randomUUID();
     const claimedAt = Date.now();
-    const events = await claimBatch(this.#db, {
-      token,
-      limit: this.#options.batchSize,
-      leaseMs: this.#options.leaseMs,
-    });
+    let events: Awaited<ReturnType<typeof claimBatch>>;
+    try {
+      events = await claimBatch(this.#db, {
+        token,
+        limit: this.#options.batchSize,
+        leaseMs: this.#options.leaseMs,
+      });
+    } catch (err) {
+      this.#unanswered.add(token);
+      throw err;
+    }
     if (events.length === 0) return 0;
     this.stats.batches++;
     const takenOver = events.filter((e) => e.takenOver).length;
