@@ -72,6 +72,12 @@ export function createMetrics() {
       labelNames: ['task_queue', 'type'] as const,
       registers: r,
     }),
+    dependencyUp: new Gauge({
+      name: 'durable_fetch_dependency_up',
+      help: "Whether this process's last health sample reached the dependency: 1 yes, 0 no (database: PostgreSQL; temporal: the Temporal frontend).",
+      labelNames: ['dependency'] as const,
+      registers: r,
+    }),
     outboxPending: new Gauge({
       name: 'durable_fetch_outbox_pending',
       help: 'Outbox events not yet published (pending, including retrying and in flight).',

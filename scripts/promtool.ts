@@ -1,6 +1,7 @@
 /**
  * Finding — and, when needed, installing — `promtool`, Prometheus's rule checker, which `npm test`
- * runs against ops/alerts.yml (test/alerts.test.ts).
+ * runs against ops/alerts.yml (test/alerts.test.ts), and the Prometheus server of the same package,
+ * which the alert fault suite runs (test/faults/alerts-prometheus.test.ts).
  *
  * Routes, in order: PROMTOOL_PATH, `promtool` on PATH, /usr/bin/promtool, then Debian's
  * `prometheus` package (which ships promtool) installed with apt-get — as root, or through sudo
@@ -18,6 +19,7 @@ import { errorMessage, isUserFacingError, UserFacingError } from '../runtime/err
 import { findOnPath, isExecutableFile } from '../worker/executables.ts';
 
 const SYSTEM_PROMTOOL = '/usr/bin/promtool';
+const SYSTEM_PROMETHEUS = '/usr/bin/prometheus';
 const POLICY_RC_D = '/usr/sbin/policy-rc.d';
 const run = promisify(execFile);
 
@@ -79,35 +81,75 @@ async function installDebianPrometheus(log: (line: string) => void): Promise<voi
  * none is found and `install` is on. Throws `UserFacingError` code `PROMTOOL_NOT_FOUND` listing
  * every route tried and why it failed.
  */
-export async function resolvePromtool(options: ResolvePromtoolOptions = {}): Promise<string> {
+export function resolvePromtool(options: ResolvePromtoolOptions = {}): Promise<string> {
+  return resolveFromPackage(PROMTOOL, options);
+}
+
+/**
+ * Returns the absolute path of a runnable Prometheus server: PROMETHEUS_PATH, `prometheus` on PATH,
+ * /usr/bin/prometheus, else Debian's `prometheus` package installed as {@link resolvePromtool}
+ * does (no daemon is started; the caller runs its own on a port and config of its choosing).
+ * Throws `UserFacingError` code `PROMETHEUS_NOT_FOUND` listing every route tried.
+ */
+export function resolvePrometheus(options: ResolvePromtoolOptions = {}): Promise<string> {
+  return resolveFromPackage(PROMETHEUS, options);
+}
+
+/** A program of Debian's `prometheus` package: its name, what it is, its env override and path. */
+interface PackageProgram {
+  name: string;
+  what: string;
+  envVar: 'PROMTOOL_PATH' | 'PROMETHEUS_PATH';
+  systemPath: string;
+  codes: { invalid: string; notFound: string };
+}
+
+const PROMTOOL: PackageProgram = {
+  name: 'promtool',
+  what: 'Prometheus rule checker',
+  envVar: 'PROMTOOL_PATH',
+  systemPath: SYSTEM_PROMTOOL,
+  codes: { invalid: 'PROMTOOL_PATH_INVALID', notFound: 'PROMTOOL_NOT_FOUND' },
+};
+
+const PROMETHEUS: PackageProgram = {
+  name: 'prometheus',
+  what: 'the Prometheus server',
+  envVar: 'PROMETHEUS_PATH',
+  systemPath: SYSTEM_PROMETHEUS,
+  codes: { invalid: 'PROMETHEUS_PATH_INVALID', notFound: 'PROMETHEUS_NOT_FOUND' },
+};
+
+/** The routes of {@link resolvePromtool}, for either program of the package. */
+async function resolveFromPackage(program: PackageProgram, options: ResolvePromtoolOptions): Promise<string> {
   const env = options.env ?? process.env;
   const log = options.log ?? (() => {});
   const tried: string[] = [];
 
-  const explicit = env.PROMTOOL_PATH;
+  const explicit = env[program.envVar];
   if (explicit) {
     if (await isExecutableFile(explicit)) return path.resolve(explicit);
     throw new UserFacingError(
-      `PROMTOOL_PATH=${explicit} is not an executable file: point it at promtool or unset it.`,
-      'PROMTOOL_PATH_INVALID',
+      `${program.envVar}=${explicit} is not an executable file: point it at ${program.name} or unset it.`,
+      program.codes.invalid,
     );
   }
-  tried.push('PROMTOOL_PATH: not set');
+  tried.push(`${program.envVar}: not set`);
 
-  const onPath = await findOnPath('promtool', env.PATH);
+  const onPath = await findOnPath(program.name, env.PATH);
   if (onPath) return onPath;
-  tried.push('`promtool` on PATH: not found');
+  tried.push(`\`${program.name}\` on PATH: not found`);
 
-  if (await isExecutableFile(SYSTEM_PROMTOOL)) return SYSTEM_PROMTOOL;
-  tried.push(`${SYSTEM_PROMTOOL}: missing`);
+  if (await isExecutableFile(program.systemPath)) return program.systemPath;
+  tried.push(`${program.systemPath}: missing`);
 
   if (options.install === false) {
     tried.push("Debian's prometheus package: install not allowed here");
   } else {
     try {
       await installDebianPrometheus(log);
-      if (await isExecutableFile(SYSTEM_PROMTOOL)) return SYSTEM_PROMTOOL;
-      tried.push(`Debian's prometheus package: installed, but ${SYSTEM_PROMTOOL} is still missing`);
+      if (await isExecutableFile(program.systemPath)) return program.systemPath;
+      tried.push(`Debian's prometheus package: installed, but ${program.systemPath} is still missing`);
     } catch (error) {
       tried.push(`Debian's prometheus package: install failed: ${errorMessage(error).split('\n')[0]}`);
     }
@@ -115,12 +157,12 @@ export async function resolvePromtool(options: ResolvePromtoolOptions = {}): Pro
 
   throw new UserFacingError(
     [
-      'promtool (Prometheus rule checker) was not found. Tried:',
+      `${program.name} (${program.what}) was not found. Tried:`,
       ...tried.map((t) => `  - ${t}`),
       'Fix: install it as root with `apt-get update && apt-get install -y --no-install-recommends prometheus`,',
-      'or set PROMTOOL_PATH to a promtool binary.',
+      `or set ${program.envVar} to a ${program.name} binary.`,
     ].join('\n'),
-    'PROMTOOL_NOT_FOUND',
+    program.codes.notFound,
   );
 }
 

@@ -179,6 +179,8 @@ void describe('alerts', () => {
         'DurableFetchOrphanedActions',
         'DurableFetchBreakerOpen',
         'DurableFetchRetryBudgetExhausted',
+        'DurableFetchDatabaseUnreachable',
+        'DurableFetchTemporalUnreachable',
       ],
     );
   });

@@ -127,8 +127,11 @@ export interface Sampler {
 
 /**
  * Every `intervalMs`: samples each task queue (workflow and activity) and the database (its
- * health, retry waits, orphaned actions, every downstream's breaker state), sets the gauges, stores the queue samples for `status`, and drops samples older than a day. Errors are
- * logged and the next tick tries again.
+ * health, retry waits, orphaned actions, every downstream's breaker state), sets the gauges, stores
+ * the queue samples for `status`, and drops samples older than a day. Temporal and the database
+ * are sampled apart: `durable_fetch_dependency_up` says whether each answered (the alerts
+ * DurableFetchDatabaseUnreachable and DurableFetchTemporalUnreachable read it). Errors are logged
+ * and the next tick tries again.
  */
 export function startSampler(options: {
   prisma: PrismaClient;
@@ -144,7 +147,9 @@ export function startSampler(options: {
   let running: Promise<void> | undefined;
   let stopped = false;
   let ticks = 0;
-  const tick = async () => {
+  // Each dependency is sampled on its own, so that one being out of reach neither hides the other
+  // nor leaves its gauges at their last values unflagged: `durable_fetch_dependency_up` says which.
+  const sampleTemporal = async (): Promise<QueueStats[]> => {
     const client = await options.temporal();
     const stats = await Promise.all(
       options.taskQueues.flatMap((q) =>
@@ -158,7 +163,10 @@ export function startSampler(options: {
       metrics.taskQueueAddRate.set(labels, s.addRate);
       metrics.taskQueueDispatchRate.set(labels, s.dispatchRate);
     }
-    await insertQueueSamples(prisma, stats);
+    return stats;
+  };
+  const sampleDatabase = async (stats: QueueStats[]) => {
+    if (stats.length > 0) await insertQueueSamples(prisma, stats);
     // R1's retry-wait state: runs whose step waits for its next attempt, by error class.
     observeRetryWaits(metrics, (await readRetryWaits(prisma)).byErrorClass);
     const db = await databaseHealth(prisma);
@@ -174,13 +182,27 @@ export function startSampler(options: {
       await deleteOldQueueSamples(prisma);
     }
   };
+  /** Runs `part`, flags whether `dependency` answered, and logs a failure; never throws. */
+  const sampled = async <T>(dependency: 'database' | 'temporal', part: () => Promise<T>, failed: T) => {
+    try {
+      const result = await part();
+      metrics.dependencyUp.set({ dependency }, 1);
+      return result;
+    } catch (err) {
+      metrics.dependencyUp.set({ dependency }, 0);
+      log.warn({ error: String(err), dependency }, 'health sample failed');
+      return failed;
+    }
+  };
+  const tick = async () => {
+    const stats = await sampled('temporal', sampleTemporal, []);
+    await sampled('database', () => sampleDatabase(stats), undefined);
+  };
   const loop = () => {
     if (stopped) return;
-    running = tick()
-      .catch((err: unknown) => log.warn({ error: String(err) }, 'health sample failed'))
-      .finally(() => {
-        if (!stopped) timer = setTimeout(loop, options.intervalMs);
-      });
+    running = tick().finally(() => {
+      if (!stopped) timer = setTimeout(loop, options.intervalMs);
+    });
   };
   loop();
   return {
