@@ -12,11 +12,11 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client, WorkflowHandle } from '@temporalio/client';
-import { startFetch } from '../../client/start-fetch.ts';
 import { makeRecord } from '../../partner/records.ts';
 import { startPartner, type PartnerServer } from '../../partner/server.ts';
 import { useTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { createSource } from '../helpers/deps.ts';
+import { startRuns } from '../helpers/downstream-runs.ts';
 import { waitFor } from '../helpers/outbox.ts';
 import { startPgProxy, type PgProxy } from '../helpers/pg-proxy.ts';
 import { spawnWorker, type Spawned, within } from '../helpers/process.ts';
@@ -96,17 +96,7 @@ describe('database hang', () => {
         LOG_LEVEL: 'warn',
       });
       await worker.waitFor(/worker polling task queue/, 60_000);
-      const ctx = {
-        temporal: client,
-        prisma: db.prisma,
-        taskQueue,
-        now: () => new Date('2026-11-29T12:00:00Z'),
-      };
-      const handles = await Promise.all(
-        dates.map(
-          async (date) => (await startFetch(ctx, { sourceId: SOURCE, date, requestedBy: 'test' })).handle,
-        ),
-      );
+      const handles = (await startRuns({ client, db, taskQueue }, SOURCE, dates)).map((s) => s.handle);
       await waitFor(
         async () =>
           (await db.prisma.fetchRun.count({ where: { sourceId: SOURCE, status: 'running' } })) === RUNS,

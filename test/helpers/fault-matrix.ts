@@ -42,6 +42,8 @@ export interface InjectionPoint {
   at: NonNullable<FaultOptions['at']>;
   /** Whose statement it is: a fault of the other process does not apply here. */
   process: 'worker' | 'publisher';
+  /** The partner refuses every page (HTTP 400): the run must end dead-lettered, once. */
+  refused?: boolean;
 }
 
 export const POINTS: readonly InjectionPoint[] = [
@@ -88,6 +90,32 @@ export const POINTS: readonly InjectionPoint[] = [
     process: 'publisher',
   },
 ];
+
+/**
+ * Each write a run commits, by a statement of it (the engine's own SQL), for a fault at the end
+ * of its transaction: before its COMMIT reaches the server (nothing committed) and after the
+ * server committed it, before the worker hears (test/faults/commit-kill.test.ts).
+ */
+const WRITES: readonly { name: string; statement: RegExp; refused?: boolean }[] = [
+  { name: 'the claim', statement: /UPDATE fetch_run\s+SET status = 'running',\s+attempt/ },
+  { name: "a page's store", statement: /INSERT INTO idempotency_record/ },
+  { name: "the run's completion", statement: /SET status = 'succeeded'/ },
+  { name: 'the downstream intent', statement: /INSERT INTO downstream_action/ },
+  { name: 'counting the partner call', statement: /SET attempts = a\.attempts \+ 1/ },
+  { name: "recording the call's outcome", statement: /partner_id = \$\d+, partner_state/ },
+  { name: 'the dead letter', statement: /INSERT INTO dead_letter/, refused: true },
+];
+
+export const WRITE_POINTS: readonly InjectionPoint[] = WRITES.flatMap((w) =>
+  (['before', 'after'] as const).map((point): InjectionPoint => ({
+    name: `${w.name}, ${point === 'before' ? 'before its COMMIT reached the server' : 'after the server committed it'}`,
+    statement: w.statement,
+    point,
+    at: 'end',
+    process: 'worker',
+    ...(w.refused ? { refused: true } : {}),
+  })),
+);
 
 /** A fault: what happens while the statement is held, and what brings the system back after. */
 export interface Fault {
@@ -181,6 +209,8 @@ export const FAULTS: readonly Fault[] = [
 /** One run of one cell: how it ended, and how long after the fault ended. */
 export interface CellRun {
   state: RunState;
+  /** The statement the fault landed at. */
+  statement: string;
   recoveryMs: number;
   /** Deliveries of the run's events beyond the first, which the partner suppressed. */
   suppressed: number;
@@ -301,6 +331,7 @@ export async function startMatrixStack(): Promise<MatrixStack> {
         submitSummary: true,
         submitMaxProcessingMs: 2_000,
       });
+      if (point.refused) partner.faults.add({ sourceId, kind: 'status', status: 400, times: 1_000 });
       const landed = proxy.atEndOf(point.statement, point.point, () => fault.atPoint(stack), {
         at: point.at,
         cut: fault.cut,
@@ -309,7 +340,7 @@ export async function startMatrixStack(): Promise<MatrixStack> {
       const { handle } = await startFetch(ctx, { sourceId, date: DATE, requestedBy: 'test' });
       const output = () =>
         `worker:\n${worker.output().slice(-3000)}\npublisher:\n${publisher.output().slice(-2000)}`;
-      await within(landed, 180_000, () => `the fault at ${point.name}:\n${output()}`);
+      const statements = await within(landed, 180_000, () => `the fault at ${point.name}:\n${output()}`);
       await fault.after?.(stack);
       const recovered = Date.now();
       await within(
@@ -327,9 +358,24 @@ export async function startMatrixStack(): Promise<MatrixStack> {
         120_000,
       );
       const recoveryMs = Date.now() - recovered;
+      // The partner's list is read through the route the refusal blocked.
+      if (point.refused) partner.faults.clear();
       const state = await runState(prisma, partner, sourceId, DATE);
-      assertWhole(state);
-      return { state, recoveryMs, suppressed: state.redelivered };
+      if (point.refused) {
+        assertRefused(state);
+      } else {
+        assertWhole(state);
+        const keys = await prisma.idempotencyRecord.count({ where: { key: { contains: `:${sourceId}:` } } });
+        assert.equal(keys, state.pagesStored, `one idempotency record per page: ${stateLine(state)}`);
+        const reference = `fetch-records:${sourceId}:${DATE}:submit-summary:r1`;
+        const [action] = await prisma.downstreamAction.findMany({ where: { fetchRunId: run.id } });
+        assert.equal(
+          action?.partnerId,
+          partner.submissions.byReference(reference)[0]?.id,
+          'the ledger row holds the partner id of the one submission',
+        );
+      }
+      return { state, statement: statements.at(-1) ?? '', recoveryMs, suppressed: state.redelivered };
     },
     async stop() {
       await Promise.all([worker.stop('SIGKILL', 5_000), publisher.stop('SIGKILL', 5_000)]);
@@ -353,5 +399,16 @@ function assertWhole(s: RunState): void {
   assert.equal(s.events, s.eventSteps, `one outbox event per step: ${line}`);
   assert.ok(s.allApplied && s.applied === s.events, `each event applied once by the partner: ${line}`);
   assert.deepEqual([s.submits, s.voids, s.actions], [1, 0, ['1:confirmed']], `one submission: ${line}`);
+  assert.equal(s.live.length, 1, `the partner holds one live submission: ${line}`);
   assert.deepEqual(s.deadLetters, [], line);
+}
+
+/** A run the partner refused: dead-lettered once, whatever the fault; no rows, no submission. */
+function assertRefused(s: RunState): void {
+  const line = stateLine(s);
+  assert.equal(s.status, 'dead_lettered', line);
+  assert.equal(s.deadLetters.length, 1, `one dead letter: ${line}`);
+  assert.match(s.deadLetters[0] ?? '', /^open InvalidInput\//, line);
+  assert.deepEqual([s.rows, s.submits, s.actions], [0, 0, []], line);
+  assert.ok(s.allApplied, `every event of the run reached the partner: ${line}`);
 }
