@@ -22,6 +22,8 @@ export interface ScenarioContext {
   ctx: DurableFetchContext;
   client: Client;
   partner: PartnerServer;
+  /** The name of the recording's database (on the test server), for a scenario that cuts it. */
+  database: string;
 }
 
 export interface Scenario {

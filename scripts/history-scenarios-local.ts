@@ -1,10 +1,14 @@
 /**
  * History scenarios of runs whose database steps are local activities (workflows/db-steps.ts):
  * a plain run, one that submits a summary, and one paused and resumed at a page boundary; and a
- * run of a source whose page fetches are local too (workflows/partner-dispatch.ts).
+ * run of a source whose page fetches are local too (workflows/partner-dispatch.ts); and a run
+ * whose claim outlasts its database refusing connections (workflows/database-outage.ts).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { temporal } from '@temporalio/proto';
 import { launchFetch, prepareFetch } from '../client/start-fetch.ts';
-import { DATE, fetchOf, type Scenario, settled, source } from './history-scenario-steps.ts';
+import { refuseConnections } from '../test/helpers/database.ts';
+import { DATE, fetchOf, type Scenario, settled, source, WAIT_MS } from './history-scenario-steps.ts';
 import { pausedAndResumed } from './history-scenarios-fetch.ts';
 
 export const localSteps: Scenario = {
@@ -56,3 +60,46 @@ export const localFetchTimer: Scenario = {
     return [await fetchOf(s, sourceId, 'fetch-records-local-fetch-timer')];
   },
 };
+
+/** A claim's local-activity attempts all refused: the step fails, waits 1–3 s and runs again. */
+export const localDatabaseOutage: Scenario = {
+  name: 'local-database-outage',
+  async run(s) {
+    const sourceId = 'hist-local-db-outage';
+    await source(s, sourceId);
+    // Prepared while the database answers (it reads the source); started once it refuses.
+    const prepared = await prepareFetch(s.ctx, { sourceId, date: DATE, requestedBy: 'test' });
+    await refuseConnections(s.database, true);
+    try {
+      const started = await launchFetch(s.ctx, prepared);
+      // Refused until the claim's attempts are spent and the workflow waits for the database: its
+      // wait's patch marker is in the history (a local retry's own backoff timer is not that).
+      const until = Date.now() + 3 * WAIT_MS;
+      while (!patchedIn((await started.handle.fetchHistory()).events ?? [], BRIEF_WAIT_PATCH)) {
+        if (Date.now() > until) throw new Error(`${sourceId}: the claim never waited for the database`);
+        // Sessions that slip in before the refusal took effect are ended again.
+        await refuseConnections(s.database, true);
+        await sleep(1_000);
+      }
+      await refuseConnections(s.database, false);
+      await settled(started.handle);
+      return [
+        { name: 'fetch-records-local-database-outage', workflowId: started.workflowId, runId: started.runId },
+      ];
+    } finally {
+      await refuseConnections(s.database, false);
+    }
+  },
+};
+
+const BRIEF_WAIT_PATCH = 'outlast-database-outage-briefly';
+
+/** Whether `events` (as the client fetches them) hold the patch marker of `id`. */
+function patchedIn(events: readonly temporal.api.history.v1.IHistoryEvent[], id: string): boolean {
+  return events.some((e) =>
+    (e.markerRecordedEventAttributes?.details?.['patch-data']?.payloads ?? []).some(
+      (p) =>
+        (JSON.parse(Buffer.from(p.data ?? new Uint8Array()).toString() || '{}') as { id?: string }).id === id,
+    ),
+  );
+}

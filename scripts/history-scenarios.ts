@@ -24,6 +24,7 @@ import {
 import { isolated } from './history-scenarios-downstream.ts';
 import {
   localFetch,
+  localDatabaseOutage,
   localFetchTimer,
   localPause,
   localSteps,
@@ -74,4 +75,5 @@ export const SCENARIOS: readonly Scenario[] = [
   localPause,
   localFetch,
   localFetchTimer,
+  localDatabaseOutage,
 ];

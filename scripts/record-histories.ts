@@ -127,7 +127,7 @@ async function main(options: Options): Promise<number> {
     await worker.run(async () => {
       for (const scenario of scenarios) {
         const t0 = Date.now();
-        const executions = await scenario.run({ ctx, client, partner });
+        const executions = await scenario.run({ ctx, client, partner, database: db.name });
         for (const e of executions) {
           for (const [file, fixture] of await histories(client, e))
             recorded.set(file, `${JSON.stringify(fixture, null, 1)}\n`);

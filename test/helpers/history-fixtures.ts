@@ -251,6 +251,17 @@ export const EXPECTED_FIXTURES: readonly ExpectedFixture[] = [
       "a local-fetch source's run whose page the partner rate-limits for 12 s: the local fetch's retry waits on a durable timer (its marker's backoff), then its second attempt stores the page; completed",
     check: all(completed, fetchedLocally(2, true, true), not(pagesFetched(1))),
   },
+  {
+    file: 'fetch-records-local-database-outage.json',
+    workflowType: FETCH,
+    shows:
+      'a run whose claim met its database refusing connections: the claim step spent its attempts, the workflow waited 1–3 s (patched) and ran it again once the database answered; completed',
+    check: all(
+      completed,
+      patchedWith('outlast-database-outage'),
+      patchedWith('outlast-database-outage-briefly'),
+    ),
+  },
 ];
 
 export { readFixtures, searchableTexts } from './history-files.ts';
