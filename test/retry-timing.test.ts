@@ -4,9 +4,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Info } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
+import { msToNumber } from '@temporalio/common/lib/time.js';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { failure } from '../activities/errors.ts';
 import { DATABASE_RETRY_CEILING_MS, withRetryTiming } from '../activities/retry-timing.ts';
+import { LOCAL_DB_STEP_OPTIONS } from '../workflows/db-steps.ts';
 
 const policy = { initialInterval: 1000, backoffCoefficient: 2, maximumInterval: 60_000, maximumAttempts: 10 };
 
@@ -135,5 +137,18 @@ void describe('retry timing in an activity', () => {
     const last = await thrown(failure('UpstreamUnavailable', 'HTTP_502', 'x'), { attempt: 10 });
     assert.equal(last.nextRetryDelay, undefined);
     assert.equal(last.nonRetryable, false);
+  });
+});
+
+void describe('local database steps', () => {
+  void it('retry as new local activities, at most 2 s apart, also after an attempt that timed out', () => {
+    // The SDK keeps every attempt's start-to-close timer running, so a retry inside the worker can
+    // be cut short by an earlier attempt's timer; and it takes the wait after a timed-out attempt
+    // from the policy alone (no nextRetryDelay). Every wait must be above the local threshold
+    // (a durable timer, then a new local activity with its own timers) and at most the database
+    // ceiling.
+    const { retry, localRetryThreshold } = LOCAL_DB_STEP_OPTIONS;
+    assert.equal(msToNumber(retry.maximumInterval), DATABASE_RETRY_CEILING_MS);
+    assert.ok(msToNumber(localRetryThreshold) < msToNumber(retry.initialInterval) * 0.01);
   });
 });

@@ -8,7 +8,12 @@
  * downstream calls stay regular activities: they heartbeat, may be slow, and run on their
  * downstream's own task queue.
  */
-import { patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import {
+  type LocalActivityOptions,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+} from '@temporalio/workflow';
 import type { FetchActivities } from '../activities/index.ts';
 import { RETRY_PRESETS } from './retry-presets.ts';
 
@@ -33,14 +38,28 @@ const regular = proxyActivities<DbSteps>(RETRY_PRESETS.database);
 
 const { startToCloseTimeout, scheduleToCloseTimeout, retry } = RETRY_PRESETS.database;
 
-const local = proxyLocalActivities<DbSteps>({
+/**
+ * The options of the local steps. Every retry of a local step is a durable timer and a new local
+ * activity, never a wait inside the worker (`localRetryThreshold` below any wait): the SDK
+ * (sdk-core's local activity manager) keeps each attempt's start-to-close timer running after the
+ * attempt ended, so once a step has been retried in the worker for 10 s, an earlier attempt's
+ * timer ends whichever later attempt is running as timed out — seen here as a page's store that
+ * succeeded being thrown away up to three times after the database came back, and, with the
+ * preset's 30 s ceiling, as a 30 s wait (a page's store refused for 10 s, its run settling 35 s
+ * after the outage instead of 2 s). A new local activity starts with timers of its own. The waits
+ * are at most 2 s, as the steps' own DatabaseUnavailable failures ask (activities/retry-timing.ts),
+ * also after an attempt that timed out, whose wait the SDK takes from the policy alone. An outage
+ * of the database then also costs no worker slot while it lasts.
+ */
+export const LOCAL_DB_STEP_OPTIONS = {
   startToCloseTimeout,
   scheduleToCloseTimeout,
-  retry,
-  // Retries waiting longer than this are a durable timer, not a sleep inside the workflow task:
-  // an outage of the database then costs no worker slot while it lasts.
-  localRetryThreshold: '10 seconds',
-});
+  retry: { ...retry, maximumInterval: '2 seconds' },
+  // Below any wait the policy gives; set, since an unset threshold is the SDK's 1 minute.
+  localRetryThreshold: '1 millisecond',
+} satisfies LocalActivityOptions;
+
+const local = proxyLocalActivities<DbSteps>(LOCAL_DB_STEP_OPTIONS);
 
 /** The database steps as this execution runs them. */
 export function dbSteps(): DbSteps {
