@@ -4,7 +4,8 @@
 // the step's idempotency settles it: each run ends as it should, judged by the partner's own lists
 // (test/helpers/fault-matrix.ts). Three of these run in npm test: test/fault-matrix.e2e.test.ts.
 import { after, before, describe, it } from 'node:test';
-import { FAULTS, type MatrixStack, startMatrixStack, WRITE_POINTS } from '../helpers/fault-matrix.ts';
+import { FAULTS, WRITE_POINTS } from '../helpers/fault-matrix-cells.ts';
+import { type MatrixStack, startMatrixStack } from '../helpers/fault-matrix.ts';
 
 const STOPPED_HARD = FAULTS.find((f) => f.name === 'PostgreSQL stopped hard, restarted');
 if (!STOPPED_HARD) throw new Error('no fault "PostgreSQL stopped hard, restarted"');

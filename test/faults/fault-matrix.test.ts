@@ -1,11 +1,14 @@
 // R12c, R1, R5, R6 (issue 35 §2): the fault matrix. Each fault of a real dependency — the worker
 // killed, stopped gracefully or frozen; the publisher killed; Temporal killed and restarted on its
-// state; PostgreSQL stopped hard, its sessions terminated, refusing connections, silent — landed
-// at each point of a run where losing it would hurt (before the store transaction, inside it, at
-// its COMMIT, after the commit before the step completes, between the partner call and recording
-// its outcome, between a sink's acknowledgement and marking the event published). Each cell runs
-// several runs, each judged by the partner's own lists (test/helpers/fault-matrix.ts). Prints the
-// matrix; a full run (no DF_FAULT_MATRIX filter) writes it into docs/reliability.md.
+// state; PostgreSQL stopped hard, its sessions terminated, refusing connections, silent; NATS
+// JetStream killed and started again — landed at each point of a run where losing it would hurt
+// (before the store transaction, inside it, at its COMMIT, after the commit before the step
+// completes, between the partner call and recording its outcome, between a sink's acknowledgement
+// and marking the event published); and the partner's own faults — a 5xx storm, a 429 storm with
+// Retry-After, hanging, a late effect — on its pages, the non-idempotent submission and the
+// sink's deliveries. Each cell runs several runs, each judged by the partner's own lists and the
+// stream's (test/helpers/fault-matrix.ts, cells in fault-matrix-cells.ts). Prints the matrix; a
+// full run (no DF_FAULT_MATRIX filter) writes it into docs/reliability.md.
 //
 // DF_FAULT_MATRIX=<text>[,<text>…] runs only the cells whose fault or point name contains one of them.
 import { readFile, writeFile } from 'node:fs/promises';
@@ -15,13 +18,15 @@ import { after, before, describe, it } from 'node:test';
 import * as prettier from 'prettier';
 import { PROJECT_ROOT } from '../../worker/config.ts';
 import {
+  appliesTo,
   FAULTS,
   type Fault,
   type InjectionPoint,
-  type MatrixStack,
+  PARTNER_FAULTS,
+  PARTNER_POINTS,
   POINTS,
-  startMatrixStack,
-} from '../helpers/fault-matrix.ts';
+} from '../helpers/fault-matrix-cells.ts';
+import { type MatrixStack, startMatrixStack } from '../helpers/fault-matrix.ts';
 
 const RUNS_PER_CELL = 2;
 const filter = (process.env.DF_FAULT_MATRIX ?? '')
@@ -29,8 +34,11 @@ const filter = (process.env.DF_FAULT_MATRIX ?? '')
   .map((s) => s.trim().toLowerCase())
   .filter(Boolean);
 
-const cells: [Fault, InjectionPoint][] = FAULTS.flatMap((fault) =>
-  POINTS.filter((point) => fault.applies.includes(point.process))
+const ALL_FAULTS: readonly Fault[] = [...FAULTS, ...PARTNER_FAULTS];
+const ALL_POINTS: readonly InjectionPoint[] = [...POINTS, ...PARTNER_POINTS];
+
+const cells: [Fault, InjectionPoint][] = ALL_FAULTS.flatMap((fault) =>
+  ALL_POINTS.filter((point) => appliesTo(fault, point))
     .filter(
       (point) =>
         filter.length === 0 ||

@@ -113,10 +113,12 @@ export interface RunState {
   /** Outbox events of the run per topic, and how many (topic, page) steps they cover. */
   events: number;
   eventSteps: number;
-  /** Events the partner applied for the run (each id once), and deliveries beyond the first. */
+  /** Events the partner applied for the run (each id once), and deliveries it found already applied. */
   applied: number;
   redelivered: number;
-  /** Every outbox event id of the run was applied by the partner. */
+  /** Events of the run another consumer holds (a JetStream stream), as the caller found them. */
+  heldElsewhere: number;
+  /** Every outbox event id of the run was applied by the partner or is held elsewhere. */
   allApplied: boolean;
   deadLetters: string[];
   /** Ledger rows of the run, as `round:state`. */
@@ -128,12 +130,16 @@ export interface RunState {
   live: string[];
 }
 
-/** Measures the run of `sourceId` on `date`. Read-only. */
+/**
+ * Measures the run of `sourceId` on `date`. Read-only. `elsewhere`: ids of the run's events routed
+ * to another sink than the partner's webhook, each found held there once.
+ */
 export async function runState(
   prisma: PrismaClient,
   partner: PartnerServer,
   sourceId: string,
   date: string,
+  elsewhere: ReadonlySet<string> = new Set(),
 ): Promise<RunState> {
   const run = await prisma.fetchRun.findFirstOrThrow({
     where: { sourceId },
@@ -164,8 +170,10 @@ export async function runState(
     events: events.length,
     eventSteps: steps.size,
     applied: applied.length,
-    redelivered: applied.reduce((n, e) => n + e.deliveries - 1, 0),
-    allApplied: events.every((e) => appliedIds.has(e.id)),
+    // Deliveries the partner found already applied; refused ones (a 503, a reset) are not duplicates.
+    redelivered: partner.events.duplicates({ aggregateId: run.id }),
+    heldElsewhere: events.filter((e) => elsewhere.has(e.id)).length,
+    allApplied: events.every((e) => appliedIds.has(e.id) || elsewhere.has(e.id)),
     deadLetters: run.deadLetters.map((d) => `${d.status} ${d.errorType}/${d.errorCode ?? ''}`),
     actions: run.downstreamActions.map((a) => `${a.round}:${a.state}`),
     submits: effects('submit'),
@@ -185,7 +193,7 @@ function pageNo(payload: unknown): unknown {
 export function stateLine(s: RunState): string {
   return (
     `${s.sourceId} ${s.status}: ${s.pagesStored} pages, ${s.rows} rows (partner ${s.partnerRecords}), ` +
-    `${s.events} events (${s.applied} applied, ${s.redelivered} redelivered), ` +
+    `${s.events} events (${s.applied} applied, ${s.redelivered} redelivered, ${s.heldElsewhere} elsewhere), ` +
     `ledger [${s.actions.join(', ')}], ${s.submits} submits, ${s.voids} voids, ` +
     `live [${s.live.join(', ')}], dead letters [${s.deadLetters.join(', ')}]`
   );

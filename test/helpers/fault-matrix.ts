@@ -3,10 +3,12 @@
  * run where losing it would hurt, on real processes — a PostgreSQL of the matrix's own behind a
  * wire-protocol proxy that lands the fault at one statement (test/helpers/pg-proxy.ts), a Temporal
  * dev server of its own on a state file (so it can be killed and started again on that state), a
- * `durable-fetch worker` and a `durable-fetch publisher` process, and the demo partner, whose own
- * lists judge each run: its records once in our rows, each outbox event applied once by the
- * partner (deliveries beyond the first are duplicates it suppressed), one submission, no dead
- * letter, the run succeeded.
+ * `durable-fetch worker` and a `durable-fetch publisher` process, a NATS server of its own (the
+ * run's completion event goes to JetStream, the others to the partner's webhook), and the demo
+ * partner, whose own lists judge each run: its records once in our rows, each outbox event applied
+ * once by the partner (deliveries beyond the first are duplicates it suppressed) or held once by
+ * the stream, one submission, no dead letter, the run succeeded. The cells (points and faults) are
+ * in fault-matrix-cells.ts.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -16,6 +18,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
+import { RUN_COMPLETED_TOPIC } from '../../activities/outbox.ts';
 import { startFetch } from '../../client/start-fetch.ts';
 import { startPartner, type PartnerServer } from '../../partner/server.ts';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
@@ -27,189 +30,39 @@ import { type DevServer, startDevServer } from '../../worker/temporal-dev-server
 import { runState, type RunState, stateLine } from './backup-stack.ts';
 import { createSource } from './deps.ts';
 import { waitFor } from './outbox.ts';
-import { type CutPoint, type FaultOptions, type PgProxy, startPgProxy } from './pg-proxy.ts';
+import type {
+  Fault,
+  InjectionPoint,
+  PartnerFault,
+  PartnerPoint,
+  StackFault,
+  StatementPoint,
+} from './fault-matrix-cells.ts';
+import { type NatsServer, startNatsServer } from './nats-server.ts';
+import { type PgProxy, startPgProxy } from './pg-proxy.ts';
 import { spawnTs, spawnWorker, type Spawned, within } from './process.ts';
 
 const RECORDS = 120;
 const PAGE_SIZE = 50;
 const DATE = '2026-06-01';
+/** The JetStream stream the publisher delivers the run's completion event to. */
+const NATS_STREAM = 'DF_MATRIX';
+const NATS_SUBJECTS = 'dfmatrix';
 
-/** Where in a run a fault lands: a statement of the worker's or the publisher's, before or after. */
-export interface InjectionPoint {
-  name: string;
-  statement: RegExp;
-  point: CutPoint;
-  at: NonNullable<FaultOptions['at']>;
-  /** Whose statement it is: a fault of the other process does not apply here. */
-  process: 'worker' | 'publisher';
-  /** The partner refuses every page (HTTP 400): the run must end dead-lettered, once. */
-  refused?: boolean;
+/** A fault armed for one run: resolves with what it landed at; `after` waits for its end. */
+interface Landing {
+  landed: Promise<string[]>;
+  after(): Promise<void>;
 }
 
-export const POINTS: readonly InjectionPoint[] = [
-  {
-    name: 'before the store transaction',
-    statement: /FOR UPDATE\)\s+SELECT s\.id, s\.name/,
-    point: 'before',
-    at: 'statement',
-    process: 'worker',
-  },
-  {
-    name: 'inside it',
-    statement: /INSERT INTO fetched_record/,
-    point: 'after',
-    at: 'statement',
-    process: 'worker',
-  },
-  {
-    name: 'at COMMIT',
-    statement: /INSERT INTO idempotency_record/,
-    point: 'before',
-    at: 'end',
-    process: 'worker',
-  },
-  {
-    name: 'after commit, before completion',
-    statement: /INSERT INTO idempotency_record/,
-    point: 'after',
-    at: 'end',
-    process: 'worker',
-  },
-  {
-    name: 'between the partner call and recording its outcome',
-    statement: /partner_id = \$\d+, partner_state/,
-    point: 'before',
-    at: 'end',
-    process: 'worker',
-  },
-  {
-    name: "between a sink's acknowledgement and marking published",
-    statement: /SET status = 'published', published_at/,
-    point: 'before',
-    at: 'end',
-    process: 'publisher',
-  },
-];
-
-/**
- * Each write a run commits, by a statement of it (the engine's own SQL), for a fault at the end
- * of its transaction: before its COMMIT reaches the server (nothing committed) and after the
- * server committed it, before the worker hears (test/faults/commit-kill.test.ts).
- */
-const WRITES: readonly { name: string; statement: RegExp; refused?: boolean }[] = [
-  { name: 'the claim', statement: /UPDATE fetch_run\s+SET status = 'running',\s+attempt/ },
-  { name: "a page's store", statement: /INSERT INTO idempotency_record/ },
-  { name: "the run's completion", statement: /SET status = 'succeeded'/ },
-  { name: 'the downstream intent', statement: /INSERT INTO downstream_action/ },
-  { name: 'counting the partner call', statement: /SET attempts = a\.attempts \+ 1/ },
-  { name: "recording the call's outcome", statement: /partner_id = \$\d+, partner_state/ },
-  { name: 'the dead letter', statement: /INSERT INTO dead_letter/, refused: true },
-];
-
-export const WRITE_POINTS: readonly InjectionPoint[] = WRITES.flatMap((w) =>
-  (['before', 'after'] as const).map((point): InjectionPoint => ({
-    name: `${w.name}, ${point === 'before' ? 'before its COMMIT reached the server' : 'after the server committed it'}`,
-    statement: w.statement,
-    point,
-    at: 'end',
-    process: 'worker',
-    ...(w.refused ? { refused: true } : {}),
-  })),
-);
-
-/** A fault: what happens while the statement is held, and what brings the system back after. */
-export interface Fault {
-  name: string;
-  /** The processes whose statements it applies to. */
-  applies: readonly InjectionPoint['process'][];
-  /** Cut the held connection once `atPoint` ran (a fault of the connection), or let it go on. */
-  cut: boolean;
-  atPoint(stack: MatrixStack): Promise<void>;
-  /** After the held statement was cut or released: e.g. wait for a drained process, start it again. */
-  after?(stack: MatrixStack): Promise<void>;
+function submissionReference(sourceId: string): string {
+  return `fetch-records:${sourceId}:${DATE}:submit-summary:r1`;
 }
-
-const BOTH = ['worker', 'publisher'] as const;
-
-export const FAULTS: readonly Fault[] = [
-  {
-    name: 'worker SIGKILL',
-    applies: ['worker'],
-    cut: true,
-    atPoint: (s) => s.restartWorker('SIGKILL'),
-  },
-  {
-    name: 'worker SIGTERM',
-    applies: ['worker'],
-    // Its shutdown waits for the held statement's activity: the statement goes on.
-    cut: false,
-    atPoint: (s) => {
-      s.worker.child.kill('SIGTERM');
-      return Promise.resolve();
-    },
-    after: (s) => s.restartWorker(),
-  },
-  {
-    name: 'worker SIGSTOP 15 s, SIGCONT',
-    applies: ['worker'],
-    cut: false,
-    atPoint: async (s) => {
-      s.worker.child.kill('SIGSTOP');
-      await sleep(15_000);
-      s.worker.child.kill('SIGCONT');
-    },
-  },
-  {
-    name: 'publisher SIGKILL',
-    applies: ['publisher'],
-    cut: true,
-    atPoint: (s) => s.restartPublisher(),
-  },
-  {
-    name: 'Temporal SIGKILL, restarted on its state',
-    applies: ['worker'],
-    cut: false,
-    atPoint: (s) => s.restartTemporal(),
-  },
-  {
-    name: 'PostgreSQL stopped hard, restarted',
-    applies: BOTH,
-    cut: true,
-    atPoint: (s) => s.restartPostgres(),
-  },
-  {
-    name: 'PostgreSQL backends terminated',
-    applies: BOTH,
-    cut: true,
-    atPoint: (s) => s.terminateBackends(),
-  },
-  {
-    name: 'PostgreSQL refusing connections 10 s',
-    applies: BOTH,
-    cut: true,
-    atPoint: async (s) => {
-      await s.allowConnections(false);
-      await s.terminateBackends();
-      await sleep(10_000);
-      await s.allowConnections(true);
-    },
-  },
-  {
-    name: 'PostgreSQL silent 10 s',
-    applies: BOTH,
-    cut: false,
-    atPoint: async (s) => {
-      s.proxy.hang();
-      await sleep(10_000);
-      s.proxy.resume();
-    },
-  },
-];
 
 /** One run of one cell: how it ended, and how long after the fault ended. */
 export interface CellRun {
   state: RunState;
-  /** The statement the fault landed at. */
+  /** The statement (or the partner's request) the fault landed at. */
   statement: string;
   recoveryMs: number;
   /** Deliveries of the run's events beyond the first, which the partner suppressed. */
@@ -225,6 +78,10 @@ export interface MatrixStack {
   restartPostgres(): Promise<void>;
   terminateBackends(): Promise<void>;
   allowConnections(allowed: boolean): Promise<void>;
+  /** Kills the matrix's NATS server and starts it again `ms` later, without waiting for that. */
+  natsOutage(ms: number): Promise<void>;
+  /** Resolves once the NATS server killed by `natsOutage` accepts clients again. */
+  natsBack(): Promise<void>;
   /** Lands `fault` at `point` of one new run and checks the run against the partner. */
   run(fault: Fault, point: InjectionPoint): Promise<CellRun>;
   stop(): Promise<void>;
@@ -254,6 +111,7 @@ export async function startMatrixStack(): Promise<MatrixStack> {
   const proxy = await startPgProxy({ host: '127.0.0.1', port: pgPort });
   const prisma: PrismaClient = prismaOn({ connectionString: url, max: 2 });
   const partner: PartnerServer = await startPartner({ port: 0, recordCount: () => RECORDS });
+  const nats: NatsServer = await startNatsServer(path.join(tmp, 'nats'));
   const temporalPort = await freePort();
   const dbFile = path.join(tmp, 'temporal.db');
   const startTemporal = () => startDevServer({ cliPath, port: temporalPort, headless: true, dbFile });
@@ -274,6 +132,10 @@ export async function startMatrixStack(): Promise<MatrixStack> {
     const p = spawnTs(['bin/durable-fetch.js', 'publisher'], {
       ...env,
       DURABLE_FETCH_WEBHOOK_URL: `${partner.url}/events`,
+      DURABLE_FETCH_OUTBOX_ROUTES: `temporal.start_workflow=temporal,${RUN_COMPLETED_TOPIC}=nats,*=webhook`,
+      DURABLE_FETCH_NATS_URL: nats.url,
+      DURABLE_FETCH_NATS_STREAM: NATS_STREAM,
+      DURABLE_FETCH_NATS_SUBJECT_PREFIX: NATS_SUBJECTS,
       LOG_LEVEL: 'info',
     });
     await p.waitFor(/publisher running/, 120_000);
@@ -282,6 +144,60 @@ export async function startMatrixStack(): Promise<MatrixStack> {
   let worker = await spawnWorkerNow();
   let publisher = await spawnPublisherNow();
 
+  /** Arms a fault of a process or a server at the statement `point` names. */
+  const landAtStatement = (fault: StackFault, point: StatementPoint): Landing => ({
+    landed: proxy.atEndOf(point.statement, point.point, () => fault.atPoint(stack), {
+      at: point.at,
+      cut: fault.cut,
+    }),
+    after: async () => {
+      await fault.after?.(stack);
+    },
+  });
+
+  /** Arms a partner fault on the run's requests of `point`'s route; it ends `lastsMs` after it landed. */
+  const landAtPartner = (fault: PartnerFault, point: PartnerPoint, sourceId: string): Landing => {
+    const matchers =
+      point.route === 'records'
+        ? { sourceId }
+        : point.route === 'submissions'
+          ? { action: 'submit' as const, reference: submissionReference(sourceId) }
+          : {};
+    const id = partner.faults.add({
+      route: point.route,
+      ...matchers,
+      ...fault.spec,
+      times: fault.times ?? 1_000_000,
+    });
+    const hit = () => {
+      const active = partner.faults.list().find((f) => f.id === id);
+      return !active || active.seen > 0;
+    };
+    return {
+      landed: waitFor(hit, `the partner's first ${point.route} request`, 180_000).then(() => [
+        `${fault.name} on ${point.route}`,
+      ]),
+      after: async () => {
+        await sleep(fault.lastsMs);
+        partner.faults.remove(id);
+      },
+    };
+  };
+
+  /** The run's events the publisher delivered to JetStream, each asserted there exactly once. */
+  const heldByStream = async (runId: string): Promise<Set<string>> => {
+    const routed = await prisma.outboxEvent.findMany({
+      where: { aggregateId: runId, topic: RUN_COMPLETED_TOPIC },
+      select: { id: true },
+    });
+    const inStream = await nats.messageIds(NATS_STREAM);
+    for (const { id } of routed) {
+      assert.equal(inStream.filter((m) => m === id).length, 1, `event ${id} once in the JetStream stream`);
+    }
+    return new Set(routed.map((e) => e.id));
+  };
+
+  let natsRestart: Promise<void> | undefined;
   let n = 0;
   const stack: MatrixStack = {
     get worker() {
@@ -324,6 +240,14 @@ export async function startMatrixStack(): Promise<MatrixStack> {
         `ALTER DATABASE ${dbName} ALLOW_CONNECTIONS ${allowed ? 'true' : 'false'}`,
       ),
 
+    async natsOutage(ms) {
+      await nats.kill();
+      natsRestart = sleep(ms).then(() => nats.start());
+    },
+    async natsBack() {
+      await natsRestart;
+    },
+
     async run(fault, point) {
       const sourceId = `fm${++n}`;
       await createSource(prisma, sourceId, partner.url, {
@@ -331,17 +255,22 @@ export async function startMatrixStack(): Promise<MatrixStack> {
         submitSummary: true,
         submitMaxProcessingMs: 2_000,
       });
-      if (point.refused) partner.faults.add({ sourceId, kind: 'status', status: 400, times: 1_000 });
-      const landed = proxy.atEndOf(point.statement, point.point, () => fault.atPoint(stack), {
-        at: point.at,
-        cut: fault.cut,
-      });
+      const refused = point.process !== 'partner' && point.refused === true;
+      if (refused) partner.faults.add({ sourceId, kind: 'status', status: 400, times: 1_000 });
+      const landing =
+        'spec' in fault
+          ? landAtPartner(fault, point as PartnerPoint, sourceId)
+          : landAtStatement(fault, point as StatementPoint);
       const ctx = { temporal: client, prisma, taskQueue, now: () => new Date('2026-11-29T12:00:00Z') };
       const { handle } = await startFetch(ctx, { sourceId, date: DATE, requestedBy: 'test' });
       const output = () =>
         `worker:\n${worker.output().slice(-3000)}\npublisher:\n${publisher.output().slice(-2000)}`;
-      const statements = await within(landed, 180_000, () => `the fault at ${point.name}:\n${output()}`);
-      await fault.after?.(stack);
+      const statements = await within(
+        landing.landed,
+        180_000,
+        () => `the fault at ${point.name}:\n${output()}`,
+      );
+      await landing.after();
       const recovered = Date.now();
       await within(
         handle.result().catch(() => undefined),
@@ -359,15 +288,21 @@ export async function startMatrixStack(): Promise<MatrixStack> {
       );
       const recoveryMs = Date.now() - recovered;
       // The partner's list is read through the route the refusal blocked.
-      if (point.refused) partner.faults.clear();
-      const state = await runState(prisma, partner, sourceId, DATE);
-      if (point.refused) {
+      if (refused) partner.faults.clear();
+      const state = await runState(prisma, partner, sourceId, DATE, await heldByStream(run.id));
+      if (refused) {
         assertRefused(state);
       } else {
         assertWhole(state);
         const keys = await prisma.idempotencyRecord.count({ where: { key: { contains: `:${sourceId}:` } } });
         assert.equal(keys, state.pagesStored, `one idempotency record per page: ${stateLine(state)}`);
-        const reference = `fetch-records:${sourceId}:${DATE}:submit-summary:r1`;
+        const reference = submissionReference(sourceId);
+        if ('spec' in fault && fault.lateEffect) {
+          const late = partner.ledger
+            .entries()
+            .filter((e) => e.reference === reference && e.late && e.effect);
+          assert.equal(late.length, 1, 'the partner applied the submission after the worker left');
+        }
         const [action] = await prisma.downstreamAction.findMany({ where: { fetchRunId: run.id } });
         assert.equal(
           action?.partnerId,
@@ -384,6 +319,7 @@ export async function startMatrixStack(): Promise<MatrixStack> {
       await partner.close();
       await prisma.$disconnect();
       await proxy.close();
+      await nats.close();
       await postgres.stop();
       await rm(tmp, { recursive: true, force: true });
     },
@@ -397,7 +333,10 @@ function assertWhole(s: RunState): void {
   assert.equal(s.status, 'succeeded', line);
   assert.ok(s.rowsMatchPartner && s.rows === s.partnerRecords, `one row per partner record: ${line}`);
   assert.equal(s.events, s.eventSteps, `one outbox event per step: ${line}`);
-  assert.ok(s.allApplied && s.applied === s.events, `each event applied once by the partner: ${line}`);
+  assert.ok(
+    s.allApplied && s.applied + s.heldElsewhere === s.events,
+    `each event applied once by the partner, or held once by the stream: ${line}`,
+  );
   assert.deepEqual([s.submits, s.voids, s.actions], [1, 0, ['1:confirmed']], `one submission: ${line}`);
   assert.equal(s.live.length, 1, `the partner holds one live submission: ${line}`);
   assert.deepEqual(s.deadLetters, [], line);
