@@ -3,12 +3,11 @@
  * its stream store in a folder of the test's), so a test can stop it hard and start it again on
  * the same store without touching the machine's shared server.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { freePort } from '../../worker/process-utils.ts';
+import { type Spawned, spawnProgram } from './process.ts';
 
 export interface NatsServer {
   url: string;
@@ -36,40 +35,18 @@ function binary(): string {
 export async function startNatsServer(storeDir: string): Promise<NatsServer> {
   const port = await freePort();
   const url = `nats://127.0.0.1:${port}`;
-  let child: ChildProcess | undefined;
-  let output = '';
+  const command = binary();
+  let server: Spawned | undefined;
 
   const start = async () => {
-    output = '';
-    const proc = spawn(binary(), ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir], {
-      stdio: ['ignore', 'pipe', 'pipe'],
+    server = spawnProgram(command, ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir], {
+      PATH: process.env.PATH ?? '',
     });
-    child = proc;
-    const ready = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`nats-server not ready in 30 s:\n${output}`)), 30_000);
-      const read = (chunk: Buffer) => {
-        output += chunk.toString();
-        if (output.includes('Server is ready')) {
-          clearTimeout(timer);
-          resolve();
-        }
-      };
-      proc.stdout?.on('data', read);
-      proc.stderr?.on('data', read);
-      proc.once('exit', (code, signal) => {
-        clearTimeout(timer);
-        reject(new Error(`nats-server exited (${signal ?? code}) before it was ready:\n${output}`));
-      });
-    });
-    await ready;
+    await server.waitFor(/Server is ready/, 30_000);
   };
 
   const kill = async () => {
-    const proc = child;
-    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
-    const gone = once(proc, 'exit');
-    proc.kill('SIGKILL');
-    await gone;
+    await server?.stop('SIGKILL', 5_000);
   };
 
   await start();

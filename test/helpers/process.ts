@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { PROJECT_ROOT } from '../../worker/config.ts';
 
-/** A real child process of the project's TypeScript entry points, with its output collected. */
+/** A real child process (one of the project's entry points, or a server a test owns), with its output collected. */
 export interface Spawned {
   child: ChildProcess;
   output(): string;
@@ -20,21 +20,22 @@ export interface Spawned {
 
 /** Spawns `node --import tsx <args>` in the project root with only PATH/HOME plus `env`. */
 export function spawnTs(args: string[], env: Record<string, string>): Spawned {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
-    cwd: PROJECT_ROOT,
+  return spawnProgram(process.execPath, ['--import', 'tsx', ...args], {
     // Many processes run at once: each gets its metrics endpoint on a free port (not 9464).
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '',
-      DURABLE_FETCH_METRICS_PORT: '0',
-      // The run's workflow bundle (test/helpers/services.ts): a spawned worker need not bundle.
-      ...(process.env.DF_TEST_WORKFLOW_BUNDLE
-        ? { DURABLE_FETCH_WORKFLOW_BUNDLE: process.env.DF_TEST_WORKFLOW_BUNDLE }
-        : {}),
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '',
+    DURABLE_FETCH_METRICS_PORT: '0',
+    // The run's workflow bundle (test/helpers/services.ts): a spawned worker need not bundle.
+    ...(process.env.DF_TEST_WORKFLOW_BUNDLE
+      ? { DURABLE_FETCH_WORKFLOW_BUNDLE: process.env.DF_TEST_WORKFLOW_BUNDLE }
+      : {}),
+    ...env,
   });
+}
+
+/** Spawns `command args` in the project root with exactly `env` as its environment. */
+export function spawnProgram(command: string, args: string[], env: Record<string, string>): Spawned {
+  const child = spawn(command, args, { cwd: PROJECT_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let text = '';
   const listeners = new Set<() => void>();
   const onData = (chunk: Buffer) => {
