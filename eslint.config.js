@@ -1,6 +1,7 @@
 // @ts-check
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import { layersConfig } from './eslint/layers.js';
 
 export default tseslint.config(
   { ignores: ['node_modules/', '.data/', '.tools/', '.build/', 'prisma/generated/', 'coverage/'] },
@@ -36,7 +37,8 @@ export default tseslint.config(
   },
   {
     // Workflow code is replayed deterministically inside Temporal's sandbox: it may import only
-    // @temporalio/workflow, other workflow files, and types (activities are proxied by type).
+    // @temporalio/workflow, other workflow files, the contract, and types (activities are proxied
+    // by type).
     files: ['workflows/**/*.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
@@ -44,10 +46,30 @@ export default tseslint.config(
         {
           patterns: [
             {
-              regex: '^(?!@temporalio/(workflow|common)$|\\./[a-z0-9-]+\\.ts$)',
+              regex:
+                '^(?!@temporalio/(workflow|common)$|\\./[a-z0-9-]+\\.ts$|\\.\\./contract/[a-z0-9-]+\\.ts$)',
               allowTypeImports: true,
               message:
-                'workflows/ may import only @temporalio/workflow, @temporalio/common and other workflow files (type-only imports are fine): no Node, Prisma or activity code.',
+                'workflows/ may import only @temporalio/workflow, @temporalio/common, other workflow files and contract/ (type-only imports are fine): no Node, Prisma or activity code.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // The contract is loaded by workflow code too, so it must be safe in Temporal's sandbox: no
+    // Node modules, no I/O, nothing of the project outside contract/.
+    files: ['contract/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(?!@temporalio/common$|\\./[a-z0-9-]+\\.ts$)',
+              message:
+                'contract/ may import only @temporalio/common and other contract files: it is loaded by workflow code.',
             },
           ],
         },
@@ -59,19 +81,26 @@ export default tseslint.config(
     // ledger's state sets) written once. Raw SQL is also allowed in prisma/ (migrator, drift),
     // jobs/ (a job's storePage writes its own rows through the transaction it is given), test/
     // and bench/ (setup and checks).
-    files: ['activities/**/*.ts', 'worker/**/*.ts', 'client/**/*.ts', 'partner/**/*.ts', 'scripts/**/*.ts'],
+    files: [
+      'activities/**/*.ts',
+      'worker/**/*.ts',
+      'client/**/*.ts',
+      'cli/**/*.ts',
+      'partner/**/*.ts',
+      'scripts/**/*.ts',
+    ],
     // Client files that still hold SQL, until their statements move to db/ too.
     ignores: [
-      'client/cli-context.ts',
+      'cli/context.ts',
       'client/compensations/resolve.ts',
       'client/compensations/retry.ts',
       'client/dead-letters/state-changes.ts',
-      'client/owed-compensations.ts',
-      'client/replay.ts',
+      'worker/sweeps/owed-compensations.ts',
+      'client/dead-letters/replay.ts',
       'client/sql-reader.ts',
       'client/status.ts',
       'client/status-jobs.ts',
-      'client/stuck-runs/find.ts',
+      'client/stuck-runs.ts',
     ],
     rules: {
       'no-restricted-syntax': [
@@ -83,41 +112,5 @@ export default tseslint.config(
       ],
     },
   },
-  {
-    // The data-access layer sits at the bottom: it imports prisma/generated and workflow types
-    // and helpers, never the layers above it.
-    files: ['db/**/*.ts'],
-    rules: {
-      '@typescript-eslint/no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              regex: '^\\.\\./(activities|worker|client|jobs)(/|$)',
-              message: 'db/ is the bottom layer: it may not import activities/, worker/, client/ or jobs/.',
-            },
-          ],
-        },
-      ],
-    },
-  },
-  {
-    // The shared runtime (user-facing errors, redaction, logging, metrics, periodic loops) is the
-    // bottom layer of every process: it imports nothing of the project above workflow types.
-    files: ['runtime/**/*.ts'],
-    rules: {
-      '@typescript-eslint/no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              regex: '^\\.\\./(activities|worker|client|jobs|db)(/|$)',
-              message:
-                'runtime/ is the bottom layer: it may not import activities/, worker/, client/, jobs/ or db/.',
-            },
-          ],
-        },
-      ],
-    },
-  },
+  layersConfig,
 );

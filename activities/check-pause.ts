@@ -3,7 +3,7 @@
  * "pause consumption"). Renews the run's lease, so the wait keeps the run owned.
  */
 import { engineSql } from '../db/transaction.ts';
-import type { CheckPauseInput } from '../workflows/types.ts';
+import type { CheckPauseInput } from '../contract/types.ts';
 import type { ActivityDeps } from './deps.ts';
 import { renewLeaseWithSource } from './lease.ts';
 

@@ -3,7 +3,7 @@
  */
 import { observeRunStarted } from '../runtime/metrics.ts';
 import { z } from 'zod';
-import { downstreamTaskQueue } from '../db/downstreams.ts';
+import { downstreamTaskQueue } from '../db/ledger/downstreams.ts';
 import { claimRun as claimRunRow, findRunByKey, insertRunIfMissing } from '../db/fetch-run.ts';
 import { engineSql } from '../db/transaction.ts';
 import {
@@ -14,11 +14,11 @@ import {
   isJobType,
   isSourceId,
   parseWorkflowId,
-} from '../workflows/business-key.ts';
-import { INVALID_WORKFLOW_INPUT, isIsoInstant } from '../workflows/input-limits.ts';
-import { type ClaimInput, type ClaimResult, REQUESTED_BY } from '../workflows/types.ts';
+} from '../contract/business-key.ts';
+import { INVALID_WORKFLOW_INPUT, isIsoInstant } from '../contract/input-limits.ts';
+import { type ClaimInput, type ClaimResult, REQUESTED_BY } from '../contract/types.ts';
 import type { ActivityDeps } from './deps.ts';
-import { isPartnerPreset } from '../workflows/retry-presets.ts';
+import { isPartnerPreset } from '../contract/retry-presets.ts';
 import { failure } from './errors.ts';
 import { loadEnabledSource } from './sources.ts';
 

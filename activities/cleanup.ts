@@ -8,7 +8,7 @@
  * is still there, so deleting it changes nothing anyone may rely on. A staged page that old belongs
  * to a run abandoned for the whole window; resuming such a run fetches the page again.
  */
-import { pruneCallCounts } from '../db/breaker.ts';
+import { pruneCallCounts } from '../db/retry/breaker.ts';
 import { deleteExpiredPages, deleteExpiredRecords, deletePublishedEvents } from '../db/cleanup.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { Logger } from '../runtime/logger.ts';

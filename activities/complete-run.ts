@@ -2,14 +2,14 @@
  * `completeRun`: marks the run succeeded and writes its `fetch.run_completed` outbox event in one
  * transaction, fenced by the lease token (R1, R5).
  */
-import { auditSupersededLetters } from '../db/dead-letter-close.ts';
+import { auditSupersededLetters } from '../db/dead-letters/close.ts';
 import { isLiveStatus } from '../db/fence.ts';
 import { lockRunOfToken, markSucceeded } from '../db/run-end.ts';
 import { inTransaction } from '../db/transaction.ts';
-import { idempotencyKeyFor, jobTypeOf } from '../workflows/business-key.ts';
-import type { CompleteRunInput, CompleteRunResult } from '../workflows/types.ts';
+import { idempotencyKeyFor, jobTypeOf } from '../contract/business-key.ts';
+import type { CompleteRunInput, CompleteRunResult } from '../contract/types.ts';
 import type { ActivityDeps } from './deps.ts';
-import { crashPoint } from './crash-points.ts';
+import { crashPoint } from '../runtime/crash-points.ts';
 import { currentRunId, leaseLost } from './lease.ts';
 import { eventIdFor, RUN_COMPLETED_TOPIC, runEventRow } from './outbox.ts';
 

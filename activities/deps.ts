@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { Metrics } from '../runtime/metrics.ts';
-import type { DownstreamSettings } from '../db/downstreams.ts';
-import type { CrashPoint } from './crash-points.ts';
+import type { DownstreamSettings } from '../db/ledger/downstreams.ts';
+import type { CrashPoint } from '../runtime/crash-points.ts';
 import type { HttpClient } from './http.ts';
 import type { JobRegistry } from './job-api/registry.ts';
 
@@ -23,7 +23,7 @@ export interface ActivityDeps {
   idempotencyRetentionMs: number;
   /**
    * The settings of a downstream (R8: its breaker and retry budget), read on every partner call;
-   * the production wiring caches them for a few seconds (db/downstreams.ts).
+   * the production wiring caches them for a few seconds (db/ledger/downstreams.ts).
    */
   downstreams: (id: string) => Promise<DownstreamSettings>;
   /**

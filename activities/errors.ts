@@ -3,13 +3,13 @@
  * code and a message free of URLs, headers and bodies (R7, R11): of a partner's error body, only
  * its own message, scrubbed and bounded (`partnerMessageOf`). Decisions use status codes, headers
  * and error `code` properties, never class names nor a partner's words. The retry delay (jitter, Retry-After) and the
- * deadline check are applied afterwards, in activities/retry-timing.ts.
+ * deadline check are applied afterwards, in activities/retry/timing.ts.
  */
 import { ApplicationFailure, CancelledFailure } from '@temporalio/activity';
 import { redactFreeText, redactUrlsIn } from '../runtime/redact.ts';
-import { type ErrorType, isRetryableErrorType } from '../workflows/error-types.ts';
+import { type ErrorType, isRetryableErrorType } from '../contract/error-types.ts';
 import { codesOf, databaseOutageCode } from './database-errors.ts';
-import { parseRateLimitReset, parseRetryAfter, type ResetUnit } from './retry-delay.ts';
+import { parseRateLimitReset, parseRetryAfter, type ResetUnit } from './retry/delay.ts';
 
 export { codeOf, codesOf } from './database-errors.ts';
 

@@ -16,16 +16,16 @@ import {
   type StagedPage,
   startPageCursors,
 } from '../db/staging.ts';
-import { breakerScope } from '../db/downstreams.ts';
+import { breakerScope } from '../db/ledger/downstreams.ts';
 import { renewAndStartPage } from '../db/stored-page.ts';
 import { engineSql, type EngineSql } from '../db/transaction.ts';
-import { jobTypeOf, pageKeyFor } from '../workflows/business-key.ts';
-import type { FetchPageInput, FetchPageResult } from '../workflows/types.ts';
+import { jobTypeOf, pageKeyFor } from '../contract/business-key.ts';
+import type { FetchPageInput, FetchPageResult } from '../contract/types.ts';
 import type { PageFence } from '../db/fence.ts';
 import type { ActivityDeps } from './deps.ts';
-import { firstCallIsRetry, type PartnerAsked, throughBreaker } from './breaker-guard.ts';
+import { firstCallIsRetry, type PartnerAsked, throughBreaker } from './retry/breaker-guard.ts';
 import { failure } from './errors.ts';
-import { crashPoint } from './crash-points.ts';
+import { crashPoint } from '../runtime/crash-points.ts';
 import { heartbeatEvery, heartbeatNow } from './heartbeat.ts';
 import { partnerCallSignal } from './local-stop.ts';
 import { observed } from './observe.ts';
@@ -64,7 +64,7 @@ export interface FetchProgress extends PartnerAsked {
  *   than the engine takes (`TOO_MANY_RECORDS`), a cursor too long or not advancing,
  *   `CURSOR_LOOP` for a cursor the run reached before, an empty page with a cursor, a body over
  *   the byte cap), CircuitOpen (the downstream's breaker or retry budget held the call back:
- *   activities/breaker-guard.ts), and the HTTP client's typed failures.
+ *   activities/retry/breaker-guard.ts), and the HTTP client's typed failures.
  */
 export function createFetchPage(deps: ActivityDeps) {
   return async function fetchPage(input: FetchPageInput): Promise<FetchPageResult> {

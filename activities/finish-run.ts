@@ -1,7 +1,7 @@
 /**
  * `finishRun`: records how a run ended when it did not succeed — cancelled, or failed for good
  * with its error type and a dead letter (R1, R11). Fenced by the lease token like every write of a
- * run. The statement is shared with the stuck-run sweep (client/stuck-runs/sweep.ts), which settles
+ * run. The statement is shared with the stuck-run sweep (worker/sweeps/stuck-runs.ts), which settles
  * rows whose workflow closed without recording its end: one statement, one set of invariants.
  */
 import { endRun } from '../db/run-end.ts';
@@ -10,7 +10,7 @@ import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { Logger } from '../runtime/logger.ts';
 import type { Metrics } from '../runtime/metrics.ts';
 import { redactUrlsIn } from '../runtime/redact.ts';
-import type { FinishRunInput } from '../workflows/types.ts';
+import type { FinishRunInput } from '../contract/types.ts';
 import type { ActivityDeps } from './deps.ts';
 
 /** What {@link finishRunRow} did: whether it ended the run, and the row's facts for metrics. */

@@ -15,7 +15,7 @@ import {
   type ResponseHeaders,
   responseFailure,
 } from './errors.ts';
-import { DEFAULT_MAX_RESPONSE_BYTES } from './http-limits.ts';
+import { DEFAULT_MAX_RESPONSE_BYTES } from '../contract/http-limits.ts';
 import { SendDeadlineHandler } from './send-deadline.ts';
 
 export { DEFAULT_MAX_RESPONSE_BYTES };

@@ -9,14 +9,14 @@ import { createCompleteRun } from './complete-run.ts';
 import type { ActivityDeps } from './deps.ts';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { classify } from './errors.ts';
-import { withRetryTiming } from './retry-timing.ts';
-import { markAttemptStarted, markRetryWait } from './retry-wait.ts';
+import { withRetryTiming } from './retry/timing.ts';
+import { markAttemptStarted, markRetryWait } from './retry/wait.ts';
 import { createFetchPage } from './fetch-page.ts';
-import { createDownstreamActivities } from './downstream.ts';
+import { createDownstreamActivities } from './downstream/index.ts';
 import { createFinishRun } from './finish-run.ts';
 import { createRecordInvalidStart } from './invalid-start.ts';
 import { contextualLogger } from './log-context.ts';
-import { createReplayActivities } from './replay.ts';
+import { createReplayActivities } from './dead-letters/replay.ts';
 import { createStorePage } from './store-page.ts';
 
 export type { ActivityDeps } from './deps.ts';
@@ -26,7 +26,7 @@ export type { ActivityDeps } from './deps.ts';
  * database connection becomes DatabaseUnavailable), never an error named after its JS class, and
  * a retryable one carries its jittered (or Retry-After) delay, or becomes DeadlineExceeded. A step
  * of a run shows R1's state on the run's row: `retry_wait` until its next attempt, which sets it
- * back to `running` (activities/retry-wait.ts).
+ * back to `running` (activities/retry/wait.ts).
  */
 function classified<A extends unknown[], R>(
   deps: ActivityDeps,

@@ -13,9 +13,9 @@ import {
   isJobType,
   isSourceId,
   workflowIdFor,
-} from '../workflows/business-key.ts';
-import { INVALID_WORKFLOW_INPUT } from '../workflows/input-limits.ts';
-import type { InvalidStartInput, InvalidStartResult } from '../workflows/types.ts';
+} from '../contract/business-key.ts';
+import { INVALID_WORKFLOW_INPUT } from '../contract/input-limits.ts';
+import type { InvalidStartInput, InvalidStartResult } from '../contract/types.ts';
 import type { ActivityDeps } from './deps.ts';
 import { failure } from './errors.ts';
 import { finishRunRow, observeRunFinished } from './finish-run.ts';

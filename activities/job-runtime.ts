@@ -11,10 +11,10 @@ import { classify, failure } from './errors.ts';
 import type { AnyJob, FetchedPage, JobSource, PartnerAccess, StoredRecord } from './job-api/define.ts';
 import { parseJobConfig } from './job-api/registry.ts';
 import { bearerToken } from './sources.ts';
-import { MAX_CURSOR_LENGTH } from '../workflows/input-limits.ts';
+import { MAX_CURSOR_LENGTH } from '../contract/input-limits.ts';
 
 // The workflow checks a cursor carried in its input against the same bound.
-export { MAX_CURSOR_LENGTH } from '../workflows/input-limits.ts';
+export { MAX_CURSOR_LENGTH } from '../contract/input-limits.ts';
 // What a run accepts from one response (checkedPage's `maxRecords`), beside the other bounds.
 export { MAX_RECORDS_PER_RESPONSE } from './job-api/define.ts';
 

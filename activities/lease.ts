@@ -6,7 +6,7 @@ import type { ApplicationFailure } from '@temporalio/activity';
 import { renewLease as renewLeaseRow, renewLeaseReadingSource, statusUnderToken } from '../db/fetch-run.ts';
 import { type Fence, isLiveStatus } from '../db/fence.ts';
 import type { PrismaClient, Source } from '../prisma/generated/client.ts';
-import { RUN_ENDED } from '../workflows/error-types.ts';
+import { RUN_ENDED } from '../contract/error-types.ts';
 import { failure } from './errors.ts';
 import { currentActivityInfo } from './activity-info.ts';
 

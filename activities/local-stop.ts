@@ -10,7 +10,7 @@
  * worker takes up the run when the timer fires fetches the page again from what is staged.
  */
 import { ApplicationFailure, CancelledFailure, type Context } from '@temporalio/activity';
-import { LOCAL_FETCH_RETRY_THRESHOLD_MS } from '../workflows/partner-presets.ts';
+import { LOCAL_FETCH_RETRY_THRESHOLD_MS } from '../contract/retry-presets.ts';
 
 /** The type of {@link localFetchStopped}. */
 const WORKER_SHUTDOWN = 'WorkerShutdown';

@@ -29,7 +29,7 @@ import {
   CORRELATION_ID_HEADER,
   type LogContextSinks,
   type RunLogContext,
-} from '../workflows/interceptors.ts';
+} from '../contract/log-context.ts';
 
 /** What every `deps.log` line of an activity execution carries. */
 export interface ActivityLogFields extends RunLogContext {

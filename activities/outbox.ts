@@ -2,7 +2,7 @@
  * Writing outbox events (R5). Always inside the caller's transaction, next to the business rows
  * the event announces; the publisher (worker/outbox/) delivers them later, at least once.
  */
-import { insertOutboxEvents, type NewOutboxEvent } from '../db/outbox.ts';
+import { insertOutboxEvents, type NewOutboxEvent } from '../db/outbox/outbox.ts';
 import type { Prisma } from '../prisma/generated/client.ts';
 import { stableUuid } from './ids.ts';
 

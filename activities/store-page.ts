@@ -4,11 +4,11 @@
  */
 import { commitPage, lockRunWithSource, type PageCommit, takeStagedPage } from '../db/page-store.ts';
 import { inTransaction } from '../db/transaction.ts';
-import { jobTypeOf, pageKeyFor } from '../workflows/business-key.ts';
-import type { StorePageInput, StorePageResult } from '../workflows/types.ts';
+import { jobTypeOf, pageKeyFor } from '../contract/business-key.ts';
+import type { StorePageInput, StorePageResult } from '../contract/types.ts';
 import type { ActivityDeps } from './deps.ts';
 import { failure } from './errors.ts';
-import { crashPoint } from './crash-points.ts';
+import { crashPoint } from '../runtime/crash-points.ts';
 import { fingerprint } from './ids.ts';
 import { currentRunId, lostLease } from './lease.ts';
 import type { StoreResult } from './job-api/index.ts';

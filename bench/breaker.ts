@@ -8,9 +8,9 @@
  */
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { throughBreaker } from '../activities/breaker-guard.ts';
-import { admitCall, recordFailure } from '../db/breaker.ts';
-import { downstreamSettingsSchema } from '../db/downstreams.ts';
+import { throughBreaker } from '../activities/retry/breaker-guard.ts';
+import { admitCall, recordFailure } from '../db/retry/breaker.ts';
+import { downstreamSettingsSchema } from '../db/ledger/downstreams.ts';
 import { createMetrics } from '../runtime/metrics.ts';
 import { useTestDatabase } from '../test/helpers/database.ts';
 import { createLogger } from '../runtime/logger.ts';

@@ -19,7 +19,7 @@ import { useTestDatabase } from '../test/helpers/database.ts';
 import { createSource } from '../test/helpers/deps.ts';
 import { spawnTs } from '../test/helpers/process.ts';
 import { testClient } from '../test/helpers/temporal.ts';
-import { loadConfig } from '../worker/config.ts';
+import { loadConfig } from '../runtime/config.ts';
 import { measurePhase, type PhaseResult, startRun } from './phases.ts';
 import { peakRss } from './proc-stats.ts';
 import { type BenchOptions, type BenchRow, type BenchSection, round } from './report.ts';

@@ -15,7 +15,7 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { PROJECT_ROOT } from '../worker/config.ts';
+import { PROJECT_ROOT } from '../runtime/config.ts';
 import { buildCli } from '../scripts/build-cli.ts';
 import { useTestDatabase } from '../test/helpers/database.ts';
 import { createSource } from '../test/helpers/deps.ts';

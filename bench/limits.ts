@@ -12,7 +12,7 @@
  */
 import { pathToFileURL } from 'node:url';
 import { type Client, WorkflowFailedError } from '@temporalio/client';
-import { DEFAULT_MAX_RESPONSE_BYTES } from '../activities/http-limits.ts';
+import { DEFAULT_MAX_RESPONSE_BYTES } from '../contract/http-limits.ts';
 import { MAX_RECORD_ID_LENGTH, MAX_RECORDS_PER_RESPONSE } from '../activities/job-runtime.ts';
 import { type DurableFetchContext, prepareFetch, startFetch } from '../client/start-fetch.ts';
 import type { FaultSpec } from '../partner/fault-spec.ts';
@@ -21,8 +21,8 @@ import { UserFacingError } from '../runtime/errors.ts';
 import { useTestDatabase, type TestDatabase } from '../test/helpers/database.ts';
 import { createSource } from '../test/helpers/deps.ts';
 import { testClient } from '../test/helpers/temporal.ts';
-import { MAX_CURSOR_LENGTH, MAX_PAGE_SIZE } from '../workflows/input-limits.ts';
-import { DEFAULT_MAX_INPUT_BYTES } from '../workflows/types.ts';
+import { MAX_CURSOR_LENGTH, MAX_PAGE_SIZE } from '../contract/input-limits.ts';
+import { DEFAULT_MAX_INPUT_BYTES } from '../contract/types.ts';
 import { peakRss, rssMiB } from './proc-stats.ts';
 import type { BenchOptions, BenchRow, BenchSection } from './report.ts';
 import { type BenchWorker, startBenchWorker } from './service-processes.ts';
@@ -184,7 +184,7 @@ async function cursorLength(stack: Stack): Promise<LimitCase> {
     what: 'partner next cursor',
     limit,
     unit: 'characters',
-    setting: 'MAX_CURSOR_LENGTH (workflows/input-limits.ts)',
+    setting: 'MAX_CURSOR_LENGTH (contract/input-limits.ts)',
     atLimit: { size: limit, ...r.at },
     overLimit: { size: limit + 1, ...r.over },
   };
@@ -256,7 +256,7 @@ async function inputCases(stack: Stack): Promise<LimitCase[]> {
       what: 'correlation id',
       limit: 128,
       unit: 'characters',
-      setting: 'isCorrelationId (workflows/business-key.ts)',
+      setting: 'isCorrelationId (contract/business-key.ts)',
       atLimit: { size: 128, ...corrAt },
       overLimit: { size: 129, ...corrOver },
     },

@@ -20,7 +20,7 @@ import { pino } from 'pino';
 import { createHttpClient } from '../activities/http.ts';
 import { useTestDatabase } from '../test/helpers/database.ts';
 import { spawnTs } from '../test/helpers/process.ts';
-import { createPrisma, type PrismaClient } from '../worker/db.ts';
+import { createPrisma, type PrismaClient } from '../db/client.ts';
 import { publisherPool } from '../worker/pool-size.ts';
 import { createNatsSink } from '../worker/outbox/nats-sink.ts';
 import { Publisher, type PublisherOptions } from '../worker/outbox/publisher.ts';
@@ -32,7 +32,7 @@ import { standalone } from './standalone.ts';
 const AGGREGATES = 500;
 const NATS_URL = process.env.DURABLE_FETCH_NATS_URL ?? 'nats://127.0.0.1:4222';
 
-/** The production defaults (worker/config.ts), except a short idle poll. */
+/** The production defaults (runtime/config.ts), except a short idle poll. */
 const OPTIONS: PublisherOptions = {
   batchSize: 200,
   concurrency: 32,

@@ -23,7 +23,7 @@ import { startPartner, type PartnerServer } from '../partner/server.ts';
 import { useTestDatabase, type TestDatabase } from '../test/helpers/database.ts';
 import { createSource } from '../test/helpers/deps.ts';
 import { temporalAddress, testClient } from '../test/helpers/temporal.ts';
-import { PROJECT_ROOT } from '../worker/config.ts';
+import { PROJECT_ROOT } from '../runtime/config.ts';
 import { nextDate } from './phases.ts';
 import { type BenchOptions, type BenchRow, type BenchSection, median, round } from './report.ts';
 import { standalone } from './standalone.ts';

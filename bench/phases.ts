@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { startFetch } from '../client/start-fetch.ts';
-import type { PrismaClient } from '../worker/db.ts';
+import type { PrismaClient } from '../db/client.ts';
 import { spawnTs, type Spawned } from '../test/helpers/process.ts';
 import { temporalAddress } from '../test/helpers/temporal.ts';
 import { cpuMs, cpuMsOfCommand, machineCpuMs, peakRss, pidListeningOn } from './proc-stats.ts';

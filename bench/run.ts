@@ -15,7 +15,7 @@ import { promisify } from 'node:util';
 import { Command } from 'commander';
 import pg from 'pg';
 import { startTestServices } from '../test/helpers/services.ts';
-import { PROJECT_ROOT } from '../worker/config.ts';
+import { PROJECT_ROOT } from '../runtime/config.ts';
 import { benchBreaker } from './breaker.ts';
 import { benchCapacity } from './capacity.ts';
 import { benchCli } from './cli.ts';

@@ -10,7 +10,7 @@ import { startPartner } from '../partner/server.ts';
 import { useTestDatabase } from '../test/helpers/database.ts';
 import { createSource } from '../test/helpers/deps.ts';
 import { testClient } from '../test/helpers/temporal.ts';
-import { loadConfig } from '../worker/config.ts';
+import { loadConfig } from '../runtime/config.ts';
 import { measurePhase, nodeFlagsFromEnv, type PhaseResult, startRun, startWorkers } from './phases.ts';
 import { type BenchOptions, type BenchRow, type BenchSection, round } from './report.ts';
 import { standalone } from './standalone.ts';

@@ -4,7 +4,7 @@
  * is the activity's own (db/page-store.ts, the demo job's upsert), built by Prisma.sql and sent
  * by `pg` (db/transaction.ts `driverSql`, which the activity uses for the engine's statements) —
  * prepared once per connection, as the Prisma client's adapter prepares them, when given a namer
- * (worker/statement-names.ts); the control flow mirrors activities/store-page.ts by hand. The job's
+ * (db/statement-names.ts); the control flow mirrors activities/store-page.ts by hand. The job's
  * upsert, which the activity sends through Prisma's transaction client, goes through `pg` here.
  */
 import pg from 'pg';
@@ -14,10 +14,10 @@ import { pageCommitOf } from '../activities/store-page.ts';
 import { commitPage, lockRunWithSource, takeStagedPage } from '../db/page-store.ts';
 import { driverSql } from '../db/transaction.ts';
 import type { Prisma } from '../prisma/generated/client.ts';
-import { pageKeyFor } from '../workflows/business-key.ts';
-import type { StorePageInput } from '../workflows/types.ts';
+import { pageKeyFor } from '../contract/business-key.ts';
+import type { StorePageInput } from '../contract/types.ts';
 
-/** Names a statement by its text (worker/statement-names.ts `statementNamer`). */
+/** Names a statement by its text (db/statement-names.ts `statementNamer`). */
 type StatementNamer = (query: { sql: string }) => string;
 
 /** A pool whose clients count the statements they send (BEGIN and COMMIT included). */

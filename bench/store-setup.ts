@@ -5,8 +5,8 @@
  */
 import type pg from 'pg';
 import type { createActivities } from '../activities/index.ts';
-import { pageKeyFor } from '../workflows/business-key.ts';
-import type { StorePageInput } from '../workflows/types.ts';
+import { pageKeyFor } from '../contract/business-key.ts';
+import type { StorePageInput } from '../contract/types.ts';
 
 export const RECORDS_PER_PAGE = 100;
 const DAY_MS = 86_400_000;

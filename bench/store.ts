@@ -20,14 +20,14 @@ import { useTestDatabase } from '../test/helpers/database.ts';
 import { testDeps } from '../test/helpers/deps.ts';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from '../prisma/generated/client.ts';
-import { poolConfig, prismaOn } from '../worker/db.ts';
+import { poolConfig, prismaOn } from '../db/client.ts';
 import { poolSize, WORKER_BACKGROUND } from '../worker/pool-size.ts';
-import { statementNamer } from '../worker/statement-names.ts';
+import { statementNamer } from '../db/statement-names.ts';
 import type { BenchOptions, BenchRow, BenchSection } from './report.ts';
 import { standalone } from './standalone.ts';
 import { baselineStorePage, countingPool, type CountingPool } from './store-baseline.ts';
 import { createLaneSources, prepareLanes, RECORDS_PER_PAGE } from './store-setup.ts';
-import type { StorePageInput } from '../workflows/types.ts';
+import type { StorePageInput } from '../contract/types.ts';
 
 const CONCURRENCY = [1, 8] as const;
 const LEASE_TTL_MS = 60_000;

@@ -20,7 +20,7 @@ import { createSource } from '../test/helpers/deps.ts';
 import { startTestServices } from '../test/helpers/services.ts';
 import { testClient } from '../test/helpers/temporal.ts';
 import { bundleWorkflowCopy } from '../test/helpers/workflow-variant.ts';
-import { PROJECT_ROOT } from '../worker/config.ts';
+import { PROJECT_ROOT } from '../runtime/config.ts';
 import { measurePhase, type PhaseResult, settleAll, startRun, startWorkers } from './phases.ts';
 import { median, round } from './report.ts';
 
@@ -54,9 +54,14 @@ function parseArgs(argv: string[]): Options {
     .opts<Options>();
 }
 
-/** Bundles `rev`'s workflows/ the way the worker does, into a file a worker loads. */
+/**
+ * Bundles `rev`'s workflows/ (and contract/, which workflow code imports since it was split out)
+ * the way the worker does, into a file a worker loads.
+ */
 async function bundleOf(rev: string, dir: string): Promise<string> {
-  const tar = execFileSync('git', ['archive', rev, 'workflows'], { cwd: PROJECT_ROOT });
+  const tops = execFileSync('git', ['ls-tree', '--name-only', rev], { cwd: PROJECT_ROOT, encoding: 'utf8' });
+  const folders = ['workflows', 'contract'].filter((f) => tops.split('\n').includes(f));
+  const tar = execFileSync('git', ['archive', rev, ...folders], { cwd: PROJECT_ROOT });
   execFileSync('tar', ['-x', '-C', dir], { input: tar });
   return (await bundleWorkflowCopy(dir)).bundlePath;
 }

@@ -19,9 +19,9 @@ async function cliModule() {
     const { buildCli } = await import('../scripts/build-cli.ts');
     return pathToFileURL(await buildCli({ projectRoot: root })).href;
   } catch {
-    return '../client/cli.ts';
+    return '../cli/main.ts';
   }
 }
 
-const cli = /** @type {typeof import('../client/cli.ts')} */ (await import(await cliModule()));
+const cli = /** @type {typeof import('../cli/main.ts')} */ (await import(await cliModule()));
 process.exitCode = await cli.main(process.argv);

@@ -10,7 +10,7 @@ export const MAX_ACTOR_LENGTH = 200;
 
 /**
  * Who is acting when the CLI is not told (`--by`): the OS user running it.
- * (Reads USER itself: the one environment value the CLI takes outside worker/config.ts.)
+ * (Reads USER itself: the one environment value the CLI takes outside runtime/config.ts.)
  */
 export function defaultActor(env: NodeJS.ProcessEnv = process.env): string {
   const user = env.USER;

@@ -6,16 +6,16 @@
  */
 import type { AuditEntry, PrismaClient } from '../prisma/generated/client.ts';
 import { recordAudit } from '../db/audit.ts';
-import { setBreaker } from '../db/breaker.ts';
+import { setBreaker } from '../db/retry/breaker.ts';
 import {
   type DownstreamBreaker,
   knownDownstreams,
   type LockedBreaker,
   lockBreaker,
   readDownstreamBreakers,
-} from '../db/breaker-views.ts';
-import { DEFAULT_DOWNSTREAM, defaultSourceOf, DOWNSTREAM_ID_RE } from '../db/downstreams.ts';
-import { SOURCE_ID_RE } from '../workflows/business-key.ts';
+} from '../db/retry/breaker-views.ts';
+import { DEFAULT_DOWNSTREAM, defaultSourceOf, DOWNSTREAM_ID_RE } from '../db/ledger/downstreams.ts';
+import { SOURCE_ID_RE } from '../contract/business-key.ts';
 import { UserFacingError } from '../runtime/errors.ts';
 import { checkActor, checkText } from './audit.ts';
 

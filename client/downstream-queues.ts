@@ -14,7 +14,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
-import { type DownstreamSettings, downstreamTaskQueue } from '../db/downstreams.ts';
+import { type DownstreamSettings, downstreamTaskQueue } from '../db/ledger/downstreams.ts';
 import { errorMessage } from '../runtime/errors.ts';
 
 type TaskQueueConfig = temporal.api.taskqueue.v1.ITaskQueueConfig;

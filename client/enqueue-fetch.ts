@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { Prisma, PrismaClient } from '../prisma/generated/client.ts';
-import type { FetchRecordsInput } from '../workflows/types.ts';
+import type { FetchRecordsInput } from '../contract/types.ts';
 import {
   type DurableFetchContext,
   type PreparedFetch,

@@ -13,7 +13,7 @@ export {
   listCompensations,
   resolveCompensation,
   retryCompensation,
-} from './compensations.ts';
+} from './compensations/index.ts';
 export type {
   Compensation,
   CompensationDetail,
@@ -22,8 +22,8 @@ export type {
   Resolved,
   RetriedCompensation,
   RetryOptions,
-} from './compensations.ts';
-export { reconcileRuns, MISMATCH_CODES, NOTE_CODES } from './reconcile.ts';
+} from './compensations/index.ts';
+export { reconcileRuns, MISMATCH_CODES, NOTE_CODES } from './reconcile/index.ts';
 export type {
   Finding,
   MismatchCode,
@@ -33,7 +33,7 @@ export type {
   ReconcileReport,
   ReconcileSelector,
   RunReport,
-} from './reconcile.ts';
+} from './reconcile/index.ts';
 export {
   addSource,
   applySources,
@@ -48,7 +48,7 @@ export {
   SOURCE_TARGET,
   sourcesJsonSchema,
   updateSource,
-} from './sources.ts';
+} from './sources/index.ts';
 export type {
   AddedSource,
   AddOptions,
@@ -68,7 +68,7 @@ export type {
   SourcesFile,
   UpdatedSource,
   UpdateOptions,
-} from './sources.ts';
+} from './sources/index.ts';
 export { discardDeadLetter } from './dead-letters/discard.ts';
 export type { DiscardDeadLetterOptions } from './dead-letters/discard.ts';
 export { listDeadLetters } from './dead-letters/list.ts';
@@ -89,7 +89,7 @@ export {
   previewReplay,
   replayState,
   startReplay,
-} from './replay.ts';
+} from './dead-letters/replay.ts';
 export type {
   ReplayFilter,
   ReplayProgress,
@@ -98,10 +98,10 @@ export type {
   ReplayState,
   ReplayTarget,
   StartedReplay,
-} from './replay.ts';
+} from './dead-letters/replay.ts';
 export { syncSchedules, scheduleIdFor, sourceScheduleSchema } from './schedules.ts';
 export type { SourceSchedule, SyncChange } from './schedules.ts';
 export type { FetchRun, ListRunsFilter, RunStatus } from './runs.ts';
-export { workflowIdFor, idempotencyKeyFor, FETCH_RECORDS } from '../workflows/business-key.ts';
-export type { FetchRecordsResult } from '../workflows/types.ts';
+export { workflowIdFor, idempotencyKeyFor, FETCH_RECORDS } from '../contract/business-key.ts';
+export type { FetchRecordsResult } from '../contract/types.ts';
 export { UserFacingError } from '../runtime/errors.ts';

@@ -6,7 +6,7 @@
 import { createRequire } from 'node:module';
 import type * as Pg from 'pg';
 import { prismaTypes } from '../db/pg-types.ts';
-import { CONNECT_TIMEOUT_MS } from '../worker/pool-config.ts';
+import { CONNECT_TIMEOUT_MS } from '../db/pool-config.ts';
 import type { SqlConnection } from './sql-reader.ts';
 
 /**

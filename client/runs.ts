@@ -2,7 +2,7 @@
  * Reading runs: the FetchRun rows (R2 job records) in PostgreSQL, the system of record.
  */
 import type { FetchRun, RunStatus } from '../prisma/generated/client.ts';
-import { parseWorkflowId } from '../workflows/business-key.ts';
+import { parseWorkflowId } from '../contract/business-key.ts';
 import type { DurableFetchContext } from './start-fetch.ts';
 import { isUuid } from './ids.ts';
 import { listLimit, type ReadContext, readerOf } from './sql-reader.ts';

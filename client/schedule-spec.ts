@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import type { ScheduleOptions, ScheduleOverlapPolicy } from '@temporalio/client';
 import { z } from 'zod';
-import { FETCH_RECORDS } from '../workflows/business-key.ts';
+import { FETCH_RECORDS } from '../contract/business-key.ts';
 import { OVERLAP_POLICIES } from './overlap-policies.ts';
 import type { ScheduledFetchInput } from '../workflows/scheduled-fetch.ts';
 import { SEARCH_KEYS } from './start-fetch.ts';

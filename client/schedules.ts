@@ -15,7 +15,7 @@ import {
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import { UserFacingError } from '../runtime/errors.ts';
 // Where a business day starts lives with the business dates; re-exported for the CLI.
-export { startOfDayIn } from '../workflows/business-date.ts';
+export { startOfDayIn } from '../contract/business-date.ts';
 import { type DesiredSchedule, desiredSchedule, scheduleIdFor, schedulePrefix } from './schedule-spec.ts';
 
 export {

@@ -11,12 +11,12 @@ import {
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import { UserFacingError } from '../runtime/errors.ts';
-import { checkBusinessDate, dateInTimeZone } from '../workflows/business-date.ts';
-import { isBusinessDate, isCorrelationId, isSourceId, workflowIdFor } from '../workflows/business-key.ts';
+import { checkBusinessDate, dateInTimeZone } from '../contract/business-date.ts';
+import { isBusinessDate, isCorrelationId, isSourceId, workflowIdFor } from '../contract/business-key.ts';
 import type { fetchRecordsWorkflow } from '../workflows/fetch-records.ts';
 import { checkFetchInput } from '../workflows/input-check.ts';
-import { MAX_PAGE_SIZE } from '../workflows/input-limits.ts';
-import { DEFAULT_MAX_INPUT_BYTES, type FetchRecordsInput, type RequestedBy } from '../workflows/types.ts';
+import { MAX_PAGE_SIZE } from '../contract/input-limits.ts';
+import { DEFAULT_MAX_INPUT_BYTES, type FetchRecordsInput, type RequestedBy } from '../contract/types.ts';
 
 export const SEARCH_KEYS = {
   source: defineSearchAttributeKey('FetchSource', SearchAttributeType.KEYWORD),

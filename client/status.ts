@@ -8,18 +8,18 @@
 import type { Client } from '@temporalio/client';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import { databaseHealth, type DatabaseHealth } from '../db/health.ts';
-import { readRetryWaits } from '../db/retry-wait.ts';
+import { readRetryWaits } from '../db/retry/retry-wait.ts';
 import {
   type BacklogVerdict,
   backlogRisk,
   describeQueue,
   type QueueStats,
   TASK_QUEUE_TYPES,
-} from '../worker/health.ts';
+} from './health.ts';
 import { type PollingBuild, readPollingBuilds } from './status-builds.ts';
 import { type JobStatus, readJobStatus } from './status-jobs.ts';
 import { findStuckRuns, type StuckRun } from './stuck-runs.ts';
-import { type OrphanedActions, readOrphanedActions } from '../db/orphaned-actions.ts';
+import { type OrphanedActions, readOrphanedActions } from '../db/ledger/orphaned-actions.ts';
 import { breakerProblems, type DownstreamBreaker, listBreakers } from './breakers.ts';
 
 export type { JobStatus };

@@ -2,12 +2,12 @@
  * How a run's workflow really ended, read from Temporal: the latest execution of its workflow id,
  * and for a closed one only its close event (never the whole history). Then what that means for
  * the run's row — the DESIGN error type, safe code and redacted message `finishRun` records — as a
- * pure function. Used by the stuck-run sweep (client/stuck-runs/find.ts).
+ * pure function. Used by the stuck-run sweep (client/stuck-runs.ts).
  */
 import { MAX_KEPT_MESSAGE } from '../db/limits.ts';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import { redactUrlsIn } from '../runtime/redact.ts';
-import { COMPLETED_UNRECORDED } from '../workflows/error-types.ts';
+import { COMPLETED_UNRECORDED } from '../contract/error-types.ts';
 import { errorOf } from '../workflows/outcome.ts';
 
 /** temporal.api.enums.v1.HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT (the proto package is CommonJS-only). */

@@ -6,9 +6,9 @@
 /**
  * Server-side bounds of every session a worker or publisher opens (start-up parameters, so they
  * hold for every statement and transaction of the session), chosen against the `database` retry
- * preset's 10 s start-to-close (workflows/retry-presets.ts). The one place for such settings:
- * worker/db.ts opens pools with them, and the outbox claim sets the same lock timeout for its
- * statement (db/outbox.ts), for pools that were opened without them.
+ * preset's 10 s start-to-close (contract/retry-presets.ts). The one place for such settings:
+ * db/client.ts opens pools with them, and the outbox claim sets the same lock timeout for its
+ * statement (db/outbox/outbox.ts), for pools that were opened without them.
  */
 export const SESSION_BOUNDS = {
   /**

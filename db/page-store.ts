@@ -7,7 +7,7 @@
 import type { PrismaClient, Source } from '../prisma/generated/client.ts';
 import { heldBy, type Fence, renewedLease } from './fence.ts';
 import { insertIdempotencyRecordSql, type NewIdempotencyRecord } from './idempotency.ts';
-import { insertOutboxEventsSql, type NewOutboxEvent } from './outbox.ts';
+import { insertOutboxEventsSql, type NewOutboxEvent } from './outbox/outbox.ts';
 
 type Tx = Pick<PrismaClient, '$queryRaw'>;
 

@@ -3,10 +3,10 @@
  * `dead_letter` row (`finishRun`, and the stuck-run sweep through it). Both fenced by the lease.
  */
 import type { PrismaClient } from '../prisma/generated/client.ts';
-import type { FinishRunInput } from '../workflows/types.ts';
-import { type SupersededLetter, supersedeOpenLettersSql } from './dead-letter-close.ts';
+import type { FinishRunInput } from '../contract/types.ts';
+import { type SupersededLetter, supersedeOpenLettersSql } from './dead-letters/close.ts';
 import { type Fence, heldBy, tokenOf } from './fence.ts';
-import { insertOutboxEventsSql, type NewOutboxEvent } from './outbox.ts';
+import { insertOutboxEventsSql, type NewOutboxEvent } from './outbox/outbox.ts';
 
 /** What {@link lockRunOfToken} reads of the run. */
 export interface RunTotals {
@@ -38,7 +38,7 @@ export async function lockRunOfToken(
  * completed it: a reset to a later workflow task kept the token), deletes its loop memory (one row
  * per partner page: a succeeded run fetches nothing more), inserts `event` (the run's completion
  * event) and closes the run's open dead letters. Returns the letters closed, for their audit
- * entries (db/dead-letter-close.ts).
+ * entries (db/dead-letters/close.ts).
  */
 export async function markSucceeded(
   tx: Pick<PrismaClient, '$queryRaw'>,

@@ -280,7 +280,7 @@ export function lendPool(prisma: PrismaClient, sql: EngineSql): void {
 
 /**
  * What the engine's statements outside a transaction go through: `prisma`'s own pool through the
- * driver, for a client that registered one (worker/db.ts `prismaOn` does), else `prisma` itself.
+ * driver, for a client that registered one (db/client.ts `prismaOn` does), else `prisma` itself.
  * The same statements, the same pool and session settings, without the Prisma client's cost.
  */
 export function engineSql(prisma: PrismaClient): EngineSql {

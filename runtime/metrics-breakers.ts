@@ -1,5 +1,5 @@
 /**
- * The metrics of R8's circuit breakers and retry budgets (db/breaker.ts): each downstream's state
+ * The metrics of R8's circuit breakers and retry budgets (db/retry/breaker.ts): each downstream's state
  * (sampled from PostgreSQL, so every worker reports the shared state), its transitions and the
  * calls it refused. Part of {@link createMetrics}'s registry (runtime/metrics.ts); the names are a
  * contract of ops/alerts.yml.

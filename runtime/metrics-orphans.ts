@@ -1,5 +1,5 @@
 /**
- * The gauge of orphaned downstream actions (db/orphaned-actions.ts): ledger rows that still need
+ * The gauge of orphaned downstream actions (db/ledger/orphaned-actions.ts): ledger rows that still need
  * settling while their run has no live owner, as a terminated workflow leaves them. Part of
  * {@link createMetrics}'s registry (runtime/metrics.ts); its name is a contract of ops/alerts.yml.
  */

@@ -1,11 +1,11 @@
 /**
  * Run-state metrics (R1, R10): runs waiting for a step's retry, sampled from the database by every
- * worker's health sampler (worker/health.ts), and the stuck runs the sweep finds and settles
- * (worker/stuck-run-sweep.ts). Kept beside runtime/metrics.ts, which spreads them into the
+ * worker's health sampler (client/health.ts), and the stuck runs the sweep finds and settles
+ * (worker/sweeps/sweep-loop.ts). Kept beside runtime/metrics.ts, which spreads them into the
  * registry; the names are part of the same contract (ops/alerts.yml, docs/operations.md).
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { RETRYABLE_ERROR_TYPES } from '../workflows/error-types.ts';
+import { RETRYABLE_ERROR_TYPES } from '../contract/error-types.ts';
 
 /** The metrics of run states (retry waits, stuck runs), registered in `registers`. */
 export function runStateMetrics(registers: Registry[]) {

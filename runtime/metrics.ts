@@ -7,7 +7,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { NON_RETRYABLE_ERROR_TYPES, RETRYABLE_ERROR_TYPES } from '../workflows/error-types.ts';
+import { NON_RETRYABLE_ERROR_TYPES, RETRYABLE_ERROR_TYPES } from '../contract/error-types.ts';
 import { breakerMetrics } from './metrics-breakers.ts';
 import { orphanMetrics } from './metrics-orphans.ts';
 import { runStateMetrics } from './metrics-runs.ts';

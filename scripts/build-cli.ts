@@ -1,5 +1,5 @@
 /**
- * `npm run build` (and part of postinstall): compiles the CLI (client/cli.ts) to JavaScript in
+ * `npm run build` (and part of postinstall): compiles the CLI (cli/main.ts) to JavaScript in
  * .build/cli/, so `durable-fetch` starts without transpiling TypeScript. Packages stay external
  * (loaded from node_modules as usual), except BUNDLED_PACKAGES; dynamic imports become chunks, so a
  * command loads only its own code. bin/cli-build.js decides at each start whether the build still
@@ -91,7 +91,7 @@ export async function buildCli(options: BuildCliOptions = {}): Promise<string> {
   try {
     const result = await esbuild.build({
       absWorkingDir: root,
-      entryPoints: { cli: 'client/cli.ts' },
+      entryPoints: { cli: 'cli/main.ts' },
       outdir: tmp,
       bundle: true,
       splitting: true,

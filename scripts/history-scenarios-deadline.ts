@@ -15,7 +15,7 @@ import { PLANTED_SECRET, PLANTED_SECRET_REF } from '../test/helpers/history-fixt
 import { waitFor } from '../test/helpers/outbox.ts';
 import { holdStorePage } from '../test/helpers/store-hold.ts';
 import { temporalAddress } from '../test/helpers/temporal.ts';
-import { compensationWorkflowIdFor, FETCH_RECORDS } from '../workflows/business-key.ts';
+import { compensationWorkflowIdFor, FETCH_RECORDS } from '../contract/business-key.ts';
 import {
   DATE,
   fetchOf,

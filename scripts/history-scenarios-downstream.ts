@@ -4,7 +4,7 @@
  * continue-as-new by the resume state.
  */
 import { launchFetch, prepareFetch } from '../client/start-fetch.ts';
-import { downstreamSettingsSchema, rowOf } from '../db/downstreams.ts';
+import { downstreamSettingsSchema, rowOf } from '../db/ledger/downstreams.ts';
 import { DATE, type Scenario, settled, source } from './history-scenario-steps.ts';
 
 /** The isolated downstream of the recording, and the weight of its source there. */

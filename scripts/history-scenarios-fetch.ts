@@ -5,7 +5,7 @@
  * of their last continued-as-new execution, and starts that bypass the client with an input the
  * workflow refuses.
  */
-import { pauseSource, resumeSource } from '../client/sources.ts';
+import { pauseSource, resumeSource } from '../client/sources/index.ts';
 import { randomUUID } from 'node:crypto';
 import { launchFetch, prepareFetch, SEARCH_KEYS, startFetch } from '../client/start-fetch.ts';
 import { waitFor } from '../test/helpers/outbox.ts';

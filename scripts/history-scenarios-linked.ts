@@ -3,11 +3,11 @@
  * (after a failed or a cancelled confirm), a dead-letter replay and the run it restarts, and a
  * schedule's start with the fetch it runs as a child.
  */
-import { startReplay } from '../client/replay.ts';
+import { startReplay } from '../client/dead-letters/replay.ts';
 import { scheduleIdFor, syncSchedules } from '../client/schedules.ts';
 import { startFetch } from '../client/start-fetch.ts';
 import { waitFor } from '../test/helpers/outbox.ts';
-import { compensationWorkflowIdFor, FETCH_RECORDS } from '../workflows/business-key.ts';
+import { compensationWorkflowIdFor, FETCH_RECORDS } from '../contract/business-key.ts';
 import { replayWorkflowId } from '../workflows/replay-api.ts';
 import type { ScheduledFetchResult } from '../workflows/scheduled-fetch.ts';
 import {

@@ -13,7 +13,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { errorMessage, isUserFacingError } from '../runtime/errors.ts';
-import { resolveTemporalCli } from '../worker/temporal-cli.ts';
+import { resolveTemporalCli } from '../worker/stack/temporal-cli.ts';
 import { buildCli } from './build-cli.ts';
 import { generatePrismaClient } from './generate.ts';
 

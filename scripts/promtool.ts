@@ -16,7 +16,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { errorMessage, isUserFacingError, UserFacingError } from '../runtime/errors.ts';
-import { findOnPath, isExecutableFile } from '../worker/executables.ts';
+import { findOnPath, isExecutableFile } from '../worker/stack/executables.ts';
 
 const SYSTEM_PROMTOOL = '/usr/bin/promtool';
 const SYSTEM_PROMETHEUS = '/usr/bin/prometheus';

@@ -30,7 +30,7 @@ import {
 } from '../test/helpers/history-fixtures.ts';
 import { startTestServices, type TestServices } from '../test/helpers/services.ts';
 import { testClient, testWorker } from '../test/helpers/temporal.ts';
-import { SECRET_REF_PREFIX } from '../worker/activity-deps.ts';
+import { SECRET_REF_PREFIX } from '../activities/create-deps.ts';
 import { DEFAULT_RECORDS, type Execution, RECORDS, SCENARIOS } from './history-scenarios.ts';
 
 const say = (line: string) => console.error(`[record-histories] ${line}`);

@@ -8,13 +8,13 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { sourcesJsonSchema } from '../client/sources/file-schema.ts';
-import { PROJECT_ROOT } from '../worker/config.ts';
-import { defaultJobs } from '../worker/jobs.ts';
+import { PROJECT_ROOT } from '../runtime/config.ts';
+import { defaultJobs } from '../jobs/registry.ts';
 
 /** Where the schema is committed (the example's `$schema` comment points here). */
 export const SOURCES_SCHEMA_FILE = path.join(PROJECT_ROOT, 'sources.schema.json');
 
-/** The file's text: the schema for the jobs of worker/jobs.ts, as the script writes it. Pure. */
+/** The file's text: the schema for the jobs of jobs/registry.ts, as the script writes it. Pure. */
 export function sourcesSchemaText(): string {
   return `${JSON.stringify(sourcesJsonSchema(defaultJobs()), null, 2)}\n`;
 }

@@ -1,9 +1,9 @@
 // Which environment variables a source's credentials reference may resolve to.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createActivityDeps, isSecretRef } from '../worker/activity-deps.ts';
-import { loadConfig } from '../worker/config.ts';
-import type { PrismaClient } from '../worker/db.ts';
+import { createActivityDeps, isSecretRef } from '../activities/create-deps.ts';
+import { loadConfig } from '../runtime/config.ts';
+import type { PrismaClient } from '../db/client.ts';
 import { createLogger } from '../runtime/logger.ts';
 
 void describe('activity deps', () => {

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { resolvePromtool } from '../scripts/promtool.ts';
-import { PROJECT_ROOT } from '../worker/config.ts';
+import { PROJECT_ROOT } from '../runtime/config.ts';
 
 const RULES = path.join(PROJECT_ROOT, 'ops', 'alerts.yml');
 const RULE_TESTS = path.join(PROJECT_ROOT, 'ops', 'alerts.test.yml');

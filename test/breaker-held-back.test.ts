@@ -6,10 +6,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ApplicationFailure } from '@temporalio/activity';
-import { firstCallIsRetry, heldBackFailure, settledCall } from '../activities/breaker-guard.ts';
+import { firstCallIsRetry, heldBackFailure, settledCall } from '../activities/retry/breaker-guard.ts';
 import { detailsOf, failure } from '../activities/errors.ts';
-import { admitCall, readHold, recordFailure, setBreaker } from '../db/breaker.ts';
-import { type DownstreamSettings, downstreamSettingsSchema } from '../db/downstreams.ts';
+import { admitCall, readHold, recordFailure, setBreaker } from '../db/retry/breaker.ts';
+import { type DownstreamSettings, downstreamSettingsSchema } from '../db/ledger/downstreams.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { testDeps } from './helpers/deps.ts';
 

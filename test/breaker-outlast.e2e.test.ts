@@ -8,8 +8,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { launchFetch, prepareFetch } from '../client/start-fetch.ts';
-import { setBreaker } from '../db/breaker.ts';
-import { downstreamSettingsSchema, rowOf } from '../db/downstreams.ts';
+import { setBreaker } from '../db/retry/breaker.ts';
+import { downstreamSettingsSchema, rowOf } from '../db/ledger/downstreams.ts';
 import { createSource } from './helpers/deps.ts';
 import { waitFor } from './helpers/outbox.ts';
 import { within } from './helpers/process.ts';

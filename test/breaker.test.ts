@@ -1,14 +1,14 @@
-// R8's shared circuit breaker and retry budget (db/breaker.ts) on real PostgreSQL: the state
+// R8's shared circuit breaker and retry budget (db/retry/breaker.ts) on real PostgreSQL: the state
 // machine closed → open → half-open → closed/open, the trial bound, an operator's override, and
 // the budget's bound on retries, each asserted on the rows every worker reads.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CancelledFailure } from '@temporalio/activity';
-import { settledCall } from '../activities/breaker-guard.ts';
+import { settledCall } from '../activities/retry/breaker-guard.ts';
 import { failure } from '../activities/errors.ts';
 import { localFetchStopped } from '../activities/local-stop.ts';
-import { admitCall, recordFailure, recordTrial, setBreaker } from '../db/breaker.ts';
-import { readBreakers } from '../db/breaker-views.ts';
+import { admitCall, recordFailure, recordTrial, setBreaker } from '../db/retry/breaker.ts';
+import { readBreakers } from '../db/retry/breaker-views.ts';
 import {
   breakerScope,
   defaultSettings,
@@ -16,7 +16,7 @@ import {
   downstreamSettingsSchema,
   findDownstream,
   rowOf,
-} from '../db/downstreams.ts';
+} from '../db/ledger/downstreams.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { testDeps } from './helpers/deps.ts';
 

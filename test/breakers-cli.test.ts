@@ -5,8 +5,8 @@
 // entries. Their place in `status` and the metrics: breakers-status.test.ts. Ids start with `bk-`.
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
-import { admitCall } from '../db/breaker.ts';
-import { defaultSettings } from '../db/downstreams.ts';
+import { admitCall } from '../db/retry/breaker.ts';
+import { defaultSettings } from '../db/ledger/downstreams.ts';
 import { assertOneLineError, assertUsageError, cells, fieldsOf, json, ok, runCli } from './helpers/cli.ts';
 import { runCliInProcess } from './helpers/cli-in-process.ts';
 import { type BreakerJson, seedBreakers } from './helpers/breaker-seed.ts';

@@ -6,7 +6,7 @@
 // The downstreams are those of test/helpers/breaker-seed.ts; ids start with `bk-`.
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
-import { readBreakerStates } from '../db/breaker-views.ts';
+import { readBreakerStates } from '../db/retry/breaker-views.ts';
 import { createMetrics } from '../runtime/metrics.ts';
 import { observeBreakers } from '../runtime/metrics-breakers.ts';
 import { type BreakerJson, seedBreakers } from './helpers/breaker-seed.ts';

@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { Client } from '@temporalio/client';
 import { startFetch } from '../client/start-fetch.ts';
-import { downstreamSettingsSchema, rowOf } from '../db/downstreams.ts';
+import { downstreamSettingsSchema, rowOf } from '../db/ledger/downstreams.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
 import { ok } from './helpers/cli.ts';
 import { runCliInProcess } from './helpers/cli-in-process.ts';

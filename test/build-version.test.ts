@@ -9,7 +9,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { isUserFacingError } from '../runtime/errors.ts';
 import { DEPLOYMENT_NAME, resolveWorkerBuild } from '../worker/build-version.ts';
-import { loadConfig } from '../worker/config.ts';
+import { loadConfig } from '../runtime/config.ts';
 
 let dir: string;
 

@@ -1,7 +1,7 @@
 // Which business dates a run may be started for: pure functions, the clock passed in.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { addDays, checkBusinessDate, dateInTimeZone } from '../workflows/business-date.ts';
+import { addDays, checkBusinessDate, dateInTimeZone } from '../contract/business-date.ts';
 
 describe('business-date', () => {
   it('business-date: dateInTimeZone gives the local calendar date on each side of the date line', () => {

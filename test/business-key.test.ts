@@ -8,7 +8,7 @@ import {
   isSourceId,
   parseWorkflowId,
   workflowIdFor,
-} from '../workflows/business-key.ts';
+} from '../contract/business-key.ts';
 
 const KEY: BusinessKey = { jobType: 'fetch-records', sourceId: 'acme-eu_2', businessDate: '2026-03-14' };
 

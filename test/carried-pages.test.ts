@@ -13,8 +13,8 @@ import { defineJob, type FetchedPage } from '../activities/job-api/index.ts';
 import { createJobRegistry } from '../activities/job-api/registry.ts';
 import { appendToStagedPage } from '../db/staging.ts';
 import { storeFetchedRecords } from '../jobs/fetched-records.ts';
-import { pageKeyFor } from '../workflows/business-key.ts';
-import type { FetchPageResult } from '../workflows/types.ts';
+import { pageKeyFor } from '../contract/business-key.ts';
+import type { FetchPageResult } from '../contract/types.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';
 

@@ -12,7 +12,7 @@ import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { cliBuildPaths, type CliManifest, freshCliEntry, MANIFEST_VERSION } from '../bin/cli-build.js';
 import { buildCli } from '../scripts/build-cli.ts';
-import { PROJECT_ROOT } from '../worker/config.ts';
+import { PROJECT_ROOT } from '../runtime/config.ts';
 
 const run = promisify(execFile);
 const HOOK = path.join(PROJECT_ROOT, 'test', 'helpers', 'import-log.js');
@@ -59,7 +59,7 @@ describe('cli-build: the compiled CLI', () => {
     assert.equal(freshCliEntry(PROJECT_ROOT), entry);
     const manifest = JSON.parse(await readFile(cliBuildPaths(PROJECT_ROOT).manifest, 'utf8')) as CliManifest;
     const files = manifest.inputs.map(([file]) => file);
-    for (const file of ['client/cli.ts', 'client/commands/runs.ts', 'worker/config.ts', 'package.json']) {
+    for (const file of ['cli/main.ts', 'cli/commands/runs.ts', 'runtime/config.ts', 'package.json']) {
       assert.ok(files.includes(file), `the manifest lists ${file}`);
     }
   });

@@ -12,9 +12,9 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { databaseOutageCode } from '../activities/database-errors.ts';
 import { engineSql, inTransaction } from '../db/transaction.ts';
-import { prismaOn } from '../worker/db.ts';
-import { type EmbeddedPostgres, startEmbeddedPostgres } from '../worker/postgres.ts';
-import { freePort, isPidAlive } from '../worker/process-utils.ts';
+import { prismaOn } from '../db/client.ts';
+import { type EmbeddedPostgres, startEmbeddedPostgres } from '../worker/stack/postgres.ts';
+import { freePort, isPidAlive } from '../runtime/process-utils.ts';
 import { startPgProxy } from './helpers/pg-proxy.ts';
 
 let tmp: string;

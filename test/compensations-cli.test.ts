@@ -11,9 +11,9 @@ import { after, before, describe, it } from 'node:test';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
 import type { DownstreamAction, Prisma } from '../prisma/generated/client.ts';
-import { compensationWorkflowIdFor } from '../workflows/business-key.ts';
+import { compensationWorkflowIdFor } from '../contract/business-key.ts';
 import type { compensateRunWorkflow } from '../workflows/compensate-run.ts';
-import type { CompensateRunResult } from '../workflows/types.ts';
+import type { CompensateRunResult } from '../contract/types.ts';
 import {
   assertOneLineError,
   assertUsageError,

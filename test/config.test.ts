@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { databaseUrl, loadConfig, PROJECT_ROOT, partnerUrl, temporalAddress } from '../worker/config.ts';
+import { databaseUrl, loadConfig, PROJECT_ROOT, partnerUrl, temporalAddress } from '../runtime/config.ts';
 import { isUserFacingError } from '../runtime/errors.ts';
 
 /** The UserFacingError loadConfig throws for `env`; fails the test when it does not throw one. */

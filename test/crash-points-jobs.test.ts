@@ -14,14 +14,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Client } from '@temporalio/client';
-import { DOWNSTREAM_CRASH_POINTS, WORKER_CRASH_POINTS } from '../activities/crash-points.ts';
+import { DOWNSTREAM_CRASH_POINTS, WORKER_CRASH_POINTS } from '../runtime/crash-points.ts';
 import { RUN_COMPLETED_TOPIC } from '../activities/outbox.ts';
 import { startFetch } from '../client/start-fetch.ts';
 import { RATES_STORED_TOPIC } from '../jobs/exchange-rates.ts';
 import { PAGE_STORED_TOPIC } from '../jobs/fetch-records/index.ts';
 import { makeRecord } from '../partner/records.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
-import { pageKeyFor } from '../workflows/business-key.ts';
+import { pageKeyFor } from '../contract/business-key.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';
 import { spawnWorker, type Spawned, within } from './helpers/process.ts';

@@ -10,7 +10,7 @@ import type { Client } from '@temporalio/client';
 import { startFetch } from '../client/start-fetch.ts';
 import { makeRecord } from '../partner/records.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
-import { pageKeyFor } from '../workflows/business-key.ts';
+import { pageKeyFor } from '../contract/business-key.ts';
 import { refuseConnections, useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource } from './helpers/deps.ts';
 import { waitFor } from './helpers/outbox.ts';

@@ -1,4 +1,4 @@
-// The database wiring of long-running processes (worker/db.ts) on real PostgreSQL: bounded
+// The database wiring of long-running processes (db/client.ts) on real PostgreSQL: bounded
 // sessions (a frozen transaction cannot hold a run's row lock without limit, a lock wait fails
 // inside its activity's attempt), a pool sized from the worker's slots, and a connect
 // timeout that makes an unreachable database fail fast with a retryable error.
@@ -8,8 +8,8 @@ import { createServer, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { classify } from '../activities/errors.ts';
 import { ApplicationFailure } from '@temporalio/common';
-import { idempotencyKeyFor, workflowIdFor } from '../workflows/business-key.ts';
-import { loadConfig } from '../worker/config.ts';
+import { idempotencyKeyFor, workflowIdFor } from '../contract/business-key.ts';
+import { loadConfig } from '../runtime/config.ts';
 import {
   CLI_POOL_SIZE,
   CONNECT_TIMEOUT_MS,
@@ -17,7 +17,7 @@ import {
   createPrisma,
   poolConfig,
   type PrismaClient,
-} from '../worker/db.ts';
+} from '../db/client.ts';
 import { publisherPool, WORKER_BACKGROUND, workerPool } from '../worker/pool-size.ts';
 import { SESSION_BOUNDS } from '../db/limits.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';

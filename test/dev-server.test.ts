@@ -10,14 +10,14 @@ import { after, before, describe, test } from 'node:test';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
 import { isUserFacingError } from '../runtime/errors.ts';
-import { isPidAlive } from '../worker/process-utils.ts';
-import { resolveTemporalCli } from '../worker/temporal-cli.ts';
+import { isPidAlive } from '../runtime/process-utils.ts';
+import { resolveTemporalCli } from '../worker/stack/temporal-cli.ts';
 import {
   ensureSearchAttributes,
   SEARCH_ATTRIBUTES,
   startDevServer,
   type DevServer,
-} from '../worker/temporal-dev-server.ts';
+} from '../worker/stack/temporal-dev-server.ts';
 
 const NAMESPACE = 'df-dev-server-test';
 const KEYWORD = 2; // temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD

@@ -12,7 +12,7 @@ import { launchFetch, prepareFetch, startFetch, type DurableFetchContext } from 
 import { encodeCursor } from '../partner/records.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
 import type { DeadLetter } from '../prisma/generated/client.ts';
-import type { FetchRecordsResult } from '../workflows/types.ts';
+import type { FetchRecordsResult } from '../contract/types.ts';
 import { assertOneLineError, cells, detail, fieldsOf, json, lines, ok, runCli } from './helpers/cli.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';

@@ -35,7 +35,7 @@ const MIN_BACKLOG = 40;
  * would wait for all of it (1); taking the keys in turn, for a few calls. Fairness is kept per
  * partition of a queue (Temporal's docs: tasks go to partitions at random, "this could interfere
  * with fairness"): over four partitions a small run waited for up to 50 of 172 calls, so the dev
- * server runs one (worker/temporal-dev-server.ts), where it waits for 0–5. A bound far from both.
+ * server runs one (worker/stack/temporal-dev-server.ts), where it waits for 0–5. A bound far from both.
  */
 const MAX_SHARE_AHEAD = 0.25;
 

@@ -2,13 +2,13 @@
 // (`<task queue>-ds-<downstream>`): the queue's rate (callsPerSecond), each source's default rate
 // (sourceCallsPerSecond) and the sources' weights, set with UpdateTaskQueueConfig, read back as
 // the server holds them, and unset when the settings leave them out. On the shared dev server
-// (started with fairness on: worker/temporal-dev-server.ts).
+// (started with fairness on: worker/stack/temporal-dev-server.ts).
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { Client } from '@temporalio/client';
 import { applyDownstreamQueueConfig, describeDownstreamQueueConfig } from '../client/downstream-queues.ts';
-import { type DownstreamSettingsInput, downstreamSettingsSchema } from '../db/downstreams.ts';
+import { type DownstreamSettingsInput, downstreamSettingsSchema } from '../db/ledger/downstreams.ts';
 import { testClient } from './helpers/temporal.ts';
 
 const NAMESPACE = 'default';

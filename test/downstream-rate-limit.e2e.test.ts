@@ -9,7 +9,7 @@
 // (docs.temporal.io/develop/task-queue-priority-fairness, "Set rate limits at the Task Queue
 // level"). In the server (1.32, service/matching/ratelimit_manager.go and matcher_data.go) the
 // limit is split evenly over the queue's read partitions (4 by default; the test's dev server runs 1,
-// worker/temporal-dev-server.ts, and the bound keeps the default's, the larger),
+// worker/stack/temporal-dev-server.ts, and the bound keeps the default's, the larger),
 // each a GCRA limiter with a burst of one second: a partition of rate r lets floor(r) + 1 tasks go
 // at once and r per second after, so any one-second window sees at most 2r + 1 per partition,
 // 2N + 4 for the queue; over a longer span T, at most N·T plus one burst (N + 4).

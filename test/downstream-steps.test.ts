@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
 import { createActivities } from '../activities/index.ts';
-import { COMPLETED_UNRECORDED } from '../workflows/error-types.ts';
-import { SUBMIT_SUMMARY } from '../workflows/types.ts';
+import { COMPLETED_UNRECORDED } from '../contract/error-types.ts';
+import { SUBMIT_SUMMARY } from '../contract/types.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';
 

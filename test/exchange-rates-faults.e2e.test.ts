@@ -10,9 +10,9 @@ import { createHttpClient } from '../activities/http.ts';
 import { retryDeadLetter } from '../client/index.ts';
 import { makeRate } from '../partner/rates.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
-import { compensationWorkflowIdFor } from '../workflows/business-key.ts';
+import { compensationWorkflowIdFor } from '../contract/business-key.ts';
 import type { fetchRecordsWorkflow } from '../workflows/fetch-records.ts';
-import type { CompensateRunResult } from '../workflows/types.ts';
+import type { CompensateRunResult } from '../contract/types.ts';
 import { jobTestKit, type JobKit } from './helpers/job-kit.ts';
 
 const SECRET_REF = 'DF_SECRET_FX_FAULTS';

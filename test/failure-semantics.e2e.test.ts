@@ -7,7 +7,7 @@ import { type Client, WorkflowFailedError, WorkflowNotFoundError } from '@tempor
 import { ActivityFailure, ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { createHttpClient } from '../activities/http.ts';
 import { startFetch, type DurableFetchContext } from '../client/start-fetch.ts';
-import { pageKeyFor } from '../workflows/business-key.ts';
+import { pageKeyFor } from '../contract/business-key.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
 import { UserFacingError } from '../runtime/errors.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';

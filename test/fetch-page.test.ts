@@ -8,7 +8,7 @@ import type { HttpClient } from '../activities/http.ts';
 import { createActivities } from '../activities/index.ts';
 import { carryCursor } from '../activities/carried-pages.ts';
 import { MAX_CURSOR_LENGTH, MAX_RECORDS_PER_RESPONSE } from '../activities/job-runtime.ts';
-import type { FetchPageResult } from '../workflows/types.ts';
+import type { FetchPageResult } from '../contract/types.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';
 

@@ -9,7 +9,7 @@ import type { Client } from '@temporalio/client';
 import { startFetch } from '../client/start-fetch.ts';
 import { encodeCursor, makeRecord } from '../partner/records.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
-import { pageKeyFor } from '../workflows/business-key.ts';
+import { pageKeyFor } from '../contract/business-key.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource } from './helpers/deps.ts';
 import { spawnTs, type Spawned, within } from './helpers/process.ts';

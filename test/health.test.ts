@@ -1,8 +1,8 @@
-// R10's backlog rule (worker/health.ts backlogRisk), pure: a growing oldest age or completion
+// R10's backlog rule (client/health.ts backlogRisk), pure: a growing oldest age or completion
 // below arrival over the window is a risk; a short spike is not.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { backlogRisk } from '../worker/health.ts';
+import { backlogRisk } from '../client/health.ts';
 
 const NOW = new Date('2026-11-29T12:10:00Z');
 const WINDOW = 600_000;

@@ -10,7 +10,7 @@ import { defineJob, type JobDefinition } from '../activities/job-api/index.ts';
 import { fetchRecordsJob } from '../jobs/fetch-records/index.ts';
 import type { PartnerRecord } from '../jobs/fetch-records/records-api.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
-import { pageKeyFor } from '../workflows/business-key.ts';
+import { pageKeyFor } from '../contract/business-key.ts';
 import { localActivity } from './helpers/history-steps.ts';
 import { jobTestKit, type JobKit, type KitRun } from './helpers/job-kit.ts';
 

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { httpJobConfigSchema } from '../jobs/http/config.ts';
 import { API_NAMES } from '../partner/apis/index.ts';
-import { PROJECT_ROOT } from '../worker/config.ts';
+import { PROJECT_ROOT } from '../runtime/config.ts';
 import { API_CONFIGS } from './helpers/partner-apis.ts';
 
 const collapse = (v: unknown): unknown =>

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { checkFetchInput } from '../workflows/input-check.ts';
-import { MAX_PAGE_SIZE } from '../workflows/input-limits.ts';
+import { MAX_PAGE_SIZE } from '../contract/input-limits.ts';
 import { readFixtures } from './helpers/history-fixtures.ts';
 
 const DATE = '2026-06-06';

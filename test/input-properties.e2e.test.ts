@@ -15,7 +15,7 @@ import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
 import fc from 'fast-check';
 import { startFetch } from '../client/start-fetch.ts';
 import { partnerRecordSchema } from '../jobs/fetch-records/records-api.ts';
-import { NON_RETRYABLE_ERROR_TYPES, RETRYABLE_ERROR_TYPES } from '../workflows/error-types.ts';
+import { NON_RETRYABLE_ERROR_TYPES, RETRYABLE_ERROR_TYPES } from '../contract/error-types.ts';
 import { checkFetchInput } from '../workflows/input-check.ts';
 import { createSource } from './helpers/deps.ts';
 import { inputCase, nested, partnerPage } from './helpers/hostile-values.ts';

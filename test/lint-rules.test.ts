@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ESLint } from 'eslint';
-import { PROJECT_ROOT } from '../worker/config.ts';
+import { PROJECT_ROOT } from '../runtime/config.ts';
 
 const eslint = new ESLint({ cwd: PROJECT_ROOT });
 
@@ -46,7 +46,7 @@ void describe('lint rules', () => {
 
   void it('a floating promise is an error outside tests', async () => {
     const code = 'export async function f(): Promise<void> {}\nexport function g(): void {\n  f();\n}\n';
-    assert.ok((await ruleIds(code, 'worker/config.ts')).includes('@typescript-eslint/no-floating-promises'));
+    assert.ok((await ruleIds(code, 'runtime/config.ts')).includes('@typescript-eslint/no-floating-promises'));
   });
 
   void it('raw SQL is refused in activities/ and worker/ and allowed in db/', async () => {
@@ -57,7 +57,7 @@ void describe('lint rules', () => {
         '',
       ].join('\n');
     for (const method of ['$queryRaw', '$executeRaw']) {
-      for (const file of ['activities/store-page.ts', 'worker/health.ts', 'worker/outbox/publisher.ts']) {
+      for (const file of ['activities/store-page.ts', 'client/health.ts', 'worker/outbox/publisher.ts']) {
         assert.ok(
           (await ruleIds(code(method), file)).includes('no-restricted-syntax'),
           `${method} in ${file} must be refused`,
@@ -76,11 +76,11 @@ void describe('lint rules', () => {
   void it('db/ may not import activities/, worker/, client/ or jobs/', async () => {
     for (const spec of [
       '../activities/errors.ts',
-      '../worker/db.ts',
+      '../db/client.ts',
       '../client/index.ts',
       '../jobs/index.ts',
     ]) {
-      const ids = await ruleIds(`import * as m from '${spec}';\nexport const x = m;\n`, 'db/ledger.ts');
+      const ids = await ruleIds(`import * as m from '${spec}';\nexport const x = m;\n`, 'db/ledger/ledger.ts');
       assert.ok(ids.includes('@typescript-eslint/no-restricted-imports'), `${spec} must be refused`);
     }
     const ok = "import { Prisma } from '../prisma/generated/client.ts';\nexport const x = Prisma;\n";

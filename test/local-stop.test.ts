@@ -7,7 +7,7 @@ import { getEventListeners } from 'node:events';
 import { describe, it } from 'node:test';
 import { ApplicationFailure, CancelledFailure, type Context } from '@temporalio/activity';
 import { localFetchStopped, partnerCallSignal, stoppedByUs } from '../activities/local-stop.ts';
-import { LOCAL_FETCH_RETRY_THRESHOLD_MS } from '../workflows/partner-presets.ts';
+import { LOCAL_FETCH_RETRY_THRESHOLD_MS } from '../contract/retry-presets.ts';
 
 /** The part of an activity's context the signal uses. */
 function fakeContext(isLocal: boolean) {

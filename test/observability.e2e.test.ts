@@ -9,7 +9,7 @@ import type { Client } from '@temporalio/client';
 import { pino } from 'pino';
 import { startFetch, type DurableFetchContext } from '../client/start-fetch.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
-import { startSampler, type Sampler } from '../worker/health.ts';
+import { startSampler, type Sampler } from '../client/health.ts';
 import { createFinishRun } from '../activities/finish-run.ts';
 import { createMetrics, type Metrics, startMetricsServer, type MetricsServer } from '../runtime/metrics.ts';
 import { runCli } from './helpers/cli.ts';

@@ -1,10 +1,10 @@
-// The definition of an orphaned downstream action (db/orphaned-actions.ts), case by case on real
+// The definition of an orphaned downstream action (db/ledger/orphaned-actions.ts), case by case on real
 // PostgreSQL (R4, R11): a ledger row that still needs settling while its run has no live owner is
 // counted; one a live run, a compensation at work, a human (needs_manual) or a succeeded run's
 // kept effect accounts for is not.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { ORPHAN_QUIET_SECONDS, readOrphanedActions } from '../db/orphaned-actions.ts';
+import { ORPHAN_QUIET_SECONDS, readOrphanedActions } from '../db/ledger/orphaned-actions.ts';
 import type { DownstreamState, RunStatus } from '../prisma/generated/client.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource } from './helpers/deps.ts';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ServiceError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { parseRoutes, sinkFor } from '../worker/outbox/sinks.ts';
+import { parseRoutes, sinkFor } from '../contract/outbox-routes.ts';
 import { temporalFailure } from '../worker/outbox/start-workflow-sink.ts';
 
 describe('outbox routes', () => {

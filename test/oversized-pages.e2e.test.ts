@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { defineJob, MAX_RECORDS_PER_RESPONSE } from '../activities/job-api/index.ts';
 import { createJobRegistry } from '../activities/job-api/registry.ts';
-import type { WorkerCrashPoint } from '../activities/crash-points.ts';
+import type { WorkerCrashPoint } from '../runtime/crash-points.ts';
 import { launchFetch, prepareFetch, startFetch } from '../client/start-fetch.ts';
 import { PAGE_STORED_TOPIC, storeFetchedRecords } from '../jobs/fetched-records.ts';
 import { makeRecord } from '../partner/records.ts';

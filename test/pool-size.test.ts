@@ -3,7 +3,7 @@
 // pollers' slots as the database holds them at start (real PostgreSQL).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { loadConfig } from '../worker/config.ts';
+import { loadConfig } from '../runtime/config.ts';
 import { DEFAULT_PUBLISHER_LOOPS } from '../worker/outbox/publisher.ts';
 import {
   downstreamSlotsAt,

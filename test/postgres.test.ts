@@ -7,8 +7,8 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { isUserFacingError } from '../runtime/errors.ts';
-import { startEmbeddedPostgres, waitForPostgres } from '../worker/postgres.ts';
-import { freePort, isPortAccepting } from '../worker/process-utils.ts';
+import { startEmbeddedPostgres, waitForPostgres } from '../worker/stack/postgres.ts';
+import { freePort, isPortAccepting } from '../runtime/process-utils.ts';
 import { redactUrl, redactUrlsIn } from '../runtime/redact.ts';
 
 async function query<T extends pg.QueryResultRow>(url: string, sql: string): Promise<T[]> {

@@ -1,4 +1,4 @@
-// The real entry points as processes: `npm start`'s orchestrator (worker/start.ts) and
+// The real entry points as processes: `npm start`'s orchestrator (worker/stack/start.ts) and
 // `durable-fetch worker`, against the shared Temporal server and a cloned database, stopped by a
 // signal as an operator (or Ctrl-C) would.
 import assert from 'node:assert/strict';
@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { startFetch } from '../client/start-fetch.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
-import { freePort } from '../worker/process-utils.ts';
+import { freePort } from '../runtime/process-utils.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource } from './helpers/deps.ts';
 import { spawnTs } from './helpers/process.ts';
@@ -34,7 +34,7 @@ after(async () => {
 describe('processes', () => {
   it('start: brings up partner, worker and the runs of the three demo jobs (one declarative, from examples/sources.yaml), reports their success, and stops cleanly on SIGINT', async () => {
     const partnerPort = await freePort();
-    const start = spawnTs(['worker/start.ts'], {
+    const start = spawnTs(['worker/stack/start.ts'], {
       DATABASE_URL: db.url,
       TEMPORAL_ADDRESS: temporalAddress(),
       DURABLE_FETCH_TASK_QUEUE: `test-start-${randomUUID()}`,

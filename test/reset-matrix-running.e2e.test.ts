@@ -8,7 +8,7 @@
 // reset.e2e.test.ts. The measured table is printed at the end.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { SOURCE_RESUMED_SIGNAL } from '../workflows/types.ts';
+import { SOURCE_RESUMED_SIGNAL } from '../contract/types.ts';
 import { waitFor } from './helpers/outbox.ts';
 import {
   currentRunId,

@@ -1,7 +1,7 @@
 // Pure retry timing: full jitter, Retry-After in every legal form, rate-limit reset headers, clamping, deadlines.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { fullJitterMs, nextRetry, parseRateLimitReset, parseRetryAfter } from '../activities/retry-delay.ts';
+import { fullJitterMs, nextRetry, parseRateLimitReset, parseRetryAfter } from '../activities/retry/delay.ts';
 
 const backoff = { initialMs: 1000, coefficient: 2, maximumMs: 60_000 };
 

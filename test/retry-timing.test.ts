@@ -7,7 +7,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { msToNumber } from '@temporalio/common/lib/time.js';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { failure } from '../activities/errors.ts';
-import { DATABASE_RETRY_CEILING_MS, withRetryTiming } from '../activities/retry-timing.ts';
+import { DATABASE_RETRY_CEILING_MS, withRetryTiming } from '../activities/retry/timing.ts';
 import { LOCAL_DB_STEP_OPTIONS } from '../workflows/db-steps.ts';
 
 const policy = { initialInterval: 1000, backoffCoefficient: 2, maximumInterval: 60_000, maximumAttempts: 10 };

@@ -1,10 +1,10 @@
-// The delay a run's `next_run_at` is computed from (R1 retry_wait, activities/retry-wait.ts): the
+// The delay a run's `next_run_at` is computed from (R1 retry_wait, activities/retry/wait.ts): the
 // one handed to Temporal when the failure carries it, else Temporal's own exponential step.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
 import { failure } from '../activities/errors.ts';
-import { fenceOf, retryDelayMs } from '../activities/retry-wait.ts';
+import { fenceOf, retryDelayMs } from '../activities/retry/wait.ts';
 
 const policy = { initialInterval: 1000, backoffCoefficient: 2, maximumInterval: 60_000, maximumAttempts: 10 };
 

@@ -12,7 +12,7 @@ import type { Client } from '@temporalio/client';
 import { startFetch } from '../client/start-fetch.ts';
 import type { FetchRun } from '../prisma/generated/client.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
-import type { FetchRecordsResult } from '../workflows/types.ts';
+import type { FetchRecordsResult } from '../contract/types.ts';
 import { type CliResult, detail } from './helpers/cli.ts';
 import { runCliInProcess } from './helpers/cli-in-process.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';

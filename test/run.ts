@@ -12,7 +12,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { PROJECT_ROOT } from '../worker/config.ts';
+import { PROJECT_ROOT } from '../runtime/config.ts';
 import { isUserFacingError } from '../runtime/errors.ts';
 import { buildCli } from '../scripts/build-cli.ts';
 import { startTestServices, type TestServices } from './helpers/services.ts';

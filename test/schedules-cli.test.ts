@@ -12,7 +12,7 @@ import { createHttpClient } from '../activities/http.ts';
 import { scheduleIdFor } from '../client/schedules.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
 import type { Prisma, PrismaClient } from '../prisma/generated/client.ts';
-import { addDays, dateInTimeZone } from '../workflows/business-date.ts';
+import { addDays, dateInTimeZone } from '../contract/business-date.ts';
 import type { scheduledFetchWorkflow } from '../workflows/scheduled-fetch.ts';
 import { lines, runCli, type CliResult } from './helpers/cli.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';

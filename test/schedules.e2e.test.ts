@@ -8,7 +8,7 @@ import { scheduleIdFor, syncSchedules } from '../client/schedules.ts';
 import { Prisma } from '../prisma/generated/client.ts';
 import { startFetch } from '../client/start-fetch.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
-import { dateInTimeZone } from '../workflows/business-date.ts';
+import { dateInTimeZone } from '../contract/business-date.ts';
 import { scheduledBusinessDate } from '../workflows/scheduled-fetch.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { createJobRegistry } from '../activities/job-api/registry.ts';
 import { scheduleIdFor, syncSchedules } from '../client/schedules.ts';
-import { addSource } from '../client/sources.ts';
+import { addSource } from '../client/sources/index.ts';
 import { fetchRecordsJob } from '../jobs/fetch-records/index.ts';
 import { isUserFacingError } from '../runtime/errors.ts';
 import { detail, json, lines, ok, runCli } from './helpers/cli.ts';

@@ -5,7 +5,7 @@
 // against this file's own cloned database and the shared Temporal dev server. Ids start `sds-`.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { findDownstream } from '../db/downstreams.ts';
+import { findDownstream } from '../db/ledger/downstreams.ts';
 import { cells, detail, json, lines, ok } from './helpers/cli.ts';
 import { runCliInProcess } from './helpers/cli-in-process.ts';
 import { useSourceCliEnv } from './helpers/source-cli-env.ts';

@@ -7,10 +7,10 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { before, describe, it } from 'node:test';
-import { buildProgram } from '../client/cli.ts';
+import { buildProgram } from '../cli/main.ts';
 import { parseSourcesFile } from '../client/sources/file.ts';
 import { SOURCES_SCHEMA_FILE, sourcesSchemaText } from '../scripts/sources-schema.ts';
-import { defaultJobs } from '../worker/jobs.ts';
+import { defaultJobs } from '../jobs/registry.ts';
 import { detail, lines } from './helpers/cli.ts';
 import { runCliInProcess } from './helpers/cli-in-process.ts';
 

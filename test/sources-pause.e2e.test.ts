@@ -13,7 +13,7 @@ import { CancelledFailure } from '@temporalio/common';
 import { createHttpClient } from '../activities/http.ts';
 import { PAGE_STORED_TOPIC, RUN_COMPLETED_TOPIC } from '../activities/outbox.ts';
 import { enqueueFetch, getEnqueuedFetch, START_WORKFLOW_TOPIC } from '../client/enqueue-fetch.ts';
-import { pauseSource, resumeSource } from '../client/sources.ts';
+import { pauseSource, resumeSource } from '../client/sources/index.ts';
 import { type DurableFetchContext, SEARCH_KEYS, startFetch } from '../client/start-fetch.ts';
 import { encodeCursor, makeRecord } from '../partner/records.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';

@@ -1,11 +1,11 @@
-// Each connection of a Prisma client prepares a statement once (worker/statement-names.ts): the
+// Each connection of a Prisma client prepares a statement once (db/statement-names.ts): the
 // server keeps it, under one name per text, and a client told not to (a pooler that cannot keep a
 // session's statements) leaves nothing prepared. The namer itself is bounded: texts past its cap
 // go unnamed, so a text that varies with data cannot grow every session's cache without end.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { prismaOn } from '../worker/db.ts';
-import { statementNamer } from '../worker/statement-names.ts';
+import { prismaOn } from '../db/client.ts';
+import { statementNamer } from '../db/statement-names.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource } from './helpers/deps.ts';
 

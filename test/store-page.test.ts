@@ -6,8 +6,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import { createActivities } from '../activities/index.ts';
 import { appendToStagedPage, dropStagedPage } from '../db/staging.ts';
 import type { Prisma } from '../prisma/generated/client.ts';
-import { pageKeyFor } from '../workflows/business-key.ts';
-import type { ClaimInput, ClaimResult, PartnerRecord } from '../workflows/types.ts';
+import { pageKeyFor } from '../contract/business-key.ts';
+import type { ClaimInput, ClaimResult, PartnerRecord } from '../contract/types.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';
 

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { isUserFacingError } from '../runtime/errors.ts';
-import { resolveTemporalCli, TEMPORAL_CLI_VERSION } from '../worker/temporal-cli.ts';
+import { resolveTemporalCli, TEMPORAL_CLI_VERSION } from '../worker/stack/temporal-cli.ts';
 
 let tmp: string;
 let counter = 0;

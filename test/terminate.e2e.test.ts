@@ -8,9 +8,9 @@
 // prints the matrix as measured.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { pauseSource } from '../client/sources.ts';
+import { pauseSource } from '../client/sources/index.ts';
 import { SEARCH_KEYS } from '../client/start-fetch.ts';
-import { compensationWorkflowIdFor } from '../workflows/business-key.ts';
+import { compensationWorkflowIdFor } from '../contract/business-key.ts';
 import { detail, runCli } from './helpers/cli.ts';
 import { terminate } from './helpers/terminate-kit.ts';
 import { DATE, RECORDS, startTerminateStack, type TerminateStack } from './helpers/terminate-stack.ts';

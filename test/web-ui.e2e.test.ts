@@ -9,7 +9,7 @@ import type { Client } from '@temporalio/client';
 import type { Browser } from 'playwright-core';
 import { startFetch } from '../client/start-fetch.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
-import { PROJECT_ROOT } from '../worker/config.ts';
+import { PROJECT_ROOT } from '../runtime/config.ts';
 import { launchChromium } from './helpers/browser.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';

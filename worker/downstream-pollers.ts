@@ -15,7 +15,7 @@ import type { WorkerDeploymentVersion } from '@temporalio/common';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import type { ActivityDeps } from '../activities/deps.ts';
 import { applyDownstreamQueueConfig } from '../client/downstream-queues.ts';
-import { type DownstreamSettings, downstreamTaskQueue, listDownstreams } from '../db/downstreams.ts';
+import { type DownstreamSettings, downstreamTaskQueue, listDownstreams } from '../db/ledger/downstreams.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { type Periodic, startPeriodic } from '../runtime/periodic.ts';
 import { buildActivityWorker } from './worker.ts';

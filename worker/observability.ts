@@ -6,8 +6,8 @@
 import { createServer } from 'node:net';
 import type { Client } from '@temporalio/client';
 import type { PrismaClient } from '../prisma/generated/client.ts';
-import type { Config } from './config.ts';
-import { type Sampler, startSampler } from './health.ts';
+import type { Config } from '../runtime/config.ts';
+import { type Sampler, startSampler } from '../client/health.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { createMetrics, type Metrics, type MetricsServer, startMetricsServer } from '../runtime/metrics.ts';
 import { installRuntimeLogger } from './runtime-logger.ts';

@@ -4,8 +4,8 @@
  * connection another part of the same process holds.
  */
 import pg from 'pg';
-import { type Config, databaseUrl } from './config.ts';
-import { CONNECT_TIMEOUT_MS, type PoolOptions } from './db.ts';
+import { type Config, databaseUrl } from '../runtime/config.ts';
+import { CONNECT_TIMEOUT_MS, type PoolOptions } from '../db/client.ts';
 import { DEFAULT_PUBLISHER_LOOPS } from './outbox/publisher.ts';
 
 export interface PoolDemand {

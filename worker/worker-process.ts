@@ -12,17 +12,17 @@ import { startPeriodicCleanup } from '../activities/cleanup.ts';
 import { localFetchStopped } from '../activities/local-stop.ts';
 import { enabledSourcesOfOtherJobs } from '../db/sources.ts';
 import type { JobRegistry } from '../activities/job-api/registry.ts';
-import { createActivityDeps } from './activity-deps.ts';
-import type { Config } from './config.ts';
-import type { PrismaClient } from './db.ts';
-import { defaultJobs } from './jobs.ts';
+import { createActivityDeps } from '../activities/create-deps.ts';
+import type { Config } from '../runtime/config.ts';
+import type { PrismaClient } from '../db/client.ts';
+import { defaultJobs } from '../jobs/registry.ts';
 import type { Logger } from '../runtime/logger.ts';
 import type { Metrics } from '../runtime/metrics.ts';
 import type { Periodic } from '../runtime/periodic.ts';
-import { startStuckRunSweep } from './stuck-run-sweep.ts';
+import { startStuckRunSweep } from './sweeps/sweep-loop.ts';
 import { resolveWorkerBuild, type WorkerBuild } from './build-version.ts';
 import { type DownstreamPollers, startDownstreamPollers } from './downstream-pollers.ts';
-import { connectNative } from './temporal.ts';
+import { connectNative } from '../runtime/temporal.ts';
 import { buildWorker } from './worker.ts';
 
 export interface WorkerProcessOptions {

@@ -16,9 +16,9 @@ import { isCancellation, log, patched, proxyActivities } from '@temporalio/workf
 import type { FetchActivities } from '../activities/index.ts';
 import { errorOf, setStatus } from './outcome.ts';
 import { outlastingOutages } from './database-outage.ts';
-import { RETRY_PRESETS } from './retry-presets.ts';
+import { RETRY_PRESETS } from '../contract/retry-presets.ts';
 import { lookUpUntilSettled } from './settle-lookup.ts';
-import type { CompensateRunInput, CompensateRunResult, DownstreamActionView } from './types.ts';
+import type { CompensateRunInput, CompensateRunResult, DownstreamActionView } from '../contract/types.ts';
 
 const db = proxyActivities<
   Pick<FetchActivities, 'pendingCompensations' | 'markNeedsManual' | 'settleCompensatedRun'>

@@ -21,7 +21,7 @@ export const DATABASE_WAIT = '30 seconds';
  * The wait now: 1–3 s at random (the workflow's seeded random, so a replay waits the same), so
  * that a step whose attempts ran out during the outage is tried again within a few seconds of the
  * database answering, and the runs that waited together do not all come back at the same instant.
- * The activity's own retries ask every second or so too (activities/retry-timing.ts).
+ * The activity's own retries ask every second or so too (activities/retry/timing.ts).
  */
 export const DATABASE_WAIT_MS = { min: 1_000, max: 3_000 } as const;
 

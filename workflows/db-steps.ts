@@ -15,7 +15,7 @@ import {
   proxyLocalActivities,
 } from '@temporalio/workflow';
 import type { FetchActivities } from '../activities/index.ts';
-import { RETRY_PRESETS } from './retry-presets.ts';
+import { RETRY_PRESETS } from '../contract/retry-presets.ts';
 
 type DbSteps = Pick<
   FetchActivities,
@@ -47,7 +47,7 @@ const { startToCloseTimeout, scheduleToCloseTimeout, retry } = RETRY_PRESETS.dat
  * succeeded being thrown away up to three times after the database came back, and, with the
  * preset's 30 s ceiling, as a 30 s wait (a page's store refused for 10 s, its run settling 35 s
  * after the outage instead of 5 s). A new local activity starts with timers of its own. The waits
- * are at most 2 s, as the steps' own DatabaseUnavailable failures ask (activities/retry-timing.ts),
+ * are at most 2 s, as the steps' own DatabaseUnavailable failures ask (activities/retry/timing.ts),
  * also after an attempt that timed out, whose wait the SDK takes from the policy alone. An outage
  * of the database then also costs no worker slot while it lasts.
  */

@@ -5,25 +5,32 @@
  */
 import {
   CancellationScope,
+  condition,
   continueAsNew,
   ContinueAsNew,
+  defineSignal,
   isCancellation,
   log,
   CancelledFailure,
   patched,
+  setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
 import { outlastingOutages } from './database-outage.ts';
 import { dbSteps } from './db-steps.ts';
-import { RUN_ENDED } from './error-types.ts';
+import { RUN_ENDED } from '../contract/error-types.ts';
 import { refuseInvalidInput } from './invalid-input.ts';
 import { errorOf, setStatus } from './outcome.ts';
-import { listenForResume, waitWhilePaused } from './pause-wait.ts';
 import { partnerFetches } from './partner-dispatch.ts';
 import { finish } from './run-end.ts';
 import { deadlineFrom, withinDeadline } from './run-deadline.ts';
 import { submitSummary } from './submit-summary.ts';
-import type { FetchRecordsInput, FetchRecordsResult, ResumeState } from './types.ts';
+import {
+  type FetchRecordsInput,
+  type FetchRecordsResult,
+  type ResumeState,
+  SOURCE_RESUMED_SIGNAL,
+} from '../contract/types.ts';
 
 /** Default number of pages per workflow execution before continue-as-new. */
 export const DEFAULT_PAGES_PER_EXECUTION = 50;
@@ -228,4 +235,54 @@ async function fetchAndStore(
   setStatus('succeeded');
   log.info('run succeeded', { pages: done.pages, records: done.records });
   return { status: 'succeeded', fetchRunId: state.fetchRunId, pages: done.pages, records: done.records };
+}
+
+// A run waiting, durably, while an operator has its source paused (R11 "pause consumption"): at a
+// page boundary, with nothing in flight.
+
+/**
+ * How often a run paused at a page boundary asks whether its source was resumed (a signal is
+ * prompter). Each check renews the run's lease: keep DURABLE_FETCH_LEASE_TTL_MS well above it.
+ */
+export const PAUSE_CHECK_INTERVAL = '1 minute';
+const sourceResumed = defineSignal(SOURCE_RESUMED_SIGNAL);
+
+// Per execution: Temporal gives every workflow execution its own module globals.
+let resumeSignalled = false;
+
+/** Registers the `sourceResumed` handler of this execution (a signal sent before it is buffered). */
+export function listenForResume(): void {
+  setHandler(sourceResumed, () => {
+    resumeSignalled = true;
+  });
+}
+
+/**
+ * Waits while the source is paused. Goes on when `sources resume` signals, or a periodic check
+ * (which also keeps the run's lease) finds the pause lifted. A cancel ends the wait, and the run,
+ * as `cancelled`.
+ */
+export async function waitWhilePaused(input: FetchRecordsInput, state: ResumeState): Promise<void> {
+  const fence = { fetchRunId: state.fetchRunId, leaseToken: state.leaseToken, sourceId: input.sourceId };
+  // Reset before each check, never after: a resume signalled while a check is in flight is kept.
+  resumeSignalled = false;
+  const checkPause = () => outlastingOutages('checkSourcePause', () => dbSteps().checkSourcePause(fence));
+  let check = await checkPause();
+  if (!check.paused) return;
+  setStatus('paused');
+  log.info('source paused: waiting at a page boundary', { pagesStored: state.pagesStored });
+  while (check.paused) {
+    if (workflowInfo().continueAsNewSuggested) {
+      // A long pause must not outgrow the history: go on waiting in a fresh execution.
+      await continueAsNew<typeof fetchRecordsWorkflow>({
+        ...input,
+        resume: { ...state, waitingForResume: true },
+      });
+    }
+    await condition(() => resumeSignalled, PAUSE_CHECK_INTERVAL);
+    resumeSignalled = false;
+    check = await checkPause();
+  }
+  setStatus('running');
+  log.info('source resumed: going on', { pagesStored: state.pagesStored });
 }

@@ -6,8 +6,14 @@
  * key. Pure and deterministic (workflow code runs it), never throws, and its messages name fields
  * and rules, never a value (a value may be huge, or a secret pasted into the wrong field).
  */
-import { isActionName, isBusinessDate, isCorrelationId, isJobType, isSourceId } from './business-key.ts';
-import { type BusinessKey, parseWorkflowId, workflowIdFor } from './business-key.ts';
+import {
+  isActionName,
+  isBusinessDate,
+  isCorrelationId,
+  isJobType,
+  isSourceId,
+} from '../contract/business-key.ts';
+import { type BusinessKey, parseWorkflowId, workflowIdFor } from '../contract/business-key.ts';
 import {
   isIsoInstant,
   isPartnerQueue,
@@ -16,9 +22,9 @@ import {
   MAX_FAIRNESS_WEIGHT,
   MAX_PAGE_SIZE,
   MAX_PAGES_PER_EXECUTION,
-} from './input-limits.ts';
-import { PARTNER_PRESETS } from './retry-presets.ts';
-import { type FetchRecordsInput, REQUESTED_BY, type ResumeState } from './types.ts';
+} from '../contract/input-limits.ts';
+import { PARTNER_PRESETS } from '../contract/retry-presets.ts';
+import { type FetchRecordsInput, REQUESTED_BY, type ResumeState } from '../contract/types.ts';
 
 /** What the workflow knows of its own execution (from `workflowInfo()`). */
 export interface ExecutionFacts {

@@ -19,7 +19,6 @@ import {
   type Next,
   type Payload,
   proxySinks,
-  type Sinks,
   type StartChildWorkflowExecutionInput,
   type WorkflowExecuteInput,
   type WorkflowInboundCallsInterceptor,
@@ -28,40 +27,14 @@ import {
   type WorkflowOutboundCallsInterceptor,
   workflowInfo,
 } from '@temporalio/workflow';
-import { idempotencyKeyFor, jobTypeOf, parseWorkflowId } from './business-key.ts';
-
-/** Header carrying a run's correlation id to its activities and child workflows. */
-export const CORRELATION_ID_HEADER = 'correlation-id';
-/** Header carrying a run's business key (`fetch-records:<source>:<date>`) likewise. */
-export const BUSINESS_KEY_HEADER = 'business-key';
-
-/** What every log line about a run carries besides its workflow and run ids. */
-export interface RunLogContext {
-  businessKey?: string;
-  correlationId?: string;
-}
-
-/**
- * Tells the worker process a run's log context as soon as the run starts, so that the SDK's
- * "Activity started" line of its first activity — logged before any interceptor sees the
- * activity's headers — carries it too (activities/log-context.ts `logContextSinks`).
- */
-export interface LogContextSinks extends Sinks {
-  logContext: { remember(context: RunLogContext): void };
-}
-
-/**
- * Business key of a workflow id: `fetch/<job>/<source>/<date>` and its compensation's
- * `compensate/<job>/<source>/<date>/r<round>` name one; other workflows (schedules, replays) do not.
- */
-export function businessKeyOfWorkflowId(workflowId: string): string | undefined {
-  const compensation = 'compensate/';
-  const id = workflowId.startsWith(compensation)
-    ? `fetch/${workflowId.slice(compensation.length).replace(/\/r\d+$/, '')}`
-    : workflowId;
-  const key = parseWorkflowId(id);
-  return key ? idempotencyKeyFor(key) : undefined;
-}
+import { idempotencyKeyFor, jobTypeOf } from '../contract/business-key.ts';
+import {
+  BUSINESS_KEY_HEADER,
+  businessKeyOfWorkflowId,
+  CORRELATION_ID_HEADER,
+  type LogContextSinks,
+  type RunLogContext,
+} from '../contract/log-context.ts';
 
 const text = (value: unknown): string | undefined =>
   typeof value === 'string' && value.length > 0 ? value : undefined;

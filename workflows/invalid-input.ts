@@ -7,11 +7,11 @@
  */
 import { ApplicationFailure, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { FetchActivities } from '../activities/index.ts';
-import { isCorrelationId } from './business-key.ts';
+import { isCorrelationId } from '../contract/business-key.ts';
 import { checkFetchInput } from './input-check.ts';
-import { INVALID_WORKFLOW_INPUT } from './input-limits.ts';
+import { INVALID_WORKFLOW_INPUT } from '../contract/input-limits.ts';
 import { setStatus } from './outcome.ts';
-import { RETRY_PRESETS } from './retry-presets.ts';
+import { RETRY_PRESETS } from '../contract/retry-presets.ts';
 
 const record = proxyActivities<Pick<FetchActivities, 'recordInvalidStart'>>(RETRY_PRESETS.recordOutcome);
 

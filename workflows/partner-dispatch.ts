@@ -14,9 +14,9 @@
  */
 import { type ActivityOptions, patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { FetchActivities } from '../activities/index.ts';
-import { LOCAL_FETCH_RETRY_THRESHOLD_MS } from './partner-presets.ts';
-import { type PartnerPresetName, RETRY_PRESETS } from './retry-presets.ts';
-import type { ResumeState } from './types.ts';
+import { LOCAL_FETCH_RETRY_THRESHOLD_MS } from '../contract/retry-presets.ts';
+import { type PartnerPresetName, RETRY_PRESETS } from '../contract/retry-presets.ts';
+import type { ResumeState } from '../contract/types.ts';
 
 /** Patch id: histories recorded before it fetched every page on the workflow's queue, unkeyed. */
 export const DOWNSTREAM_DISPATCH = 'downstream-task-queue';

@@ -4,7 +4,7 @@
  * defines messages only (workflows/replay-dead-letters.ts is the workflow).
  */
 import { defineQuery, defineSignal } from '@temporalio/workflow';
-import type { ReplayFilter } from '../db/replay.ts';
+import type { ReplayFilter } from '../db/dead-letters/replay.ts';
 
 /**
  * Most letters one replay takes: its history (about 20 events a letter) stays well under

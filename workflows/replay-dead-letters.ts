@@ -22,8 +22,8 @@ import {
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { FetchActivities } from '../activities/index.ts';
-import type { ReplayTarget } from '../db/replay.ts';
-import { jobTypeOf, workflowIdFor } from './business-key.ts';
+import type { ReplayTarget } from '../db/dead-letters/replay.ts';
+import { jobTypeOf, workflowIdFor } from '../contract/business-key.ts';
 import { fetchRecordsWorkflow } from './fetch-records.ts';
 import {
   MAX_REPLAY_LETTERS,
@@ -35,7 +35,7 @@ import {
   type ReplayReport,
   resumeReplaySignal,
 } from './replay-api.ts';
-import { RETRY_PRESETS } from './retry-presets.ts';
+import { RETRY_PRESETS } from '../contract/retry-presets.ts';
 
 const db = proxyActivities<
   Pick<FetchActivities, 'reserveDeadLetters' | 'markReplayed' | 'releaseDeadLetters' | 'replayCounts'>

@@ -14,11 +14,11 @@ import {
   WorkflowIdReusePolicy,
 } from '@temporalio/workflow';
 import type { FetchActivities } from '../activities/index.ts';
-import { compensationWorkflowIdFor, jobTypeOf } from './business-key.ts';
+import { compensationWorkflowIdFor, jobTypeOf } from '../contract/business-key.ts';
 import { compensateRunWorkflow } from './compensate-run.ts';
 import { errorOf, setStatus } from './outcome.ts';
-import { RETRY_PRESETS } from './retry-presets.ts';
-import type { FetchRecordsInput, ResumeState } from './types.ts';
+import { RETRY_PRESETS } from '../contract/retry-presets.ts';
+import type { FetchRecordsInput, ResumeState } from '../contract/types.ts';
 
 const record = proxyActivities<Pick<FetchActivities, 'finishRun' | 'pendingCompensations'>>(
   RETRY_PRESETS.recordOutcome,

@@ -21,10 +21,10 @@ import {
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
-import { addDays, dateInTimeZone } from './business-date.ts';
-import { jobTypeOf, workflowIdFor } from './business-key.ts';
+import { addDays, dateInTimeZone } from '../contract/business-date.ts';
+import { jobTypeOf, workflowIdFor } from '../contract/business-key.ts';
 import { fetchRecordsWorkflow } from './fetch-records.ts';
-import type { FetchRecordsResult } from './types.ts';
+import type { FetchRecordsResult } from '../contract/types.ts';
 
 /** Set by Temporal on every workflow a Schedule starts (also on trigger and backfill). */
 const SCHEDULED_START_TIME = defineSearchAttributeKey(

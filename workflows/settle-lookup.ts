@@ -7,8 +7,8 @@
 import { ApplicationFailure, proxyActivities, sleep } from '@temporalio/workflow';
 import type { FetchActivities } from '../activities/index.ts';
 import { outlastingOutages } from './database-outage.ts';
-import { RETRY_PRESETS } from './retry-presets.ts';
-import type { ReconcileActionInput, ReconcileActionResult } from './types.ts';
+import { RETRY_PRESETS } from '../contract/retry-presets.ts';
+import type { ReconcileActionInput, ReconcileActionResult } from '../contract/types.ts';
 
 const lookup = proxyActivities<Pick<FetchActivities, 'reconcileDownstream'>>(RETRY_PRESETS.reconcileLookup);
 

@@ -22,7 +22,7 @@ import type { FetchActivities } from '../activities/index.ts';
 import { outlastingOutages } from './database-outage.ts';
 import { dbSteps } from './db-steps.ts';
 import { errorOf } from './outcome.ts';
-import { RETRY_PRESETS } from './retry-presets.ts';
+import { RETRY_PRESETS } from '../contract/retry-presets.ts';
 import { lookUpUntilSettled } from './settle-lookup.ts';
 import {
   type DownstreamActionView,
@@ -31,7 +31,7 @@ import {
   type ReconcileActionResult,
   type ResumeState,
   SUBMIT_SUMMARY,
-} from './types.ts';
+} from '../contract/types.ts';
 
 /** The non-idempotent call, and the repeat-safe one. */
 const submit = proxyActivities<Pick<FetchActivities, 'submitSummary'>>(RETRY_PRESETS.downstreamSubmit);

@@ -9,6 +9,6 @@
 export * from './define.ts';
 export { failure, headerOf, partnerMessageOf, partnerText, responseFailure } from '../errors.ts';
 export type { HttpResponse } from '../http.ts';
-export { parseRateLimitReset, parseRetryAfter } from '../retry-delay.ts';
+export { parseRateLimitReset, parseRetryAfter } from '../retry/delay.ts';
 export { credentialsMissing } from '../sources.ts';
-export type { ErrorType } from '../../workflows/error-types.ts';
+export type { ErrorType } from '../../contract/error-types.ts';

@@ -3,7 +3,7 @@
  * mistake in the list (two jobs of one type, a bad name) stops the process with one clear line.
  */
 import { UserFacingError } from '../../runtime/errors.ts';
-import { isActionName, isJobType } from '../../workflows/business-key.ts';
+import { isActionName, isJobType } from '../../contract/business-key.ts';
 import { failure } from '../errors.ts';
 import type { AnyJob } from './define.ts';
 

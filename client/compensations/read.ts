@@ -3,7 +3,7 @@
  * status screen and the metric use). Read-only: nothing here changes a row.
  */
 import type { AuditEntry, DownstreamState, RunStatus } from '../../prisma/generated/client.ts';
-import { compensationIdOf } from '../start-compensation.ts';
+import { compensationIdOf } from './start.ts';
 import {
   type Compensation,
   COMPENSATION_TARGET,

@@ -2,10 +2,10 @@
  * `compensations resolve`: an operator records that a `needs_manual` row was settled by hand.
  *
  * Be very careful: the change is a conditional UPDATE on `needs_manual`, like the activities'
- * (activities/downstream.ts), so an operator racing a compensation (or another operator) can never
+ * (activities/downstream/index.ts), so an operator racing a compensation (or another operator) can never
  * move a row backwards; the audit entry and the run's settlement share its transaction.
  */
-import { settleRun } from '../../db/ledger.ts';
+import { settleRun } from '../../db/ledger/ledger.ts';
 import { recordAudit } from '../../db/audit.ts';
 import { checkActor, checkText } from '../audit.ts';
 import {

@@ -3,17 +3,17 @@
  * `needs_manual` row is fixed (or starts one that never ran for an unsettled row).
  *
  * Be very careful: every state change here is a conditional UPDATE on the state the row was read
- * in, like the activities' (activities/downstream.ts), so an operator racing a compensation (or
+ * in, like the activities' (activities/downstream/index.ts), so an operator racing a compensation (or
  * another operator) can never move a row backwards, and each is audited in its own transaction.
  */
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import { recordAudit } from '../../db/audit.ts';
 import type { DownstreamState, Prisma } from '../../prisma/generated/client.ts';
 import { errorMessage, UserFacingError } from '../../runtime/errors.ts';
-import type { CompensateRunInput } from '../../workflows/types.ts';
+import type { CompensateRunInput } from '../../contract/types.ts';
 import { checkActor, checkText } from '../audit.ts';
 import { OPEN_RUN_STATUSES } from '../runs.ts';
-import { compensationIdOf, startCompensationWorkflow } from '../start-compensation.ts';
+import { compensationIdOf, startCompensationWorkflow } from './start.ts';
 import type { DurableFetchContext } from '../start-fetch.ts';
 import {
   COMPENSATION_TARGET,

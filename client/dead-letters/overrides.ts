@@ -1,6 +1,6 @@
 /** `dlq retry --override key=value`: what a retry may change about the run started again. */
 import { UserFacingError } from '../../runtime/errors.ts';
-import { MAX_PAGE_SIZE, MAX_PAGES_PER_EXECUTION } from '../../workflows/input-limits.ts';
+import { MAX_PAGE_SIZE, MAX_PAGES_PER_EXECUTION } from '../../contract/input-limits.ts';
 
 /** What `dlq retry --override key=value` may change about the run started again. */
 export interface RetryOverrides {

@@ -15,7 +15,7 @@ import {
 } from './state-changes.ts';
 import { dateText, type DeadLetterView, view } from './view.ts';
 import { OPEN_RUN_STATUSES } from '../runs.ts';
-import { COMPLETED_UNRECORDED } from '../../workflows/error-types.ts';
+import { COMPLETED_UNRECORDED } from '../../contract/error-types.ts';
 
 /** Run statuses during which the key is being fetched already: a retry would only join it. */
 

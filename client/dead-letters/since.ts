@@ -1,6 +1,6 @@
 /** `--since` of `dlq list` and `dlq replay`: a date, an ISO time or an age. */
 import { UserFacingError } from '../../runtime/errors.ts';
-import { isBusinessDate } from '../../workflows/business-key.ts';
+import { isBusinessDate } from '../../contract/business-key.ts';
 
 const DURATION_UNITS_MS: Record<string, number> = {
   s: 1000,

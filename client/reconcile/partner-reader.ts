@@ -10,7 +10,7 @@ import { checkedPage, idOf, jobOf, MAX_RECORDS_PER_RESPONSE } from '../../activi
 import { bearerToken } from '../../activities/sources.ts';
 import type { Source } from '../../prisma/generated/client.ts';
 import { errorMessage } from '../../runtime/errors.ts';
-import { defaultJobs } from '../../worker/jobs.ts';
+import { defaultJobs } from '../../jobs/registry.ts';
 import { createLogger } from '../../runtime/logger.ts';
 import type { ReconcileContext } from './context.ts';
 import type { RunReport } from './findings.ts';

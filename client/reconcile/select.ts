@@ -1,7 +1,7 @@
 /** Which runs a reconcile looks at: one run, or every run of a business date. */
 import type { FetchRun } from '../../prisma/generated/client.ts';
 import { UserFacingError } from '../../runtime/errors.ts';
-import { dateColumn, isBusinessDate, isJobType, isSourceId } from '../../workflows/business-key.ts';
+import { dateColumn, isBusinessDate, isJobType, isSourceId } from '../../contract/business-key.ts';
 import { getRun } from '../runs.ts';
 import type { ReconcileContext, ReconcileSelector } from './context.ts';
 

@@ -11,7 +11,7 @@ import { codeOf } from '../../activities/errors.ts';
 import type { JobRegistry } from '../../activities/job-api/registry.ts';
 import type { Prisma } from '../../prisma/generated/client.ts';
 import { errorMessage, isUserFacingError, UserFacingError } from '../../runtime/errors.ts';
-import { defaultJobs } from '../../worker/jobs.ts';
+import { defaultJobs } from '../../jobs/registry.ts';
 import { checkActor } from '../audit.ts';
 import { scheduleIdFor } from '../schedule-spec.ts';
 import { type SyncChange, syncSourceSchedule } from '../schedules.ts';
@@ -28,7 +28,7 @@ export interface ApplyContext extends PrismaCtx {
   /** Temporal, connected on first use (a dry run never uses it). */
   temporal: () => Promise<Client>;
   taskQueue: string;
-  /** The jobs sources may run (default: the deployment's, worker/jobs.ts). */
+  /** The jobs sources may run (default: the deployment's, jobs/registry.ts). */
   jobs?: JobRegistry;
   /** The future-date policy (DURABLE_FETCH_MAX_FUTURE_DAYS). Default 0. */
   maxFutureDays?: number;

@@ -3,7 +3,7 @@
  * every problem that needs no database, one line each, in the words of the input (its naming).
  */
 import type { JobRegistry } from '../../activities/job-api/registry.ts';
-import { isSourceId } from '../../workflows/business-key.ts';
+import { isSourceId } from '../../contract/business-key.ts';
 import { desiredSchedule, sourceScheduleSchema } from '../schedule-spec.ts';
 import {
   checkFields,

@@ -7,9 +7,9 @@ import { LIVE_RUN_STATUSES } from '../../db/fence.ts';
 import { lockSource } from '../../db/sources.ts';
 import type { Prisma, PrismaClient, Source } from '../../prisma/generated/client.ts';
 import { UserFacingError } from '../../runtime/errors.ts';
-import { isSourceId } from '../../workflows/business-key.ts';
+import { isSourceId } from '../../contract/business-key.ts';
 import { checkText } from '../audit.ts';
-import { MAX_NOTE_LENGTH } from '../compensations.ts';
+import { MAX_NOTE_LENGTH } from '../compensations/index.ts';
 
 /** `target_type` of the audit entries about a source. */
 export const SOURCE_TARGET = 'source';

@@ -5,12 +5,12 @@
  * the job config, checked by the job's own schema.
  */
 import { z } from 'zod';
-import { DOWNSTREAM_ID_RE } from '../../db/downstreams.ts';
+import { DOWNSTREAM_ID_RE } from '../../db/ledger/downstreams.ts';
 import type { JobRegistry } from '../../activities/job-api/registry.ts';
 import { parseJobConfig } from '../../activities/job-api/registry.ts';
-import { SECRET_REF_RE } from '../../worker/activity-deps.ts';
+import { SECRET_REF_RE } from '../../activities/create-deps.ts';
 import { redactUrl } from '../../runtime/redact.ts';
-import { PARTNER_PRESETS } from '../../workflows/retry-presets.ts';
+import { PARTNER_PRESETS } from '../../contract/retry-presets.ts';
 import { MAX_PAGE_SIZE } from '../start-fetch.ts';
 
 /** Longest source name kept. */

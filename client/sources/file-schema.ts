@@ -5,9 +5,9 @@
  */
 import { z } from 'zod';
 import type { JobRegistry } from '../../activities/job-api/registry.ts';
-import { FETCH_RECORDS, SOURCE_ID_RE } from '../../workflows/business-key.ts';
+import { FETCH_RECORDS, SOURCE_ID_RE } from '../../contract/business-key.ts';
 import { sourceScheduleSchema } from '../schedule-spec.ts';
-import { downstreamSettingsSchema } from '../../db/downstreams.ts';
+import { downstreamSettingsSchema } from '../../db/ledger/downstreams.ts';
 import { downstreamSchema, FIELD_SCHEMAS } from './fields.ts';
 
 /** The job of a source that names none (the column default). */

@@ -14,7 +14,7 @@ import type { Source } from '../../prisma/generated/client.ts';
 import { recordAudit } from '../../db/audit.ts';
 import { LIVE_RUN_STATUSES } from '../../db/fence.ts';
 import { errorMessage, UserFacingError } from '../../runtime/errors.ts';
-import { SOURCE_RESUMED_SIGNAL } from '../../workflows/types.ts';
+import { SOURCE_RESUMED_SIGNAL } from '../../contract/types.ts';
 import { checkActor } from '../audit.ts';
 import { scheduleIdFor } from '../schedule-spec.ts';
 import {

@@ -1,6 +1,6 @@
 /** Reading sources for operators: the listing, one source in detail, and how a few columns read. */
 import type { AuditEntry, Source } from '../../prisma/generated/client.ts';
-import { isSourceId } from '../../workflows/business-key.ts';
+import { isSourceId } from '../../contract/business-key.ts';
 import { sourceScheduleSchema } from '../schedule-spec.ts';
 import { countRunning, oneLine, type PrismaCtx, SOURCE_TARGET } from './common.ts';
 

@@ -3,8 +3,8 @@ import type { JobRegistry } from '../../activities/job-api/registry.ts';
 import { recordAudit } from '../../db/audit.ts';
 import { Prisma, type Source } from '../../prisma/generated/client.ts';
 import { UserFacingError } from '../../runtime/errors.ts';
-import { defaultJobs } from '../../worker/jobs.ts';
-import { isSourceId } from '../../workflows/business-key.ts';
+import { defaultJobs } from '../../jobs/registry.ts';
+import { isSourceId } from '../../contract/business-key.ts';
 import { checkActor } from '../audit.ts';
 import { sourceScheduleSchema } from '../schedule-spec.ts';
 import {

@@ -7,7 +7,7 @@
  *   timezone, as ISO timestamps (UTC); `{dayStartEpoch}`, `{dayEndEpoch}`: the same in epoch seconds;
  * - `{sourceId}`; `{cursor}`, `{page}`, `{offset}`, `{limit}`: where the request is in the paging.
  */
-import { startOfDayIn } from '../../workflows/business-date.ts';
+import { startOfDayIn } from '../../contract/business-date.ts';
 
 export interface TemplateValues {
   date: string;

@@ -19,8 +19,8 @@ import type { Client } from '@temporalio/client';
 import { startFetch, type StartedFetch } from '../../client/start-fetch.ts';
 import { startPartner, type PartnerServer } from '../../partner/server.ts';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
-import { prismaOn } from '../../worker/db.ts';
-import type { DevServer } from '../../worker/temporal-dev-server.ts';
+import { prismaOn } from '../../db/client.ts';
+import type { DevServer } from '../../worker/stack/temporal-dev-server.ts';
 import { runState, type RunState, startStack, startTemporal, stateLine } from '../helpers/backup-stack.ts';
 import {
   backupSqlite,

@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as prettier from 'prettier';
-import { PROJECT_ROOT } from '../../worker/config.ts';
+import { PROJECT_ROOT } from '../../runtime/config.ts';
 import {
   appliesTo,
   FAULTS,

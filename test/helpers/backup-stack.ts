@@ -7,7 +7,7 @@
 import { Client, Connection } from '@temporalio/client';
 import type { PartnerServer } from '../../partner/server.ts';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
-import { type DevServer, startDevServer } from '../../worker/temporal-dev-server.ts';
+import { type DevServer, startDevServer } from '../../worker/stack/temporal-dev-server.ts';
 import { spawnTs, spawnWorker, type Spawned } from './process.ts';
 
 /**

@@ -1,11 +1,11 @@
 /**
  * The downstreams the breaker CLI tests look at (R8), each made the way workers make them: a
  * settings row, sources naming them, and traffic through the admissions every worker decides by
- * (db/breaker.ts), so the windows and budgets shown are real ones.
+ * (db/retry/breaker.ts), so the windows and budgets shown are real ones.
  */
 import assert from 'node:assert/strict';
-import { admitCall, recordFailure } from '../../db/breaker.ts';
-import { defaultSettings, downstreamSettingsSchema, rowOf } from '../../db/downstreams.ts';
+import { admitCall, recordFailure } from '../../db/retry/breaker.ts';
+import { defaultSettings, downstreamSettingsSchema, rowOf } from '../../db/ledger/downstreams.ts';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { createSource } from './deps.ts';
 

@@ -1,10 +1,10 @@
 /**
- * The `durable-fetch` program run inside the test's own process (client/cli.ts `main`): the same
+ * The `durable-fetch` program run inside the test's own process (cli/main.ts `main`): the same
  * commands, exit codes and messages as a child process (test/helpers/cli.ts `runCli`), without
  * the seconds a child's start-up costs — for tests that run many commands.
  */
 import { format } from 'node:util';
-import { main } from '../../client/cli.ts';
+import { main } from '../../cli/main.ts';
 import type { CliResult } from './cli.ts';
 
 /**

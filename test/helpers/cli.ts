@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
-import { PROJECT_ROOT } from '../../worker/config.ts';
+import { PROJECT_ROOT } from '../../runtime/config.ts';
 
 const BIN = path.join(PROJECT_ROOT, 'bin', 'durable-fetch.js');
 

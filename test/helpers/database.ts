@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { Client, DatabaseError, escapeIdentifier } from 'pg';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { applyMigrations, withDatabaseName } from '../../prisma/migrator.ts';
-import { prismaOn } from '../../worker/db.ts';
+import { prismaOn } from '../../db/client.ts';
 
 export interface TestDatabase {
   url: string;

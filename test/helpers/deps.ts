@@ -2,8 +2,8 @@ import { pino } from 'pino';
 import type { ActivityDeps } from '../../activities/index.ts';
 import { createHttpClient } from '../../activities/http.ts';
 import type { Prisma, PrismaClient } from '../../prisma/generated/client.ts';
-import { findDownstream } from '../../db/downstreams.ts';
-import { defaultJobs } from '../../worker/jobs.ts';
+import { findDownstream } from '../../db/ledger/downstreams.ts';
+import { defaultJobs } from '../../jobs/registry.ts';
 import { createMetrics } from '../../runtime/metrics.ts';
 
 /** Activity dependencies for tests: real HTTP and database, a silent logger, test-sized limits. */

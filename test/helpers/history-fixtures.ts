@@ -8,7 +8,7 @@
  * conditions did. Never re-record one to make a change pass; add new fixtures instead.
  */
 import path from 'node:path';
-import { PROJECT_ROOT } from '../../worker/config.ts';
+import { PROJECT_ROOT } from '../../runtime/config.ts';
 import {
   activityTypes,
   all,

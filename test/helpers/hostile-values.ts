@@ -4,7 +4,7 @@
  * duplicate ids, missing fields. Used by the input property test (test/input-properties.e2e.test.ts).
  */
 import fc from 'fast-check';
-import { REQUESTED_BY } from '../../workflows/types.ts';
+import { REQUESTED_BY } from '../../contract/types.ts';
 
 /** Strings that have broken real systems: SQL, NUL bytes, path and template tricks. */
 const NASTY = [

@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { freePort } from '../../worker/process-utils.ts';
+import { freePort } from '../../runtime/process-utils.ts';
 import { type Spawned, spawnProgram } from './process.ts';
 
 export interface NatsServer {

@@ -5,7 +5,8 @@ import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { Publisher, type PublisherOptions } from '../../worker/outbox/publisher.ts';
-import type { Sink, SinkName } from '../../worker/outbox/sinks.ts';
+import type { SinkName } from '../../contract/outbox-routes.ts';
+import type { Sink } from '../../worker/outbox/sinks.ts';
 
 /** Publisher options for tests: small leases and backoffs so that retries happen within a test. */
 export function testPublisherOptions(overrides: Partial<PublisherOptions> = {}): PublisherOptions {

@@ -11,13 +11,13 @@ import { readFile } from 'node:fs/promises';
 import { pathToFileURL } from 'node:url';
 import { NativeConnection } from '@temporalio/worker';
 import { z } from 'zod';
-import { isCrashPoint } from '../../activities/crash-points.ts';
+import { isCrashPoint } from '../../runtime/crash-points.ts';
 import { defineJob } from '../../activities/job-api/index.ts';
 import { createJobRegistry } from '../../activities/job-api/registry.ts';
 import { fetchedRecordsReconcile, storeFetchedRecords } from '../../jobs/fetched-records.ts';
 import { fetchRecordsPage, type PartnerRecord } from '../../jobs/fetch-records/records-api.ts';
 import { jobs } from '../../jobs/index.ts';
-import { createPrisma } from '../../worker/db.ts';
+import { createPrisma } from '../../db/client.ts';
 import { buildWorker } from '../../worker/worker.ts';
 import { testDeps } from './deps.ts';
 

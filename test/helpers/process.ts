@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { PROJECT_ROOT } from '../../worker/config.ts';
+import { PROJECT_ROOT } from '../../runtime/config.ts';
 
 /** A real child process (one of the project's entry points, or a server a test owns), with its output collected. */
 export interface Spawned {

@@ -16,8 +16,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { resolvePrometheus } from '../../scripts/promtool.ts';
-import { PROJECT_ROOT } from '../../worker/config.ts';
-import { freePort } from '../../worker/process-utils.ts';
+import { PROJECT_ROOT } from '../../runtime/config.ts';
+import { freePort } from '../../runtime/process-utils.ts';
 
 export const RULES_FILE = path.join(PROJECT_ROOT, 'ops', 'alerts.yml');
 

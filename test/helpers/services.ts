@@ -9,11 +9,11 @@ import path from 'node:path';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import pg from 'pg';
 import { withDatabaseName } from '../../prisma/migrator.ts';
-import { PROJECT_ROOT } from '../../worker/config.ts';
-import { startEmbeddedPostgres } from '../../worker/postgres.ts';
-import { isPidAlive } from '../../worker/process-utils.ts';
-import { resolveTemporalCli } from '../../worker/temporal-cli.ts';
-import { startDevServer } from '../../worker/temporal-dev-server.ts';
+import { PROJECT_ROOT } from '../../runtime/config.ts';
+import { startEmbeddedPostgres } from '../../worker/stack/postgres.ts';
+import { isPidAlive } from '../../runtime/process-utils.ts';
+import { resolveTemporalCli } from '../../worker/stack/temporal-cli.ts';
+import { startDevServer } from '../../worker/stack/temporal-dev-server.ts';
 import { WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from '../../worker/worker.ts';
 import { createTemplateDatabase, dropDatabase } from './database.ts';
 

@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { PartnerServer } from '../../partner/server.ts';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
-import { readOrphanedActions } from '../../db/orphaned-actions.ts';
+import { readOrphanedActions } from '../../db/ledger/orphaned-actions.ts';
 import { temporalAddress } from './temporal.ts';
 
 /**
@@ -70,7 +70,7 @@ export interface Measured {
   voids: number;
   /** Submissions live (not voided) at the partner, as `status`. */
   live: string[];
-  /** Orphaned actions of this run now (db/orphaned-actions.ts). */
+  /** Orphaned actions of this run now (db/ledger/orphaned-actions.ts). */
   orphaned: number;
 }
 

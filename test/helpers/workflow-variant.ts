@@ -13,7 +13,7 @@ import path from 'node:path';
 import type { History } from '@temporalio/common/lib/proto-utils.js';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { replayWorkerOptions } from '../../worker/worker.ts';
-import { PROJECT_ROOT } from '../../worker/config.ts';
+import { PROJECT_ROOT } from '../../runtime/config.ts';
 
 /** The variant's patch id: test-only, never used by workflows/. */
 export const VARIANT_PATCH = 'test-only-deploy-variant-extra-timer';
@@ -42,7 +42,7 @@ function extraStep(guarded: boolean): string {
 }
 
 /**
- * Bundles the copy of workflows/ in `<dir>/workflows` the way the worker bundles (with its workflow
+ * Bundles the copy of workflows/ in `<dir>/workflows` (and contract/ beside it) the way the worker bundles (with its workflow
  * interceptor modules) into `<dir>/workflow-bundle.js`, for a worker's DURABLE_FETCH_WORKFLOW_BUNDLE.
  * Imports resolve as from the project: '@temporalio/workflow' from its node_modules.
  */
@@ -66,6 +66,8 @@ export async function buildWorkflowVariant(options: { guarded: boolean }): Promi
   try {
     const workflows = path.join(dir, 'workflows');
     await cp(path.join(PROJECT_ROOT, 'workflows'), workflows, { recursive: true });
+    // Workflow code imports the contract's values (business key, retry presets) too.
+    await cp(path.join(PROJECT_ROOT, 'contract'), path.join(dir, 'contract'), { recursive: true });
     await writeFile(path.join(workflows, 'deploy-variant-step.ts'), extraStep(options.guarded));
     const file = path.join(workflows, 'fetch-records.ts');
     const source = await readFile(file, 'utf8');

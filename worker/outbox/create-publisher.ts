@@ -6,13 +6,14 @@
 import type { Client } from '@temporalio/client';
 import { startPeriodicCleanup } from '../../activities/cleanup.ts';
 import { createHttpClient } from '../../activities/http.ts';
-import type { Config } from '../config.ts';
-import type { PrismaClient } from '../db.ts';
+import type { Config } from '../../runtime/config.ts';
+import type { PrismaClient } from '../../db/client.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import type { Metrics } from '../../runtime/metrics.ts';
 import { createNatsSink } from './nats-sink.ts';
 import { Publisher, type PublisherOptions } from './publisher.ts';
-import type { Sink, SinkName } from './sinks.ts';
+import type { SinkName } from '../../contract/outbox-routes.ts';
+import type { Sink } from './sinks.ts';
 import { createStartWorkflowSink } from './start-workflow-sink.ts';
 import { createWebhookSink } from './webhook-sink.ts';
 

@@ -6,13 +6,14 @@
  */
 import { setMaxListeners } from 'node:events';
 import { ApplicationFailure } from '@temporalio/common';
-import { crashPoint, type CrashPoint } from '../../activities/crash-points.ts';
+import { crashPoint, type CrashPoint } from '../../runtime/crash-points.ts';
 import { classify, detailsOf, failure } from '../../activities/errors.ts';
-import { type Backoff, nextRetry } from '../../activities/retry-delay.ts';
-import type { ClaimedEvent, FailedDelivery } from '../../db/outbox.ts';
+import { type Backoff, nextRetry } from '../../activities/retry/delay.ts';
+import type { ClaimedEvent, FailedDelivery } from '../../db/outbox/outbox.ts';
 import type { Prisma } from '../../prisma/generated/client.ts';
 import { redactUrlsIn } from '../../runtime/redact.ts';
-import { type Route, type Sink, type SinkName, sinkFor } from './sinks.ts';
+import { type Route, type SinkName, sinkFor } from '../../contract/outbox-routes.ts';
+import type { Sink } from './sinks.ts';
 
 export type Outcome =
   | { kind: 'delivered'; id: string; result: Prisma.InputJsonValue | null; sink: string; createdAt: Date }

@@ -12,15 +12,16 @@
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { CrashPoint } from '../../activities/crash-points.ts';
-import { type Backoff, fullJitterMs } from '../../activities/retry-delay.ts';
-import { claimBatch, releaseClaims } from '../../db/outbox.ts';
+import type { CrashPoint } from '../../runtime/crash-points.ts';
+import { type Backoff, fullJitterMs } from '../../activities/retry/delay.ts';
+import { claimBatch, releaseClaims } from '../../db/outbox/outbox.ts';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import type { Metrics } from '../../runtime/metrics.ts';
 import { type DeliveryContext, deliverBatch } from './deliver.ts';
 import { DB_RETRY, type PublisherStats, safeError, type SettleContext, settleBatch } from './settle.ts';
-import type { Route, Sink, SinkName } from './sinks.ts';
+import type { Route, SinkName } from '../../contract/outbox-routes.ts';
+import type { Sink } from './sinks.ts';
 
 export type { PublisherStats } from './settle.ts';
 
@@ -45,7 +46,7 @@ export interface PublisherOptions {
   maxAttempts: number;
   backoff: Backoff;
   routes: readonly Route[];
-  /** Test-only: see activities/crash-points.ts. */
+  /** Test-only: see runtime/crash-points.ts. */
   crashPoint?: CrashPoint | undefined;
   /** The process's Prometheus metrics: published, failed, dead, relay lag, takeovers. */
   metrics?: Metrics | undefined;

@@ -5,8 +5,8 @@
  * and the events are delivered again), but costs duplicates, so it is worth a few tries.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Backoff, fullJitterMs } from '../../activities/retry-delay.ts';
-import { markFailed, markPublished, release } from '../../db/outbox.ts';
+import { type Backoff, fullJitterMs } from '../../activities/retry/delay.ts';
+import { markFailed, markPublished, release } from '../../db/outbox/outbox.ts';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import type { Metrics } from '../../runtime/metrics.ts';

@@ -10,7 +10,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { failure } from '../../activities/errors.ts';
 import { startCommandSchema } from '../../client/enqueue-fetch.ts';
 import { fetchStartOptions } from '../../client/start-fetch.ts';
-import { jobTypeOf } from '../../workflows/business-key.ts';
+import { jobTypeOf } from '../../contract/business-key.ts';
 import type { fetchRecordsWorkflow } from '../../workflows/fetch-records.ts';
 import type { OutboxMessage, Sink } from './sinks.ts';
 

@@ -1,0 +1,52 @@
+/**
+ * The node-postgres settings every connection of the app is opened with, kept apart from the
+ * Prisma client (db/client.ts) so that a command reading through plain `pg` (client/pg-reader.ts)
+ * shares them without loading the Prisma runtime.
+ */
+import { SESSION_BOUNDS } from './limits.ts';
+
+/**
+ * How long opening a connection, or waiting for a free one in the pool, may take before the query
+ * fails (retried as DatabaseUnavailable): an unreachable database fails fast, inside the 10 s
+ * attempt, instead of hanging until Temporal times the activity out.
+ */
+export const CONNECT_TIMEOUT_MS = 5_000;
+
+/**
+ * How long a statement of a long-running process may go unanswered before node-postgres fails it
+ * (retried as DatabaseUnavailable, and its connection closed, not reused). A server that stops
+ * answering — a network partition, a failover behind a stale address — resets nothing and refuses
+ * nothing: without this a statement waits as long as the partition lasts, holding its pool
+ * connection and its worker slot. The server's own `statement_timeout` cannot help: it never hears
+ * of the wait. Longer than any engine statement runs (a page's transaction is bounded to 8 s, a
+ * local step's attempt to 10 s), and than `lock_timeout`.
+ */
+export const STATEMENT_TIMEOUT_MS = 15_000;
+
+/** Connections of a CLI command: one query at a time, plus headroom for a transaction. */
+export const CLI_POOL_SIZE = 4;
+
+export interface PoolOptions {
+  /** Connections in the pool. Default 10. */
+  max?: number;
+  /** Sessions get {@link SESSION_BOUNDS} (long-running processes). Default false (CLI commands). */
+  bounded?: boolean;
+}
+
+// Long-running processes size their pools from what they run at once: worker/pool-size.ts.
+
+/** The driver settings of a pool: exported so a test can check what a process would open. */
+export function poolConfig(connectionString: string, options: PoolOptions = {}) {
+  return {
+    connectionString,
+    max: options.max ?? 10,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    ...(options.bounded
+      ? {
+          lock_timeout: SESSION_BOUNDS.lockTimeoutMs,
+          query_timeout: STATEMENT_TIMEOUT_MS,
+          idle_in_transaction_session_timeout: SESSION_BOUNDS.idleInTransactionTimeoutMs,
+        }
+      : {}),
+  };
+}
