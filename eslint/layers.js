@@ -106,7 +106,10 @@ const importOrder = {
 
 export const layersPlugin = { rules: { 'import-order': importOrder } };
 
-/** The config block: every file of every layer, no exceptions. */
+/**
+ * The config block: every file of every layer, no exceptions.
+ * @type {import('eslint').Linter.Config}
+ */
 export const layersConfig = {
   files: ['**/*.ts', '**/*.js'],
   plugins: { layers: layersPlugin },

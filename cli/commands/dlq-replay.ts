@@ -4,7 +4,12 @@ import type { CliContext } from '../context.ts';
 import { defaultActor } from '../../client/audit.ts';
 import { parseSince } from '../../client/dead-letters/since.ts';
 import { table, workflowUrl } from '../../client/format.ts';
-import type { ReplayFilter, ReplayProgress, ReplayReport, ReplayRequest } from '../../client/dead-letters/replay.ts';
+import type {
+  ReplayFilter,
+  ReplayProgress,
+  ReplayReport,
+  ReplayRequest,
+} from '../../client/dead-letters/replay.ts';
 import { parseJobType, printJson } from './output.ts';
 import { DEFAULT_REPLAY_MAX } from '../../client/dead-letters/replay-defaults.ts';
 

@@ -13,7 +13,10 @@ import { registerSourcesUpdate } from './sources-update.ts';
 
 /** The implementation, imported only when a subcommand runs: help loads none of it. */
 const impl = async () => {
-  const [m0, m1] = await Promise.all([import('../../client/schedules.ts'), import('../../client/sources/index.ts')]);
+  const [m0, m1] = await Promise.all([
+    import('../../client/schedules.ts'),
+    import('../../client/sources/index.ts'),
+  ]);
   return { ...m0, ...m1 };
 };
 type Impl = Awaited<ReturnType<typeof impl>>;

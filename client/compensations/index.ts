@@ -6,12 +6,7 @@
  * client/compensations/; this one is what the rest of the project imports.
  */
 export type { AuditEntry, DownstreamState } from '../../prisma/generated/client.ts';
-export {
-  COMPENSATION_TARGET,
-  isCompensationId,
-  MAX_NOTE_LENGTH,
-  type Compensation,
-} from './common.ts';
+export { COMPENSATION_TARGET, isCompensationId, MAX_NOTE_LENGTH, type Compensation } from './common.ts';
 export {
   countNeedsManual,
   getCompensation,

@@ -6,7 +6,12 @@
  * were routed to the queue they were claimed with.
  */
 import { recordAudit } from '../../db/audit.ts';
-import { defaultSettings, type DownstreamSettings, readDownstreamRows, rowOf } from '../../db/ledger/downstreams.ts';
+import {
+  defaultSettings,
+  type DownstreamSettings,
+  readDownstreamRows,
+  rowOf,
+} from '../../db/ledger/downstreams.ts';
 import { LIVE_RUN_STATUSES } from '../../db/fence.ts';
 import type { Prisma } from '../../prisma/generated/client.ts';
 import { canonicalJson } from './canonical-json.ts';

@@ -2,7 +2,7 @@
 // often, and its counters. The admin API (`/_admin/apis/habits`) drives the same book.
 import { z } from 'zod';
 import { isValidDate } from '../records.ts';
-import { API_NAMES, type ApiName } from './kit.ts';
+import { API_NAMES, type ApiName } from './names.ts';
 
 /** A habit to switch on, as `POST /_admin/apis/habits` and `HabitBook.add` take it. */
 export interface HabitSpec {

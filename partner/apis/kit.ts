@@ -3,23 +3,9 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { hash32, isValidDate } from '../records.ts';
 import type { ActiveHabit } from './habits.ts';
+import type { ApiName } from './names.ts';
 
-/** The imitated APIs, each served under `/apis/<name>/…`. */
-export const API_NAMES = [
-  'graph',
-  'stripe',
-  'notion',
-  'slack',
-  'github-graphql',
-  'github-rest',
-  'salesforce',
-  'hubspot',
-  'zendesk',
-  'jira',
-  'shopify',
-  'x',
-] as const;
-export type ApiName = (typeof API_NAMES)[number];
+export { API_NAMES, type ApiName } from './names.ts';
 
 /** Prefix of every imitated API's routes: `/apis/<name>` is the API's base URL. */
 export const APIS_PREFIX = '/apis/';

@@ -3,7 +3,11 @@
  * that keeps each open period it saw, and the downstream rows tests set up.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type DownstreamSettingsInput, downstreamSettingsSchema, rowOf } from '../../db/ledger/downstreams.ts';
+import {
+  type DownstreamSettingsInput,
+  downstreamSettingsSchema,
+  rowOf,
+} from '../../db/ledger/downstreams.ts';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 
 /** Inserts a downstream row as a sources file would set it (the schema's defaults for the rest). */

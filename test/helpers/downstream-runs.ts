@@ -4,7 +4,11 @@
  * source as times, and the most calls any one-second window saw.
  */
 import { startFetch, type StartedFetch } from '../../client/start-fetch.ts';
-import { type DownstreamSettingsInput, downstreamSettingsSchema, rowOf } from '../../db/ledger/downstreams.ts';
+import {
+  type DownstreamSettingsInput,
+  downstreamSettingsSchema,
+  rowOf,
+} from '../../db/ledger/downstreams.ts';
 import type { Client } from '@temporalio/client';
 import type { PartnerServer } from '../../partner/server.ts';
 import type { PrismaClient } from '../../prisma/generated/client.ts';

@@ -5,8 +5,9 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FaultSpec } from '../../partner/faults.ts';
-import type { FaultOptions, CutPoint } from './pg-proxy.ts';
-import type { MatrixStack } from './fault-matrix.ts';
+import type { RunState } from './backup-stack.ts';
+import type { FaultOptions, CutPoint, PgProxy } from './pg-proxy.ts';
+import type { Spawned } from './process.ts';
 
 /** Where in a run a fault lands: a statement of the worker's or the publisher's, before or after. */
 export interface StatementPoint {
@@ -263,4 +264,32 @@ export const PARTNER_FAULTS: readonly PartnerFault[] = [
 export function appliesTo(fault: Fault, point: InjectionPoint): boolean {
   if ('spec' in fault) return point.process === 'partner' && fault.routes.includes(point.route);
   return point.process !== 'partner' && fault.applies.includes(point.process);
+}
+
+/** One run of one cell: how it ended, and how long after the fault ended. */
+export interface CellRun {
+  state: RunState;
+  /** The statement (or the partner's request) the fault landed at. */
+  statement: string;
+  recoveryMs: number;
+  /** Deliveries of the run's events beyond the first, which the partner suppressed. */
+  suppressed: number;
+}
+
+export interface MatrixStack {
+  worker: Spawned;
+  proxy: PgProxy;
+  restartWorker(signal?: NodeJS.Signals): Promise<void>;
+  restartPublisher(): Promise<void>;
+  restartTemporal(): Promise<void>;
+  restartPostgres(): Promise<void>;
+  terminateBackends(): Promise<void>;
+  allowConnections(allowed: boolean): Promise<void>;
+  /** Kills the matrix's NATS server and starts it again `ms` later, without waiting for that. */
+  natsOutage(ms: number): Promise<void>;
+  /** Resolves once the NATS server killed by `natsOutage` accepts clients again. */
+  natsBack(): Promise<void>;
+  /** Lands `fault` at `point` of one new run and checks the run against the partner. */
+  run(fault: Fault, point: InjectionPoint): Promise<CellRun>;
+  stop(): Promise<void>;
 }

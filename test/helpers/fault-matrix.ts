@@ -31,8 +31,10 @@ import { runState, type RunState, stateLine } from './backup-stack.ts';
 import { createSource } from './deps.ts';
 import { waitFor } from './outbox.ts';
 import type {
+  CellRun,
   Fault,
   InjectionPoint,
+  MatrixStack,
   PartnerFault,
   PartnerPoint,
   StackFault,
@@ -41,6 +43,8 @@ import type {
 import { type NatsServer, startNatsServer } from './nats-server.ts';
 import { type PgProxy, startPgProxy } from './pg-proxy.ts';
 import { spawnTs, spawnWorker, type Spawned, within } from './process.ts';
+
+export type { CellRun, MatrixStack } from './fault-matrix-cells.ts';
 
 const RECORDS = 120;
 const PAGE_SIZE = 50;
@@ -57,34 +61,6 @@ interface Landing {
 
 function submissionReference(sourceId: string): string {
   return `fetch-records:${sourceId}:${DATE}:submit-summary:r1`;
-}
-
-/** One run of one cell: how it ended, and how long after the fault ended. */
-export interface CellRun {
-  state: RunState;
-  /** The statement (or the partner's request) the fault landed at. */
-  statement: string;
-  recoveryMs: number;
-  /** Deliveries of the run's events beyond the first, which the partner suppressed. */
-  suppressed: number;
-}
-
-export interface MatrixStack {
-  worker: Spawned;
-  proxy: PgProxy;
-  restartWorker(signal?: NodeJS.Signals): Promise<void>;
-  restartPublisher(): Promise<void>;
-  restartTemporal(): Promise<void>;
-  restartPostgres(): Promise<void>;
-  terminateBackends(): Promise<void>;
-  allowConnections(allowed: boolean): Promise<void>;
-  /** Kills the matrix's NATS server and starts it again `ms` later, without waiting for that. */
-  natsOutage(ms: number): Promise<void>;
-  /** Resolves once the NATS server killed by `natsOutage` accepts clients again. */
-  natsBack(): Promise<void>;
-  /** Lands `fault` at `point` of one new run and checks the run against the partner. */
-  run(fault: Fault, point: InjectionPoint): Promise<CellRun>;
-  stop(): Promise<void>;
 }
 
 /** `SQL` on the database `url` as a one-off session (not behind the proxy). */

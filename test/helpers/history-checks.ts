@@ -3,7 +3,7 @@
  * says which each fixture must pass): activities scheduled and retried, how the execution
  * closed, children, signals, continue-as-new, and where page fetches were dispatched.
  */
-import type { HistoryEvent } from './history-fixtures.ts';
+import type { HistoryEvent } from './history-files.ts';
 
 export const is = (type: string) => (e: HistoryEvent) => e.eventType === `EVENT_TYPE_${type}`;
 const attrs = (e: HistoryEvent, key: string) => (e[key] ?? {}) as Record<string, unknown>;

@@ -4,7 +4,24 @@
  */
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { HISTORIES_DIR, type HistoryFixture } from './history-fixtures.ts';
+import { PROJECT_ROOT } from '../../runtime/config.ts';
+
+export const HISTORIES_DIR = path.join(PROJECT_ROOT, 'test', 'histories');
+
+/** One fixture file: one workflow execution. Histories carry no workflow id: it is kept beside. */
+export interface HistoryFixture {
+  workflowId: string;
+  runId: string;
+  workflowType: string;
+  /** Temporal's JSON history, as `historyToJSON` writes it (and the CLI and Web UI download). */
+  history: { events: HistoryEvent[] };
+}
+
+/** The parts of a proto-JSON history event the checks read. */
+export interface HistoryEvent {
+  eventType: string;
+  [attributes: string]: unknown;
+}
 
 /** Every fixture file in `dir`, parsed, by file name (sorted). Throws on unreadable JSON. */
 export async function readFixtures(dir = HISTORIES_DIR): Promise<Map<string, HistoryFixture>> {

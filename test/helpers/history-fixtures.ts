@@ -7,8 +7,7 @@
  * Be very careful: a fixture is evidence of what workflow code that ran in production-like
  * conditions did. Never re-record one to make a change pass; add new fixtures instead.
  */
-import path from 'node:path';
-import { PROJECT_ROOT } from '../../runtime/config.ts';
+import type { HistoryEvent } from './history-files.ts';
 import {
   activityTypes,
   all,
@@ -30,29 +29,12 @@ import {
   signalled,
 } from './history-checks.ts';
 
-export const HISTORIES_DIR = path.join(PROJECT_ROOT, 'test', 'histories');
-
 /**
  * A credential planted in the recording's source (by reference, as production does): no fixture
  * may contain it, in plain text or inside a payload.
  */
 export const PLANTED_SECRET = 'tok-history-9c41e7d2';
 export const PLANTED_SECRET_REF = 'DF_SECRET_HISTORY_PARTNER';
-
-/** One fixture file: one workflow execution. Histories carry no workflow id: it is kept beside. */
-export interface HistoryFixture {
-  workflowId: string;
-  runId: string;
-  workflowType: string;
-  /** Temporal's JSON history, as `historyToJSON` writes it (and the CLI and Web UI download). */
-  history: { events: HistoryEvent[] };
-}
-
-/** The parts of a proto-JSON history event the checks read. */
-export interface HistoryEvent {
-  eventType: string;
-  [attributes: string]: unknown;
-}
 
 export interface ExpectedFixture {
   file: string;
@@ -264,4 +246,10 @@ export const EXPECTED_FIXTURES: readonly ExpectedFixture[] = [
   },
 ];
 
-export { readFixtures, searchableTexts } from './history-files.ts';
+export {
+  HISTORIES_DIR,
+  type HistoryEvent,
+  type HistoryFixture,
+  readFixtures,
+  searchableTexts,
+} from './history-files.ts';
