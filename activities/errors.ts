@@ -1,9 +1,10 @@
 /**
- * Turns anything an activity meets into an ApplicationFailure with a DESIGN error type, a safe
- * code and a message free of URLs, headers and bodies (R7, R11): of a partner's error body, only
- * its own message, scrubbed and bounded (`partnerMessageOf`). Decisions use status codes, headers
- * and error `code` properties, never class names nor a partner's words. The retry delay (jitter, Retry-After) and the
- * deadline check are applied afterwards, in activities/retry/timing.ts.
+ * Turns anything an activity meets into an ApplicationFailure with an error type
+ * (contract/error-types.ts), a safe code and a message free of URLs, headers and bodies (R7, R11):
+ * of a partner's error body, only its own message, scrubbed and bounded (`partnerMessageOf`).
+ * Decisions use status codes, headers and error `code` properties, never class names nor a
+ * partner's words. The retry delay (jitter, Retry-After) and the deadline check are applied
+ * afterwards, in activities/retry/timing.ts.
  */
 import { ApplicationFailure, CancelledFailure } from '@temporalio/activity';
 import { redactFreeText, redactUrlsIn } from '../runtime/redact.ts';
@@ -289,7 +290,7 @@ function assertNever(value: never): never {
 }
 
 /**
- * Classifies anything thrown into a DESIGN error type (exhaustively: unknown errors become a
+ * Classifies anything thrown into an error type (exhaustively: unknown errors become a
  * non-retryable `Internal`). ApplicationFailures and cancellations pass through unchanged.
  * Messages name `what` failed and the safe code; the original message is kept only for
  * `Internal`, with URL credentials redacted, and cut short.

@@ -2,8 +2,9 @@
  * The HTTP client activities use for partner calls: connect and response timeouts from config,
  * cancellation through the caller's AbortSignal, bounded JSON bodies, a send deadline for
  * non-idempotent calls, redirects followed only as the caller allows, and failures mapped to
- * DESIGN error types. Error bodies are read up to {@link MAX_ERROR_BODY_BYTES} for the partner's
- * own words, which reach messages only scrubbed and bounded (errors.ts `partnerMessageOf`, R11).
+ * the error types of contract/error-types.ts. Error bodies are read up to
+ * {@link MAX_ERROR_BODY_BYTES} for the partner's own words, which reach messages only scrubbed and
+ * bounded (errors.ts `partnerMessageOf`, R11).
  */
 import { Agent, type Dispatcher, request } from 'undici';
 import { secretQueryValues } from '../runtime/redact.ts';

@@ -27,7 +27,7 @@ function workerSettings(overrides: Record<string, string>) {
  * The worker's heap as the section runs it a second time: V8's default limit is a few GiB (4 GiB
  * on the CI machine), and V8 collects its old generation late when it may grow that far, so the
  * peak RSS of a worker follows the backlog's allocation rate rather than what it keeps. Capped, it
- * collects earlier: README's configuration section says how to size the cap.
+ * collects earlier: docs/configuration.md says how to size the cap.
  */
 export const SCALE_HEAP_CAP_MIB = 512;
 

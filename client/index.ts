@@ -1,6 +1,6 @@
 /**
- * The application client API of durable-fetch (DESIGN "Used by: workflows started from the
- * application's client").
+ * The application client API of durable-fetch: what an application calls to start, observe and
+ * cancel runs, and to operate sources, schedules, dead letters and compensations. No process code.
  */
 export { startFetch, prepareFetch, launchFetch, SEARCH_KEYS } from './start-fetch.ts';
 export type { DurableFetchContext, PreparedFetch, StartFetchRequest, StartedFetch } from './start-fetch.ts';

@@ -1,5 +1,5 @@
 /**
- * `startFetch`: start — or join — the run of one business key (DESIGN data flow step 1).
+ * `startFetch`: start — or join — the run of one business key (the first step of a run: docs/runs.md).
  */
 import { randomUUID } from 'node:crypto';
 import {

@@ -1,7 +1,7 @@
 /**
  * How a run's workflow really ended, read from Temporal: the latest execution of its workflow id,
  * and for a closed one only its close event (never the whole history). Then what that means for
- * the run's row — the DESIGN error type, safe code and redacted message `finishRun` records — as a
+ * the run's row — the error type, safe code and redacted message `finishRun` records — as a
  * pure function. Used by the stuck-run sweep (client/stuck-runs.ts).
  */
 import { MAX_KEPT_MESSAGE } from '../db/limits.ts';
@@ -113,9 +113,9 @@ async function closeEventOf(
 const clip = (text: string) => redactUrlsIn(text).slice(0, MAX_KEPT_MESSAGE);
 
 /**
- * The DESIGN error type, message and safe code of a workflow's failure: exactly what the
+ * The error type, message and safe code of a workflow's failure: exactly what the
  * workflow's own `finish()` would have recorded (workflows/outcome.ts `errorOf`: the
- * ApplicationFailure under an ActivityFailure, Temporal's timeouts as DESIGN types), the message
+ * ApplicationFailure under an ActivityFailure, Temporal's timeouts as error types), the message
  * redacted and cut short. Pure.
  */
 export function failureFacts(failure: unknown): {

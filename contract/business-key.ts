@@ -1,6 +1,6 @@
 /**
- * The business key and everything derived from it (DESIGN "Terms", R6). Pure and deterministic:
- * imported by workflows, activities and the client alike.
+ * The business key — (job type, source, business date), one run each — and everything derived
+ * from it (R6). Pure and deterministic: imported by workflows, activities and the client alike.
  */
 
 /**
@@ -68,7 +68,10 @@ export function isCorrelationId(value: string): boolean {
   return CORRELATION_ID_RE.test(value);
 }
 
-/** Workflow id of a business key: `fetch/<jobType>/<sourceId>/<date>` (DESIGN contract). */
+/**
+ * Workflow id of a business key: `fetch/<jobType>/<sourceId>/<date>`. Every starter (client, CLI,
+ * Schedule, replay, outbox) derives it here, so one key is one workflow id.
+ */
 export function workflowIdFor(key: BusinessKey): string {
   return `fetch/${key.jobType}/${key.sourceId}/${key.businessDate}`;
 }

@@ -1,6 +1,7 @@
 /**
- * The `type` of every ApplicationFailure an activity throws (DESIGN "Error types"). Retry policies
- * list the non-retryable ones by name, so classification never depends on JS class names.
+ * The `type` of every ApplicationFailure an activity throws: the error classes of R7, retryable
+ * (transient) or not (permanent). Retry policies list the non-retryable ones by name, so
+ * classification never depends on JS class names.
  */
 
 export const RETRYABLE_ERROR_TYPES = [
@@ -20,10 +21,10 @@ export const NON_RETRYABLE_ERROR_TYPES = [
   'IdempotencyConflict',
   'DeadlineExceeded',
   'OutcomeUnknown',
-  // Not in DESIGN's first list: a write whose fencing token is no longer the run's current one
+  // A write whose fencing token is no longer the run's current one
   // (R1, R9). Retrying cannot help: another owner holds the run.
   'LeaseLost',
-  // Not in DESIGN's first list: anything the classifier does not recognise — in practice a bug.
+  // Anything the classifier does not recognise — in practice a bug.
   // Failing at once, visibly, beats retrying a bug until the attempts run out.
   'Internal',
 ] as const;

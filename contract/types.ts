@@ -206,7 +206,7 @@ export interface FinishRunInput {
   fetchRunId: string;
   leaseToken: string;
   status: 'cancelled' | 'dead_lettered';
-  /** DESIGN error type of the failure (absent for a cancellation). */
+  /** Error type of the failure (contract/error-types.ts; absent for a cancellation). */
   errorType?: string;
   /** Already redacted by the activity that failed. */
   errorMessage?: string;

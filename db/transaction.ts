@@ -10,7 +10,7 @@
  * values, the same JS types of the rows, the same prepared-statement names. Through the Prisma
  * client a raw statement costs several times the driver's CPU (its parameters serialised to JSON
  * and parsed back, a request planned and interpreted, the rows converted), more with kilobytes of
- * JSON: most of a stored page's client CPU (README, Performance).
+ * JSON: most of a stored page's client CPU (docs/performance.md).
  *
  * A transaction's connection is lent only for the transaction's life: once Prisma sends COMMIT or
  * ROLLBACK (its own timeout included), a statement on the lent connection fails without being

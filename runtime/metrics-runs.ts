@@ -31,7 +31,7 @@ export function runStateMetrics(registers: Registry[]) {
 }
 
 /**
- * Sets `durable_fetch_runs_retry_wait` from a count per error class: every retryable DESIGN type
+ * Sets `durable_fetch_runs_retry_wait` from a count per error class: every retryable error type
  * gets its series (0 when none waits, so a class that stops waiting drops to 0 instead of keeping
  * its last value); any other class a job's code threw is summed under `other`.
  */

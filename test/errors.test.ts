@@ -1,4 +1,5 @@
-// Error classification of activities: status codes and `code` properties to DESIGN's error types.
+// Error classification of activities: status codes and `code` properties to the error types of
+// contract/error-types.ts.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
@@ -30,7 +31,7 @@ function withCode(message: string, code: string, extra: object = {}): Error {
 }
 
 describe('errors', () => {
-  it("errors: failure marks exactly DESIGN's retryable types retryable and the others non-retryable", () => {
+  it('errors: failure marks exactly the retryable error types (contract/error-types.ts) retryable and the others non-retryable', () => {
     const retryable = [
       'Timeout',
       'NetworkError',
@@ -57,7 +58,7 @@ describe('errors', () => {
     }
   });
 
-  it('errors: httpStatusFailure maps partner statuses to DESIGN types with the right retryability', () => {
+  it('errors: httpStatusFailure maps partner statuses to the error types (contract/error-types.ts) with the right retryability', () => {
     const expected: [number, string, boolean][] = [
       [429, 'RateLimited', false],
       [500, 'UpstreamUnavailable', false],

@@ -1,6 +1,6 @@
 /**
- * How a workflow reports what happened: the DESIGN error type of a failure, and the `FetchStatus`
- * search attribute operators filter on in the Web UI. Deterministic; workflow code only.
+ * How a workflow reports what happened: the error type of a failure (contract/error-types.ts), and
+ * the `FetchStatus` search attribute operators filter on in the Web UI. Deterministic; workflow code only.
  */
 import {
   ActivityFailure,
@@ -9,7 +9,7 @@ import {
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 
-/** DESIGN error type, message and safe code of a failure. Temporal's own timeouts map to DESIGN types. */
+/** Error type, message and safe code of a failure. Temporal's own timeouts map to those error types. */
 export function errorOf(err: unknown): { errorType: string; errorMessage: string; errorCode?: string } {
   const cause = err instanceof ActivityFailure ? err.cause : err;
   if (cause instanceof ApplicationFailure) {

@@ -1,7 +1,7 @@
 /**
  * The compensation ledger's activity helpers (R4): how a row is handed to workflows, the error
  * fields a failed step records, and loading an action that must exist. The ledger's statements
- * and state sets are in db/ledger*.ts.
+ * and state sets are in db/ledger/.
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import { type ActionRow, type ActionState, findAction, findActionState } from '../../db/ledger/ledger.ts';

@@ -1,5 +1,5 @@
 /**
- * The public job API (package export `durable-fetch/job`): `defineJob`, its types, and `failure`
+ * The job API, what a job imports (jobs/ import it from here): `defineJob`, its types, and `failure`
  * for a job to throw one of the engine's error types, `credentialsMissing` for a secret reference
  * of its config that resolves to nothing (docs/jobs.md). For a job that reads responses of any
  * status (`http.readResponse`): the engine's default classification of a refusal

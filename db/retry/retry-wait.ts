@@ -14,7 +14,7 @@ type Db = Pick<PrismaClient, '$executeRaw'>;
 export interface RetryWait {
   /** How long Temporal waits before the next attempt (the delay handed to it). */
   delayMs: number;
-  /** The DESIGN error type of the failure. */
+  /** The error type of the failure (contract/error-types.ts). */
   errorClass: string;
   /** Already redacted and bounded by the caller. */
   errorMessage: string;

@@ -1,6 +1,6 @@
 /**
  * Headless Chromium for browser tests: Debian's `chromium` driven by playwright-core (Playwright's
- * own browser download does not work on these machines; ENVIRONMENT.md). Installs the Debian
+ * own browser download does not work on the machines this project runs on). Installs the Debian
  * package when it is missing and this process may (root with apt-get); otherwise fails saying how.
  */
 import { execFile } from 'node:child_process';

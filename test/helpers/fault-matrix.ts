@@ -31,9 +31,6 @@ import { runState, type RunState, stateLine } from './backup-stack.ts';
 import { createSource } from './deps.ts';
 import { waitFor } from './outbox.ts';
 import type {
-  CellRun,
-  Fault,
-  InjectionPoint,
   MatrixStack,
   PartnerFault,
   PartnerPoint,
@@ -41,8 +38,8 @@ import type {
   StatementPoint,
 } from './fault-matrix-cells.ts';
 import { type NatsServer, startNatsServer } from './nats-server.ts';
-import { type PgProxy, startPgProxy } from './pg-proxy.ts';
-import { spawnTs, spawnWorker, type Spawned, within } from './process.ts';
+import { startPgProxy } from './pg-proxy.ts';
+import { spawnTs, spawnWorker, within } from './process.ts';
 
 export type { CellRun, MatrixStack } from './fault-matrix-cells.ts';
 

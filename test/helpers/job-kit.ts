@@ -49,7 +49,7 @@ export interface KitRun {
   status: FetchRun['status'];
   row: FetchRun;
   result: unknown;
-  /** The failure's DESIGN error type when the run failed (else undefined). */
+  /** The failure's error type (contract/error-types.ts) when the run failed (else undefined). */
   errorType: string | undefined;
   events: { id: string; topic: string; payload: Prisma.JsonValue }[];
   actions: { action: string; state: string; partnerId: string | null; attempts: number }[];
@@ -128,7 +128,7 @@ export async function jobTestKit(options: JobKitOptions = {}): Promise<JobKit> {
   };
 }
 
-/** The DESIGN error type at the bottom of a workflow failure's cause chain. */
+/** The error type (contract/error-types.ts) at the bottom of a workflow failure's cause chain. */
 function failureType(err: unknown): string | undefined {
   let type: string | undefined;
   for (let e = err as { cause?: unknown; type?: unknown } | undefined; e; e = e.cause as typeof e) {

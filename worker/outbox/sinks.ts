@@ -27,8 +27,8 @@ export interface Sink {
   readonly name: SinkName;
   /**
    * Delivers `message` and resolves with the destination's receipt (stored on the row), once the
-   * destination has acknowledged it. Rejects with anything; the publisher classifies it (DESIGN
-   * error types) to decide between a retry and `dead`. Must stop promptly when `signal` aborts.
+   * destination has acknowledged it. Rejects with anything; the publisher classifies it (the error
+   * types of contract/error-types.ts) to decide between a retry and `dead`. Must stop promptly when `signal` aborts.
    */
   publish(message: OutboxMessage, signal: AbortSignal): Promise<Prisma.InputJsonValue | null>;
   /** Releases connections. */
