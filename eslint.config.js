@@ -2,6 +2,7 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import { layersConfig } from './eslint/layers.js';
+import { sqlConfig } from './eslint/sql.js';
 
 export default tseslint.config(
   { ignores: ['node_modules/', '.data/', '.tools/', '.build/', 'prisma/generated/', 'coverage/'] },
@@ -76,41 +77,8 @@ export default tseslint.config(
       ],
     },
   },
-  {
-    // One data-access layer (db/): runtime SQL lives there, each invariant (the run fence, the
-    // ledger's state sets) written once. Raw SQL is also allowed in prisma/ (migrator, drift),
-    // jobs/ (a job's storePage writes its own rows through the transaction it is given), test/
-    // and bench/ (setup and checks).
-    files: [
-      'activities/**/*.ts',
-      'worker/**/*.ts',
-      'client/**/*.ts',
-      'cli/**/*.ts',
-      'partner/**/*.ts',
-      'scripts/**/*.ts',
-    ],
-    // Client files that still hold SQL, until their statements move to db/ too.
-    ignores: [
-      'cli/context.ts',
-      'client/compensations/resolve.ts',
-      'client/compensations/retry.ts',
-      'client/dead-letters/state-changes.ts',
-      'worker/sweeps/owed-compensations.ts',
-      'client/dead-letters/replay.ts',
-      'client/sql-reader.ts',
-      'client/status.ts',
-      'client/status-jobs.ts',
-      'client/stuck-runs.ts',
-    ],
-    rules: {
-      'no-restricted-syntax': [
-        'error',
-        {
-          selector: 'MemberExpression[property.name=/^\\$(queryRaw|executeRaw)(Unsafe)?$/]',
-          message: 'Runtime SQL belongs in db/ (the data-access layer): add or reuse a function there.',
-        },
-      ],
-    },
-  },
+  // One data-access layer (db/): runtime SQL lives there and in prisma/, nowhere else of the
+  // product; no file is let off. The rule, its folders and why the tools are exempt: eslint/sql.js.
+  sqlConfig,
   layersConfig,
 );

@@ -5,9 +5,8 @@
 import type { Client } from '@temporalio/client';
 import { type Config, databaseUrl, loadConfig } from '../runtime/config.ts';
 import type { PoolOptions, PrismaClient } from '../db/client.ts';
-import { UserFacingError } from '../runtime/errors.ts';
-import { redactUrl } from '../runtime/redact.ts';
-import { readerOf, type SqlConnection, type SqlReader } from '../client/sql-reader.ts';
+import { checkDatabase, prismaConnection } from '../client/database-check.ts';
+import { readerOf, type SqlConnection, type SqlReader } from '../db/sql-reader.ts';
 
 export interface CliContext {
   config: Config;
@@ -18,7 +17,7 @@ export interface CliContext {
    */
   prisma(pool?: PoolOptions): Promise<PrismaClient>;
   /**
-   * The database for read-only statements (client/sql-reader.ts): the Prisma client when one is
+   * The database for read-only statements (db/sql-reader.ts): the Prisma client when one is
    * open already, else one plain node-postgres connection, which spares a listing the Prisma
    * runtime's start-up. Checked as {@link prisma} is; later calls return the same reader.
    */
@@ -52,7 +51,7 @@ export function createCliContext(config: Config = loadConfig()): CliContext {
     async sql() {
       if (sql) return sql;
       if (prisma) return readerOf({ prisma });
-      const { openPgReader } = await import('../client/pg-reader.ts');
+      const { openPgReader } = await import('../db/pg-reader.ts');
       const url = databaseUrl(config);
       const connection = openPgReader(url);
       await checkDatabase(connection, url, config);
@@ -70,46 +69,4 @@ export function createCliContext(config: Config = loadConfig()): CliContext {
       await temporal?.connection.close();
     },
   };
-}
-
-/** The Prisma client as a connection to check: its raw queries, closed by disconnecting. */
-function prismaConnection(prisma: PrismaClient): SqlConnection {
-  return { ...readerOf({ prisma }), close: () => prisma.$disconnect().catch(() => undefined) };
-}
-
-/**
- * Runs a first statement on `db` and closes it when that fails, so a command reports a database it
- * cannot use in one line, whichever client it opened.
- * @throws UserFacingError when the database is unreachable, missing or not migrated.
- */
-export async function checkDatabase(db: SqlConnection, url: string, config: Config): Promise<void> {
-  const where = redactUrl(url);
-  const origin = config.database.url ? 'DATABASE_URL' : 'the embedded PostgreSQL: is `npm start` running?';
-  try {
-    await db.query('SELECT 1 FROM fetch_run LIMIT 1', []);
-  } catch (err) {
-    await db.close();
-    // Decided by SQLSTATE / Prisma code, never by message text.
-    const { codeOf } = await import('../activities/errors.ts');
-    const code = codeOf(err);
-    if (code === '3D000' || code === 'P1003') {
-      throw new UserFacingError(
-        `database at ${where} does not exist: run \`durable-fetch migrate\``,
-        'DB_MISSING',
-      );
-    }
-    if (code === '42P01' || code === 'P2021') {
-      throw new UserFacingError(
-        `database at ${where} is not migrated: run \`durable-fetch migrate\``,
-        'DB_NOT_MIGRATED',
-      );
-    }
-    throw new UserFacingError(
-      `cannot reach PostgreSQL at ${where} (${origin})${code ? `: ${code}` : ''}`,
-      'DB_UNREACHABLE',
-      {
-        cause: err,
-      },
-    );
-  }
 }

@@ -1,6 +1,6 @@
 /**
- * The `durable-fetch` command line (DESIGN "The CLI users type"). User errors print one line and
- * exit 1; anything else is a bug and prints its stack.
+ * The `durable-fetch` command line, the one operators and developers type. User errors print one
+ * line and exit 1; anything else is a bug and prints its stack.
  */
 import { Command, CommanderError } from 'commander';
 import { isUserFacingError } from '../runtime/errors.ts';

@@ -5,7 +5,8 @@ import type { FetchRun, RunStatus } from '../prisma/generated/client.ts';
 import { parseWorkflowId } from '../contract/business-key.ts';
 import type { DurableFetchContext } from './start-fetch.ts';
 import { isUuid } from './ids.ts';
-import { listLimit, type ReadContext, readerOf } from './sql-reader.ts';
+import { listRunRows } from '../db/listings.ts';
+import { type ReadContext, readerOf } from '../db/sql-reader.ts';
 
 export type { FetchRun, RunStatus };
 
@@ -53,36 +54,11 @@ export interface ListRunsFilter {
 }
 
 /**
- * Every FetchRun column under its model field name, in the model's order (what `findMany`
- * returns), for the statements that read runs through a reader (client/sql-reader.ts).
- */
-const RUN_COLUMNS = `id, job_type AS "jobType", source_id AS "sourceId", business_date AS "businessDate",
-  payload, idempotency_key AS "idempotencyKey", status, attempt, created_at AS "createdAt",
-  scheduled_at AS "scheduledAt", started_at AS "startedAt", finished_at AS "finishedAt",
-  next_run_at AS "nextRunAt", lease_token AS "leaseToken", lease_until AS "leaseUntil",
-  error_class AS "errorClass", error_message AS "errorMessage", correlation_id AS "correlationId",
-  workflow_id AS "workflowId", workflow_run_id AS "workflowRunId", pages_stored AS "pagesStored",
-  records_stored AS "recordsStored", cursor, updated_at AS "updatedAt"`;
-
-// A filter left out is a NULL parameter: one statement for every combination of filters.
-const LIST_RUNS_SQL = `SELECT ${RUN_COLUMNS} FROM fetch_run
-WHERE ($1::text IS NULL OR job_type = $1)
-  AND ($2::text IS NULL OR source_id = $2)
-  AND ($3::run_status IS NULL OR status = $3)
-ORDER BY business_date DESC, created_at DESC
-LIMIT $4`;
-
-/**
  * Runs, newest business date first (then newest created). Read-only. Reads through the app's
  * PrismaClient or any reader (the CLI's); the rows are the same FetchRun objects either way.
  */
 export async function listRuns(ctx: ReadContext, filter: ListRunsFilter = {}): Promise<FetchRun[]> {
-  return readerOf(ctx).query<FetchRun>(LIST_RUNS_SQL, [
-    filter.jobType ?? null,
-    filter.sourceId ?? null,
-    filter.status ?? null,
-    listLimit(filter.limit),
-  ]);
+  return listRunRows(readerOf(ctx), filter);
 }
 
 /** `YYYY-MM-DD` of a DATE column. */

@@ -8,6 +8,13 @@
 import type { Client } from '@temporalio/client';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import { databaseHealth, type DatabaseHealth } from '../db/health.ts';
+import {
+  type JobStatus,
+  readJobStatus,
+  readRunCounts,
+  readSourceCounts,
+  type RunCounts,
+} from '../db/status.ts';
 import { readRetryWaits } from '../db/retry/retry-wait.ts';
 import {
   type BacklogVerdict,
@@ -17,7 +24,6 @@ import {
   TASK_QUEUE_TYPES,
 } from './health.ts';
 import { type PollingBuild, readPollingBuilds } from './status-builds.ts';
-import { type JobStatus, readJobStatus } from './status-jobs.ts';
 import { findStuckRuns, type StuckRun } from './stuck-runs.ts';
 import { type OrphanedActions, readOrphanedActions } from '../db/ledger/orphaned-actions.ts';
 import { breakerProblems, type DownstreamBreaker, listBreakers } from './breakers.ts';
@@ -53,7 +59,7 @@ export interface Status {
   queues: QueueStatus[];
   /** The worker builds polling the queues' workflow tasks, each with its last poll. */
   builds: PollingBuild[];
-  runs: { started: number; finished: number; retried: number };
+  runs: RunCounts;
   /**
    * Runs in `retry_wait` now (R1): a step failed retryably and waits for its next attempt; by the
    * error class of that failure, and when the earliest next attempt is due. Narrowed by `jobType`.
@@ -109,46 +115,23 @@ export async function readStatus(
     ),
   );
   const builds = await readPollingBuilds(ctx.temporal, ctx.namespace, ctx.taskQueues, now);
-  const [runs] = await ctx.prisma.$queryRaw<{ started: bigint; finished: bigint; retried: bigint }[]>`
-    SELECT count(*) FILTER (WHERE started_at >= ${since}) AS started,
-           count(*) FILTER (WHERE finished_at >= ${since}) AS finished,
-           count(*) FILTER (WHERE started_at >= ${since} AND attempt > 1) AS retried
-      FROM fetch_run
-     WHERE (started_at >= ${since} OR finished_at >= ${since}) AND (${only}::text IS NULL OR job_type = ${only})`;
+  const runs = await readRunCounts(ctx.prisma, since, only);
   const database = await databaseHealth(ctx.prisma);
   const retryWait = await readRetryWaits(ctx.prisma, only);
   const stuck = await findStuckRuns(ctx, { maxRuns: MAX_STUCK_CHECKED });
   const orphans = await readOrphanedActions(ctx.prisma);
-  const sourceRows = await ctx.prisma.$queryRaw<
-    {
-      id: string;
-      job_type: string;
-      paused: boolean;
-      last_success: Date | null;
-      finished: bigint;
-      failed: bigint;
-    }[]
-  >`
-    SELECT s.id, s.job_type, s.paused_at IS NOT NULL AS paused,
-           (SELECT max(finished_at) FROM fetch_run r WHERE r.source_id = s.id AND r.status = 'succeeded') AS last_success,
-           (SELECT count(*) FROM fetch_run r WHERE r.source_id = s.id AND r.finished_at >= ${since}) AS finished,
-           (SELECT count(*) FROM dead_letter d WHERE d.source_id = s.id AND d.created_at >= ${since}) AS failed
-      FROM source s WHERE s.enabled AND (${only}::text IS NULL OR s.job_type = ${only}) ORDER BY s.id`;
+  const sourceRows = await readSourceCounts(ctx.prisma, since, only);
   const jobs = await readJobStatus(ctx.prisma, since, options.jobType);
   const breakers = await listBreakers(ctx);
-  const sources = sourceRows.map((s) => {
-    const finished = Number(s.finished);
-    const failed = Number(s.failed);
-    return {
-      sourceId: s.id,
-      jobType: s.job_type,
-      paused: s.paused,
-      lastSuccessAt: s.last_success?.toISOString() ?? null,
-      finished,
-      failed,
-      errorRate: finished === 0 ? null : Math.min(1, failed / finished),
-    };
-  });
+  const sources = sourceRows.map((s) => ({
+    sourceId: s.sourceId,
+    jobType: s.jobType,
+    paused: s.paused,
+    lastSuccessAt: s.lastSuccess?.toISOString() ?? null,
+    finished: s.finished,
+    failed: s.failed,
+    errorRate: s.finished === 0 ? null : Math.min(1, s.failed / s.finished),
+  }));
 
   const problems: string[] = [];
   for (const q of queues) {
@@ -204,11 +187,7 @@ export async function readStatus(
     problems,
     queues,
     builds,
-    runs: {
-      started: Number(runs?.started ?? 0),
-      finished: Number(runs?.finished ?? 0),
-      retried: Number(runs?.retried ?? 0),
-    },
+    runs,
     retryWait: { ...retryWait, nextDueAt: retryWait.nextDueAt?.toISOString() ?? null },
     database,
     stuck: { runs: stuck.stuck, unchecked: stuck.unchecked.length },

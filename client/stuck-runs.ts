@@ -4,10 +4,11 @@
  *
  * A row is a candidate once its lease has run out (`lease_until < now()`, DURABLE_FETCH_LEASE_TTL_MS
  * after its last renewal): a live workflow keeps renewing its lease, so only rows whose owner went
- * quiet cost a call to Temporal. Finding changes nothing; settling is worker/sweeps/stuck-runs.ts.
+ * quiet cost a call to Temporal (the candidates' statement: db/stuck-runs.ts). Finding changes
+ * nothing; settling is worker/sweeps/stuck-runs.ts.
  */
 import type { Client } from '@temporalio/client';
-import { isLive } from '../db/fence.ts';
+import { FIRST_CANDIDATE, readStuckCandidates } from '../db/stuck-runs.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import { errorMessage } from '../runtime/errors.ts';
 import { redactUrlsIn } from '../runtime/redact.ts';
@@ -44,17 +45,6 @@ export interface UncheckedRun {
   error: string;
 }
 
-interface Candidate {
-  id: string;
-  workflow_id: string;
-  lease_token: string;
-  attempt: number;
-  job_type: string;
-  source_id: string;
-  business_date: string;
-  lease_until: Date;
-}
-
 /** A stuck run with what settling it needs: the lease token that fences the settle, its queue. */
 export interface Found extends StuckRun {
   leaseToken: string;
@@ -72,16 +62,9 @@ export async function scan(
 ): Promise<{ checked: number; unchecked: UncheckedRun[] }> {
   const unchecked: UncheckedRun[] = [];
   let checked = 0;
-  let after = { leaseUntil: new Date(0), id: '00000000-0000-0000-0000-000000000000' };
+  let after = FIRST_CANDIDATE;
   while (checked < maxRuns) {
-    const batch = await ctx.prisma.$queryRaw<Candidate[]>`
-      SELECT id::text AS id, workflow_id, lease_token::text AS lease_token, attempt, job_type, source_id,
-             to_char(business_date, 'YYYY-MM-DD') AS business_date, lease_until
-        FROM fetch_run
-       WHERE ${isLive()} AND lease_until < now() AND lease_token IS NOT NULL
-         AND (lease_until, id) > (${after.leaseUntil}::timestamptz, ${after.id}::uuid)
-       ORDER BY lease_until, id
-       LIMIT ${Math.min(BATCH, maxRuns - checked)}`;
+    const batch = await readStuckCandidates(ctx.prisma, after, Math.min(BATCH, maxRuns - checked));
     for (const c of batch) {
       checked++;
       let end;

@@ -1,8 +1,9 @@
 /**
  * The node-postgres settings every connection of the app is opened with, kept apart from the
- * Prisma client (db/client.ts) so that a command reading through plain `pg` (client/pg-reader.ts)
+ * Prisma client (db/client.ts) so that a command reading through plain `pg` (db/pg-reader.ts)
  * shares them without loading the Prisma runtime.
  */
+import type * as Pg from 'pg';
 import { SESSION_BOUNDS } from './limits.ts';
 
 /**
@@ -34,6 +35,17 @@ export interface PoolOptions {
 }
 
 // Long-running processes size their pools from what they run at once: worker/pool-size.ts.
+
+/**
+ * The downstream pollers' slots, every downstream's `max_concurrent_calls` summed, read on
+ * `client`: a plain connection, since the pool they size is not open yet. Read-only.
+ */
+export async function readDownstreamSlots(client: Pick<Pg.ClientBase, 'query'>): Promise<number> {
+  const { rows } = await client.query<{ slots: number }>(
+    'SELECT COALESCE(sum(max_concurrent_calls), 0)::int AS slots FROM downstream',
+  );
+  return rows[0]?.slots ?? 0;
+}
 
 /** The driver settings of a pool: exported so a test can check what a process would open. */
 export function poolConfig(connectionString: string, options: PoolOptions = {}) {

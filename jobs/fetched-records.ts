@@ -3,6 +3,7 @@
  * jobs whose records have no table of their own store them: the demo job and the declarative
  * `http` job. One `fetch.page_stored` event per page lists the page's ids.
  */
+import { upsertFetchedRecords } from '../db/fetched-records.ts';
 import type {
   RecordsReconcile,
   StoreContext,
@@ -15,24 +16,21 @@ export const PAGE_STORED_TOPIC = 'fetch.page_stored';
 
 /**
  * Upserts a page's records (`data` as the partner sent it) on `sql`, the page's transaction (pass
- * `ctx.sql`: one statement whose parameter is the page's JSON, cheapest through the driver), and
- * returns the page's event.
+ * `ctx.sql`: one statement whose parameter is the page's JSON, cheapest through the driver; the
+ * statement is db/fetched-records.ts's), and returns the page's event.
  */
 export async function storeFetchedRecords(
   sql: Pick<TransactionSql, '$executeRaw'>,
   rows: readonly { external_id: string; data: unknown }[],
   ctx: StoreContext<unknown>,
 ): Promise<StoreResult> {
-  const date = new Date(`${ctx.businessDate}T00:00:00Z`);
-  if (rows.length > 0) {
-    await sql.$executeRaw`
-      INSERT INTO fetched_record (source_id, external_id, business_date, fetch_run_id, data, created_at, updated_at)
-      SELECT ${ctx.source.id}, r.external_id, ${date}::date, ${ctx.fetchRunId}::uuid, r.data, ${ctx.now}, ${ctx.now}
-        FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(external_id text, data jsonb)
-      ON CONFLICT (source_id, external_id) DO UPDATE
-         SET data = EXCLUDED.data, business_date = EXCLUDED.business_date,
-             fetch_run_id = EXCLUDED.fetch_run_id, updated_at = EXCLUDED.updated_at`;
-  }
+  const page = {
+    sourceId: ctx.source.id,
+    businessDate: new Date(`${ctx.businessDate}T00:00:00Z`),
+    fetchRunId: ctx.fetchRunId,
+    now: ctx.now,
+  };
+  await upsertFetchedRecords(sql, page, rows);
   const payload = {
     fetchRunId: ctx.fetchRunId,
     sourceId: ctx.source.id,

@@ -1,14 +1,15 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { isUserFacingError } from '../runtime/errors.ts';
 import { startEmbeddedPostgres, waitForPostgres } from '../worker/stack/postgres.ts';
-import { freePort, isPortAccepting } from '../runtime/process-utils.ts';
+import { freePort, isPidAlive, isPortAccepting } from '../runtime/process-utils.ts';
 import { redactUrl, redactUrlsIn } from '../runtime/redact.ts';
 
 async function query<T extends pg.QueryResultRow>(url: string, sql: string): Promise<T[]> {
@@ -95,6 +96,19 @@ void describe('embedded postgres', () => {
     } finally {
       await server.stop();
     }
+  });
+
+  void test('postgres: stop() resolves when the server has already stopped on its own (Ctrl-C in a terminal)', async () => {
+    const server = await startEmbeddedPostgres({ dataDir, port, password: 's3cret!' });
+    const pid = Number((await readFile(path.join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
+    // A terminal's Ctrl-C reaches the whole process group: PostgreSQL stops before we ask it to.
+    process.kill(pid, 'SIGINT');
+    while (isPidAlive(pid)) await sleep(50);
+    const stopped = await Promise.race([
+      server.stop().then(() => 'stopped'),
+      sleep(60_000).then(() => 'stop() never resolved'),
+    ]);
+    assert.equal(stopped, 'stopped');
   });
 
   void test('postgres: a port taken by another program is a UserFacingError naming the port', async () => {

@@ -6,6 +6,7 @@
 import pg from 'pg';
 import { type Config, databaseUrl } from '../runtime/config.ts';
 import { CONNECT_TIMEOUT_MS, type PoolOptions } from '../db/client.ts';
+import { readDownstreamSlots } from '../db/pool-config.ts';
 import { DEFAULT_PUBLISHER_LOOPS } from './outbox/publisher.ts';
 
 export interface PoolDemand {
@@ -76,10 +77,7 @@ export async function downstreamSlotsAt(config: Config, url = databaseUrl(config
   });
   try {
     await client.connect();
-    const { rows } = await client.query<{ slots: number }>(
-      'SELECT COALESCE(sum(max_concurrent_calls), 0)::int AS slots FROM downstream',
-    );
-    return rows[0]?.slots ?? 0;
+    return await readDownstreamSlots(client);
   } catch {
     return 0;
   } finally {

@@ -1,18 +1,6 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../context.ts';
 
-/** The publisher's modules, imported only when it starts: help loads none of them. */
-async function load() {
-  const [db, logger, metrics, observability, publisher] = await Promise.all([
-    import('../../worker/pool-size.ts'),
-    import('../../runtime/logger.ts'),
-    import('../../runtime/metrics.ts'),
-    import('../../worker/observability.ts'),
-    import('../../worker/outbox/create-publisher.ts'),
-  ]);
-  return { ...db, ...logger, ...metrics, ...observability, ...publisher };
-}
-
 const PUBLISHER_HELP = `
 Delivers outbox events at least once to the sink their topic is routed to
 (DURABLE_FETCH_OUTBOX_ROUTES, default: temporal.start_workflow=temporal,*=webhook — every job's events).
@@ -32,37 +20,8 @@ export function registerPublisher(program: Command, ctx: () => CliContext): void
     )
     .addHelpText('after', PUBLISHER_HELP)
     .action(async () => {
-      const { publisherPool, createLogger, createMetrics, startObservability, startPublisher } = await load();
-      const c = ctx();
-      const log = createLogger(c.config.logLevel, { process: 'publisher' });
-      const prisma = await c.prisma(publisherPool());
-      const runtime = { metrics: createMetrics() };
-      const observability = await startObservability(c.config, runtime, {
-        prisma,
-        temporal: () => c.temporal(),
-        log,
-        taskQueues: [c.config.temporal.taskQueue],
-      });
-      const running = await startPublisher(c.config, prisma, () => c.temporal(), log, runtime.metrics);
-      if (observability.url) console.error(`metrics at ${observability.url}`);
-      const routes = c.config.outbox.routes.map((r) => `${r.pattern}→${r.sink}`).join(', ');
-      log.info({ routes }, 'publisher running');
-      console.error(`publisher running (routes: ${routes}; Ctrl-C to stop)`);
-      await new Promise<void>((resolve) => {
-        let signalled = false;
-        const onSignal = () => {
-          // A second signal means "now": undelivered claims come back when their lease expires.
-          if (signalled) process.exit(130);
-          signalled = true;
-          resolve();
-        };
-        process.on('SIGINT', onSignal);
-        process.on('SIGTERM', onSignal);
-      });
-      console.error('publisher stopping: finishing deliveries in flight');
-      await running.stop();
-      await observability.stop();
-      const { published } = running.publisher.stats;
-      console.error(`publisher stopped (${published} event${published === 1 ? '' : 's'} published)`);
+      // Imported only when it runs: help loads none of the publisher.
+      const { runPublisher } = await import('../../worker/outbox/run-publisher.ts');
+      await runPublisher(ctx().config);
     });
 }

@@ -1,29 +1,6 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../context.ts';
 
-/** The worker's modules, imported only when it starts: help loads none of them. */
-async function load() {
-  const [logger, observability, db, searchAttributes, buildVersion, downstreamPollers, workerProcess] =
-    await Promise.all([
-      import('../../runtime/logger.ts'),
-      import('../../worker/observability.ts'),
-      import('../../worker/pool-size.ts'),
-      import('../../worker/search-attributes.ts'),
-      import('../../worker/build-version.ts'),
-      import('../../worker/downstream-pollers.ts'),
-      import('../../worker/worker-process.ts'),
-    ]);
-  return {
-    ...logger,
-    ...observability,
-    ...db,
-    ...searchAttributes,
-    ...buildVersion,
-    ...downstreamPollers,
-    ...workerProcess,
-  };
-}
-
 const WORKER_HELP = `
 Runs the fetch workflows and their activities on DURABLE_FETCH_TASK_QUEUE (run as many as you like),
 for every job listed in jobs/index.ts (docs/jobs.md); it names any enabled source whose job it
@@ -54,10 +31,7 @@ It also polls the task queue of every downstream row (the sources file's downstr
 with that downstream's maxConcurrentCalls slots, on top of its own: an isolated downstream's page
 fetches run there (R8), and it puts an isolated downstream's callsPerSecond, sourceCallsPerSecond
 and sourceWeights on that queue as Temporal's task-queue config (server-side, across workers). It reads the downstreams again every
-DURABLE_FETCH_DOWNSTREAM_REFRESH_MS (default 10000; 0 = at start only); see docs/downstream-queues.md.`;
-
-/** Exit code of a process stopped by `signal` (128 + its number), as shells report it. */
-const signalExitCode = (signal: NodeJS.Signals) => (signal === 'SIGINT' ? 130 : 143);
+DURABLE_FETCH_DOWNSTREAM_REFRESH_MS (default 10000; 0 = at start only); see docs/downstreams.md.`;
 
 /** `durable-fetch worker`: a Temporal worker against the configured Temporal and PostgreSQL. */
 export function registerWorker(program: Command, ctx: () => CliContext): void {
@@ -66,67 +40,8 @@ export function registerWorker(program: Command, ctx: () => CliContext): void {
     .description('run a worker (workflows + activities) on the task queue until SIGINT/SIGTERM')
     .addHelpText('after', WORKER_HELP)
     .action(async () => {
-      const {
-        createLogger,
-        installRuntime,
-        startObservability,
-        workerPool,
-        downstreamSlotsAt,
-        ensureSearchAttributes,
-        describeBuild,
-        describeDownstreamQueues,
-        startWorkerProcess,
-      } = await load();
-      const c = ctx();
-      const { config } = c;
-      const log = createLogger(config.logLevel, { process: 'worker' });
-      const runtime = await installRuntime(config, log);
-      const prisma = await c.prisma(workerPool(config, await downstreamSlotsAt(config)));
-      const temporal = await c.temporal();
-      const observability = await startObservability(config, runtime, {
-        prisma,
-        temporal: () => c.temporal(),
-        log,
-        taskQueues: [config.temporal.taskQueue],
-      });
-      // A shared cluster may lack our search attributes: register them (no-op when present).
-      await ensureSearchAttributes(temporal.connection, config.temporal.namespace);
-      const graceMs = config.worker.shutdownGraceMs;
-      const running = await startWorkerProcess({
-        config,
-        prisma,
-        temporal: () => c.temporal(),
-        log,
-        metrics: runtime.metrics,
-        cleanup: true,
-        say: (line) => console.error(line),
-      });
-      let signalled = false;
-      const onSignal = (signal: NodeJS.Signals) => {
-        if (signalled) {
-          // "Now": activities still running are retried elsewhere once their heartbeat times out.
-          console.error(`worker: second ${signal}, stopping now without waiting for running activities`);
-          process.exit(signalExitCode(signal));
-        }
-        signalled = true;
-        log.info({ signal, graceMs }, 'worker stopping');
-        console.error(
-          `worker stopping (${signal}): no new tasks; running activities get ${graceMs} ms, then are ` +
-            'cancelled (send it again to stop now)',
-        );
-        running.shutdown();
-      };
-      process.on('SIGINT', onSignal);
-      process.on('SIGTERM', onSignal);
-      if (observability.url) console.error(`metrics at ${observability.url}`);
-      console.error(
-        `worker polling task queue '${config.temporal.taskQueue}' with jobs ${running.jobs.types.join(', ')} ` +
-          `as ${describeBuild(running.build)} (Ctrl-C to stop)`,
-      );
-      const downstreamLine = describeDownstreamQueues(running.downstreams.polling());
-      if (downstreamLine) console.error(downstreamLine);
-      await running.run();
-      await observability.stop();
-      console.error('worker stopped');
+      // Imported only when it runs: help loads none of the worker.
+      const { runWorker } = await import('../../worker/run-worker.ts');
+      await runWorker(ctx().config);
     });
 }

@@ -1,12 +1,14 @@
 /**
  * `compensations resolve`: an operator records that a `needs_manual` row was settled by hand.
  *
- * Be very careful: the change is a conditional UPDATE on `needs_manual`, like the activities'
- * (activities/downstream/index.ts), so an operator racing a compensation (or another operator) can never
- * move a row backwards; the audit entry and the run's settlement share its transaction.
+ * Be very careful: the change is a conditional UPDATE on `needs_manual` (db/ledger/operator.ts),
+ * like the activities' (activities/downstream/index.ts), so an operator racing a compensation (or
+ * another operator) can never move a row backwards; the audit entry and the run's settlement
+ * share its transaction.
  */
 import { settleRun } from '../../db/ledger/ledger.ts';
 import { recordAudit } from '../../db/audit.ts';
+import { resolveNeedsManual } from '../../db/ledger/operator.ts';
 import { checkActor, checkText } from '../audit.ts';
 import {
   type Compensation,
@@ -53,21 +55,15 @@ export async function resolveCompensation(
   const row = await loadRow(ctx, id);
   if (row.state !== 'needs_manual') throw notNeedsManual(row.id, row.state, 'resolved');
   const updated = await ctx.prisma.$transaction(async (tx) => {
-    const changed = await tx.$queryRaw<{ partner_id: string | null }[]>`
-      UPDATE downstream_action
-         SET state = 'resolved', resolved_at = now(), resolved_by = ${actor}, resolution_note = ${note},
-             updated_at = now()
-       WHERE id = ${row.id}::uuid AND state = 'needs_manual'
-      RETURNING partner_id`;
-    const first = changed[0];
-    if (!first) return undefined;
+    const changed = await resolveNeedsManual(tx, row.id, { actor, note });
+    if (!changed) return undefined;
     await recordAudit(tx, {
       actor,
       action: 'compensation.resolve',
       targetType: COMPENSATION_TARGET,
       targetId: row.id,
       reason: note,
-      details: { from: 'needs_manual', partnerId: first.partner_id },
+      details: { from: 'needs_manual', partnerId: changed.partnerId },
     });
     // In the same transaction: a resolved row and a run still waiting for it never coexist.
     const { status } = await settleRun(tx, row.fetchRunId);

@@ -3,11 +3,13 @@
  * `needs_manual` row is fixed (or starts one that never ran for an unsettled row).
  *
  * Be very careful: every state change here is a conditional UPDATE on the state the row was read
- * in, like the activities' (activities/downstream/index.ts), so an operator racing a compensation (or
- * another operator) can never move a row backwards, and each is audited in its own transaction.
+ * in (db/ledger/operator.ts), like the activities' (activities/downstream/index.ts), so an
+ * operator racing a compensation (or another operator) can never move a row backwards, and each is
+ * audited in its own transaction.
  */
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import { recordAudit } from '../../db/audit.ts';
+import { moveForRetry, putBackNeedsManual } from '../../db/ledger/operator.ts';
 import type { DownstreamState, Prisma } from '../../prisma/generated/client.ts';
 import { errorMessage, UserFacingError } from '../../runtime/errors.ts';
 import type { CompensateRunInput } from '../../contract/types.ts';
@@ -101,10 +103,7 @@ export async function retryCompensation(
   const from = row.state;
   const to = from !== 'needs_manual' ? from : row.partnerId ? 'confirmed' : 'unknown';
   const changed = await ctx.prisma.$transaction(async (tx) => {
-    const n = await tx.$executeRaw`
-      UPDATE downstream_action SET state = ${to}::downstream_state, updated_at = now()
-       WHERE id = ${row.id}::uuid AND state = ${from}::downstream_state`;
-    if (n !== 1) return false;
+    if (!(await moveForRetry(tx, row.id, from, to))) return false;
     await recordAudit(tx, {
       actor,
       action: 'compensation.retry',
@@ -164,10 +163,7 @@ async function taskQueueOf(
 /** A retry whose workflow did not start: the row waits for an operator again. */
 async function putBack(ctx: PrismaCtx, id: string, from: string, actor: string, err: unknown): Promise<void> {
   await ctx.prisma.$transaction(async (tx) => {
-    const n = await tx.$executeRaw`
-      UPDATE downstream_action SET state = 'needs_manual', updated_at = now()
-       WHERE id = ${id}::uuid AND state = ${from}::downstream_state`;
-    if (n !== 1) return;
+    if (!(await putBackNeedsManual(tx, id, from))) return;
     const details: Prisma.InputJsonObject = { from, to: 'needs_manual' };
     await recordAudit(tx, {
       actor,

@@ -2,13 +2,15 @@
  * What retrying and discarding a dead letter share: loading it, telling whether a replay holds
  * it, and closing it with its audit entry in one transaction.
  *
- * Be very careful: state changes are conditional UPDATEs on `status = 'open'` and on no replay
- * holding the letter, so an operator racing another operator (or a `dlq replay`) can never move a
- * letter twice.
+ * Be very careful: state changes are conditional UPDATEs (db/dead-letters/) on `status = 'open'`
+ * and on no replay holding the letter, so an operator racing another operator (or a `dlq replay`)
+ * can never move a letter twice.
  */
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import type { DeadLetter, Prisma, RunStatus } from '../../prisma/generated/client.ts';
 import { recordAudit } from '../../db/audit.ts';
+import { closeOpenLetter } from '../../db/dead-letters/operator.ts';
+import { releaseStaleReservation } from '../../db/dead-letters/replay.ts';
 import { UserFacingError } from '../../runtime/errors.ts';
 import { replayWorkflowId } from '../../workflows/replay-api.ts';
 import { checkText } from '../audit.ts';
@@ -75,9 +77,7 @@ export async function reservationHolds(
       },
     );
   if (running) return true;
-  await ctx.prisma.$executeRaw`
-    UPDATE dead_letter SET replay_id = NULL, updated_at = now()
-     WHERE id = ${letter.id}::uuid AND replay_id = ${letter.replayId} AND status = 'open'`;
+  await releaseStaleReservation(ctx.prisma, { deadLetterId: letter.id, replayId: letter.replayId });
   return false;
 }
 
@@ -97,12 +97,7 @@ export async function closeLetter(
   },
 ): Promise<DeadLetter | undefined> {
   return ctx.prisma.$transaction(async (tx) => {
-    const n = await tx.$executeRaw`
-      UPDATE dead_letter
-         SET status = ${close.status}::dead_letter_status, closed_at = now(), closed_by = ${close.actor},
-             close_reason = ${close.reason}, updated_at = now()
-       WHERE id = ${id}::uuid AND status = 'open' AND replay_id IS NULL`;
-    if (n !== 1) return undefined;
+    if (!(await closeOpenLetter(tx, id, close))) return undefined;
     await recordAudit(tx, {
       actor: close.actor,
       action: close.action,

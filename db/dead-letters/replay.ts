@@ -1,7 +1,7 @@
 /**
  * The replay's statements on `dead_letter` (R8, R11): which open letters a replay
- * takes, their reservation, their closing as retried, their release, and what the replayed runs
- * wrote since.
+ * takes, their reservation, their closing as retried, their release (a stale one's too), and what
+ * the replayed runs wrote since.
  */
 import { Prisma, type PrismaClient } from '../../prisma/generated/client.ts';
 
@@ -119,6 +119,19 @@ export async function releaseReplayReservations(
   return prisma.$executeRaw`
     UPDATE dead_letter SET replay_id = NULL, updated_at = now()
      WHERE replay_id = ${replayId} AND status = 'open'`;
+}
+
+/**
+ * Gives back letter `deadLetterId`'s reservation by `replayId` (a stale one: that replay is no
+ * longer running), while the letter is open. Idempotent.
+ */
+export async function releaseStaleReservation(
+  prisma: Pick<PrismaClient, '$executeRaw'>,
+  letter: { deadLetterId: string; replayId: string },
+): Promise<void> {
+  await prisma.$executeRaw`
+    UPDATE dead_letter SET replay_id = NULL, updated_at = now()
+     WHERE id = ${letter.deadLetterId}::uuid AND replay_id = ${letter.replayId} AND status = 'open'`;
 }
 
 /**

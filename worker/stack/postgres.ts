@@ -7,6 +7,7 @@ import { chmod, readdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { pingServer } from '../../db/probe.ts';
 import { errorMessage, UserFacingError } from '../../runtime/errors.ts';
 import { importEmbeddedPostgres } from './embedded-postgres-import.ts';
 import { freePort, isPidAlive, isPortAccepting } from '../../runtime/process-utils.ts';
@@ -137,7 +138,10 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const started = await readPostmasterPid(dataDir);
   if (!started) throw failed('start', new Error('no postmaster.pid after start'));
   log(`PostgreSQL ready on 127.0.0.1:${port} (pid ${started.pid}) in ${Date.now() - startAt} ms`);
-  return handle(urlFor, started.pid, () => server.stop());
+  // Stopped by its pid, as a reused server is: embedded-postgres' own stop() waits for an exit event
+  // that never comes when the server has already gone, as it has after a Ctrl-C in a terminal (the
+  // whole process group gets the SIGINT).
+  return handle(urlFor, started.pid, () => stopPid(started.pid));
 }
 
 /** Wires stop() idempotence and the kill-on-exit safety net around a running postmaster. */
@@ -229,7 +233,7 @@ export async function waitForPostgres(url: string, timeoutMs: number): Promise<v
     client.on('error', () => {}); // a late socket error after a failed connect must not crash us
     try {
       await client.connect();
-      await client.query('SELECT 1');
+      await pingServer(client);
       return;
     } catch (error) {
       reason = errorMessage(error) || (error as { code?: string }).code || 'connection failed';

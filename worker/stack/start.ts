@@ -2,7 +2,9 @@
  * `npm start`: the whole stack on embedded defaults, until Ctrl-C (README "Quick start").
  * PostgreSQL (DATABASE_URL or embedded) and Temporal (TEMPORAL_ADDRESS or a local dev server) come
  * up in parallel; then the demo partner API, the worker, the outbox publisher, and one run of the
- * demo source for today — enqueued transactionally and started by the publisher (R5).
+ * demo source for today — enqueued transactionally and started by the publisher (R5). The worker
+ * and the publisher share the process's runtime (worker/boot.ts): one pool, one Temporal client,
+ * one `/metrics`, one stop.
  * State lives in `.data/`, so a second `npm start` resumes where the first stopped.
  */
 import path from 'node:path';
@@ -10,7 +12,7 @@ import { performance } from 'node:perf_hooks';
 import { startPartner } from '../../partner/server.ts';
 import { syncSchedules } from '../../client/schedules.ts';
 import { duration } from '../../client/format.ts';
-import { type Config, EMBEDDED_PG, databaseUrl, loadConfig, partnerUrl } from '../../runtime/config.ts';
+import { EMBEDDED_PG, databaseUrl, partnerUrl } from '../../runtime/config.ts';
 import { CLI_POOL_SIZE, createPrisma } from '../../db/client.ts';
 import { downstreamSlotsAt, startPool } from '../pool-size.ts';
 import {
@@ -24,8 +26,7 @@ import {
 import { runDemo } from './demo-runs.ts';
 import { isUserFacingError } from '../../runtime/errors.ts';
 import { redactUrl } from '../../runtime/redact.ts';
-import { createLogger } from '../../runtime/logger.ts';
-import { installRuntime, startObservability } from '../observability.ts';
+import { bootProcess, type ProcessRuntime, type StopReason } from '../boot.ts';
 import { startEmbeddedPostgres } from './postgres.ts';
 import { prepareDatabase } from '../../db/prepare-database.ts';
 import { ensureSearchAttributes } from '../search-attributes.ts';
@@ -41,26 +42,8 @@ const say = (line: string) => console.log(`[durable-fetch] ${line}`);
 // performance.now() counts from process start, so the figure includes Node and tsx loading.
 const since = () => duration(performance.now());
 
-/** Things to stop on exit, newest first. */
-const closers: { name: string; close: () => Promise<unknown> }[] = [];
-let stopping: Promise<void> | undefined;
-
-function stopAll(reason: string): Promise<void> {
-  stopping ??= (async () => {
-    say(`${reason}: stopping…`);
-    for (const { name, close } of [...closers].reverse()) {
-      try {
-        await close();
-      } catch (err) {
-        console.error(`[durable-fetch] stopping ${name} failed:`, err);
-      }
-    }
-    say('stopped; state is kept in .data/ — `npm start` resumes');
-  })();
-  return stopping;
-}
-
-async function startPostgres(config: Config): Promise<string> {
+async function startPostgres(rt: ProcessRuntime): Promise<string> {
+  const { config } = rt;
   if (config.database.url) return config.database.url;
   const pg = await startEmbeddedPostgres({
     dataDir: path.join(config.dataDir, 'postgres'),
@@ -68,11 +51,12 @@ async function startPostgres(config: Config): Promise<string> {
     ...EMBEDDED_PG,
     log: (line) => say(`postgres: ${line}`),
   });
-  closers.push({ name: 'postgres', close: () => pg.stop() });
+  rt.onStop('postgres', () => pg.stop());
   return databaseUrl(config);
 }
 
-async function startTemporal(config: Config): Promise<void> {
+async function startTemporal(rt: ProcessRuntime): Promise<void> {
+  const { config } = rt;
   if (config.temporal.address) {
     const client = await connectClient(config);
     const added = await ensureSearchAttributes(client.connection, config.temporal.namespace);
@@ -93,24 +77,19 @@ async function startTemporal(config: Config): Promise<void> {
     logFile: path.join(config.dataDir, 'temporal', 'server.log'),
     namespace: config.temporal.namespace,
   });
-  closers.push({ name: 'temporal', close: () => server.stop() });
+  rt.onStop('temporal', () => server.stop());
 }
 
-async function main(): Promise<void> {
-  const config = loadConfig();
-  // The console is for people here; JSON logs only at warn and above unless LOG_LEVEL says more.
-  const log = createLogger(process.env.LOG_LEVEL ? config.logLevel : 'warn', { process: 'start' });
-  const runtime = await installRuntime(config, log);
-  process.once('SIGINT', () => void stopAll('SIGINT').then(() => process.exit(0)));
-  process.once('SIGTERM', () => void stopAll('SIGTERM').then(() => process.exit(0)));
-
+/** The local stack, then the worker and the publisher on the process's runtime, then the demo. */
+async function startStack(rt: ProcessRuntime): Promise<void> {
+  const { config } = rt;
   say('starting PostgreSQL and Temporal…');
   const [pgResult, temporalResult] = await Promise.allSettled([
-    startPostgres(config).then(async (url) => {
+    startPostgres(rt).then(async (url) => {
       await prepareDatabase(url, (line) => say(`database: ${line}`));
       return url;
     }),
-    startTemporal(config),
+    startTemporal(rt),
   ]);
   if (pgResult.status === 'rejected') throw pgResult.reason;
   if (temporalResult.status === 'rejected') throw temporalResult.reason;
@@ -129,15 +108,16 @@ async function main(): Promise<void> {
     lateEffectMs: config.partner.lateEffectMs,
     ledgerFile: path.join(config.dataDir, 'partner', 'ledger.jsonl'),
   });
-  closers.push({ name: 'partner', close: () => partner.close() });
+  rt.onStop('partner', () => partner.close());
   say(`demo partner API at ${partner.url} (ledger: ${partner.url}/_admin/ledger)`);
 
-  const client = await connectClient(config);
-  closers.push({ name: 'temporal client', close: () => client.connection.close() });
+  const client = await rt.temporal();
   // The demo sources go in first, on a command-sized client: the process's pool is sized from the
   // downstreams they leave (their pollers' slots) beside the worker's and the publisher's.
-  const { preparedStatements } = config.database;
-  const setup = createPrisma(url, { max: CLI_POOL_SIZE, preparedStatements });
+  const setup = createPrisma(url, {
+    max: CLI_POOL_SIZE,
+    preparedStatements: config.database.preparedStatements,
+  });
   const applied = await applyDemoSources(
     {
       prisma: setup,
@@ -147,9 +127,7 @@ async function main(): Promise<void> {
     },
     partnerUrl(config),
   ).finally(() => setup.$disconnect());
-  const pool = startPool(config, await downstreamSlotsAt(config, url));
-  const prisma = createPrisma(url, { ...pool, preparedStatements });
-  closers.push({ name: 'prisma', close: () => prisma.$disconnect() });
+  const prisma = await rt.database(startPool(config, await downstreamSlotsAt(config, url)), url);
   const touched = applied.changes.filter((c) => c.action !== 'unchanged');
   say(
     `demo sources from ${applied.file}: ${touched.map((c) => `${c.action} ${c.id}`).join(', ') || 'all unchanged'}`,
@@ -157,27 +135,16 @@ async function main(): Promise<void> {
   const workerProcess = await startWorkerProcess({
     config,
     prisma,
-    temporal: () => Promise.resolve(client),
-    log,
-    metrics: runtime.metrics,
+    temporal: rt.temporal,
+    log: rt.log,
+    metrics: rt.metrics,
     // The publisher started below runs one cleanup pass for all (expired idempotency records,
     // staged pages and published events) in this process.
     cleanup: false,
     say,
   });
   // A worker that dies takes the stack down cleanly instead of leaving it half-alive.
-  const running = workerProcess.run().catch(async (err: unknown) => {
-    console.error('[durable-fetch] worker stopped with an error:', err);
-    await stopAll('worker error');
-    process.exit(1);
-  });
-  closers.push({
-    name: 'worker',
-    close: async () => {
-      workerProcess.shutdown();
-      await running;
-    },
-  });
+  rt.watch('worker', workerProcess.run(), () => workerProcess.shutdown());
   say(
     `worker polling task queue '${config.temporal.taskQueue}' with jobs ${workerProcess.jobs.types.join(', ')} ` +
       `as ${describeBuild(workerProcess.build)} — ${since()}`,
@@ -201,15 +168,9 @@ async function main(): Promise<void> {
     if (!isUserFacingError(err)) throw err;
     say(`schedules not synced: ${err.message}`);
   }
-  const publisher = await startPublisher(config, prisma, () => Promise.resolve(client), log, runtime.metrics);
-  closers.push({ name: 'publisher', close: () => publisher.stop() });
-  const observability = await startObservability(config, runtime, {
-    prisma,
-    temporal: () => Promise.resolve(client),
-    log,
-    taskQueues: [config.temporal.taskQueue],
-  });
-  closers.push({ name: 'metrics', close: () => observability.stop() });
+  const publisher = await startPublisher(config, prisma, rt.temporal, rt.log, rt.metrics);
+  rt.onStop('publisher', () => publisher.stop());
+  const observability = await rt.serveMetrics(prisma);
   if (observability.url) say(`metrics at ${observability.url} (durable-fetch status: the health screen)`);
   say(`outbox publisher delivering to ${redactUrl(config.outbox.webhookUrl)} and Temporal — ${since()}`);
 
@@ -217,20 +178,44 @@ async function main(): Promise<void> {
   // same transaction as the app's own rows, relayed by the publisher (client/enqueue-fetch.ts).
   const demo = { prisma, client, config, say };
   const first = await runDemo(demo, DEMO_SOURCE_ID, true);
-  if (first === 'stuck') {
-    await running;
-    return;
-  }
+  // Stuck: the stack stays up for `outbox status` to show what holds it.
+  if (first === 'stuck') return;
   await runDemo(demo, DEMO_FX_SOURCE_ID, false);
   await runDemo(demo, DEMO_CATALOG_SOURCE_ID, false);
   say('list runs:  npm run cli -- runs list      start one:  npm run cli -- run demo --date 2026-01-31');
   say('Ctrl-C stops everything; state is kept in .data/');
-  await running;
 }
 
-main().catch(async (err: unknown) => {
-  if (isUserFacingError(err)) console.error(`[durable-fetch] ${err.message}`);
-  else console.error('[durable-fetch] failed to start:', err);
-  await stopAll('error');
+/** Prints what stopped the stack, when something failed. */
+function reportFailure(why: StopReason): void {
+  if (why.part) console.error(`[durable-fetch] ${why.part} stopped with an error:`, why.error);
+  else if (isUserFacingError(why.error)) console.error(`[durable-fetch] ${why.error.message}`);
+  else console.error('[durable-fetch] failed to start:', why.error);
+}
+
+let reported = false;
+bootProcess(
+  {
+    name: 'start',
+    // The console is for people here; JSON logs only at warn and above unless LOG_LEVEL says more.
+    ...(process.env.LOG_LEVEL ? {} : { logLevel: 'warn' }),
+    temporalWorkers: true,
+    say,
+    printError: (line, err) => console.error(`[durable-fetch] ${line}`, err),
+    stopping: (why) => {
+      const failed = 'error' in why;
+      if (failed) {
+        reported = true;
+        reportFailure(why);
+      }
+      const reason = why.signal ?? (why.part ? `${why.part} ${failed ? 'error' : 'ended'}` : 'error');
+      say(`${reason}: stopping…`);
+    },
+    stopped: () => say('stopped; state is kept in .data/ — `npm start` resumes'),
+  },
+  startStack,
+).catch((error: unknown) => {
+  // Reported already, unless the process's runtime could not even be built (its configuration).
+  if (!reported) reportFailure({ error });
   process.exit(1);
 });

@@ -2,12 +2,13 @@
  * Compensations owed and not running (R4, R11): strays — effects at a partner that the ledger did
  * not expect, recorded by a superseded attempt, a lookup or `reconcile` — whatever their run's
  * outcome, and the actions of a failed or cancelled run whose compensation never started (its
- * workflow could not start it, or a sweeper died between settling the run and starting it). The
- * workers' sweep starts the claim's compensation workflow for each; a second start of an open one
- * is refused by its workflow id, so any number of sweepers may do this at once.
+ * workflow could not start it, or a sweeper died between settling the run and starting it; which
+ * claims owe one: db/ledger/owed-compensations.ts). The workers' sweep starts the claim's
+ * compensation workflow for each; a second start of an open one is refused by its workflow id, so
+ * any number of sweepers may do this at once.
  */
 import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import { COMPENSABLE_STATES } from '../../db/ledger/ledger.ts';
+import { readOwedClaims } from '../../db/ledger/owed-compensations.ts';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { errorMessage } from '../../runtime/errors.ts';
 import type { Logger } from '../../runtime/logger.ts';
@@ -15,11 +16,6 @@ import { redactUrlsIn } from '../../runtime/redact.ts';
 import type { CompensateRunInput } from '../../contract/types.ts';
 import { compensationIdOf, startCompensationWorkflow } from '../../client/compensations/start.ts';
 
-/**
- * A run that ended this recently is left to its workflow, which starts its compensation itself as
- * it ends (strays have no such owner).
- */
-const QUIET_SECONDS = 15;
 /** Claims handled per pass at most (the next pass goes on). */
 const MAX_CLAIMS = 100;
 
@@ -46,30 +42,7 @@ export async function startOwedCompensations(ctx: {
   taskQueue: string;
   log: Logger;
 }): Promise<OwedCompensation[]> {
-  const compensable = COMPENSABLE_STATES.join(',');
-  const claims = await ctx.prisma.$queryRaw<
-    {
-      fetch_run_id: string;
-      round: number;
-      job_type: string;
-      source_id: string;
-      business_date: string;
-      status: string;
-      strays: number;
-      actions: number;
-    }[]
-  >`
-    SELECT a.fetch_run_id::text, a.round, r.job_type, r.source_id, to_char(r.business_date, 'YYYY-MM-DD') AS business_date,
-           r.status::text AS status, count(*) FILTER (WHERE a.stray_of IS NOT NULL)::int AS strays,
-           count(*)::int AS actions
-      FROM downstream_action a JOIN fetch_run r ON r.id = a.fetch_run_id
-     WHERE a.state::text = ANY (string_to_array(${compensable}, ','))
-       AND (a.stray_of IS NOT NULL
-            OR (r.status IN ('dead_lettered', 'cancelled')
-                AND r.finished_at < now() - make_interval(secs => ${QUIET_SECONDS})))
-     GROUP BY a.fetch_run_id, a.round, r.job_type, r.source_id, r.business_date, r.status
-     ORDER BY min(a.updated_at)
-     LIMIT ${MAX_CLAIMS}`;
+  const claims = await readOwedClaims(ctx.prisma, MAX_CLAIMS);
   const owed: OwedCompensation[] = [];
   for (const c of claims) {
     const failed = c.status === 'dead_lettered' || c.status === 'cancelled';

@@ -1,12 +1,12 @@
 /**
- * A reader (client/sql-reader.ts) on one plain node-postgres connection: what the CLI's read-only listings
- * query through, so that `runs list` and `dlq list` do not load the Prisma runtime and its query
- * compiler (most of such a command's start-up time).
+ * A reader (db/sql-reader.ts) on one plain node-postgres connection: what the CLI's read-only
+ * listings query through, so that `runs list` and `dlq list` do not load the Prisma runtime and
+ * its query compiler (most of such a command's start-up time).
  */
 import { createRequire } from 'node:module';
 import type * as Pg from 'pg';
-import { prismaTypes } from '../db/pg-types.ts';
-import { CONNECT_TIMEOUT_MS } from '../db/pool-config.ts';
+import { prismaTypes } from './pg-types.ts';
+import { CONNECT_TIMEOUT_MS } from './pool-config.ts';
 import type { SqlConnection } from './sql-reader.ts';
 
 /**

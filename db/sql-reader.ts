@@ -1,8 +1,8 @@
 /**
- * The one interface the read-only listings (`listRuns`, `listDeadLetters`) query through, so each
- * query is written once and runs on either client: the app's PrismaClient (library callers) or a
- * plain node-postgres connection (the CLI, which then starts without loading the Prisma runtime;
- * see client/pg-reader.ts).
+ * The one interface the read-only listings (db/listings.ts: `runs list`, `dlq list`) query
+ * through, so each statement is written once and runs on either client: the app's PrismaClient
+ * (library callers) or a plain node-postgres connection (the CLI, which then starts without
+ * loading the Prisma runtime; see db/pg-reader.ts).
  */
 import type { PrismaClient } from '../prisma/generated/client.ts';
 
@@ -30,9 +30,4 @@ export function readerOf(ctx: ReadContext): SqlReader {
   if ('sql' in ctx) return ctx.sql;
   const { prisma } = ctx;
   return { query: (text, values) => prisma.$queryRawUnsafe(text, ...values) };
-}
-
-/** How many rows a listing returns: `limit` within 1..1000, 50 when not given. */
-export function listLimit(limit: number | undefined): number {
-  return Math.min(Math.max(limit ?? 50, 1), 1000);
 }
