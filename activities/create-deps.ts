@@ -5,7 +5,7 @@ import type { Config } from '../runtime/config.ts';
 import type { PrismaClient } from '../db/client.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { defaultJobs } from '../jobs/registry.ts';
-import { createMetrics, type Metrics } from '../runtime/metrics.ts';
+import { createMetrics, type Metrics } from '../runtime/metrics/metrics.ts';
 import { cachedDownstreams } from '../db/ledger/downstreams.ts';
 
 // The shape of credentials references lives in runtime/ (jobs check it too); re-exported here.

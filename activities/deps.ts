@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { PrismaClient } from '../prisma/generated/client.ts';
-import type { Metrics } from '../runtime/metrics.ts';
+import type { Metrics } from '../runtime/metrics/metrics.ts';
 import type { DownstreamSettings } from '../db/ledger/downstreams.ts';
 import type { CrashPoint } from '../runtime/crash-points.ts';
 import type { HttpClient } from './http.ts';
@@ -37,7 +37,7 @@ export interface ActivityDeps {
   metrics: Metrics;
   /**
    * Aborted by the worker once its shutdown grace time is over: the page fetches still running as
-   * local activities stop then (activities/local-stop.ts). Absent: they are never stopped so.
+   * local activities stop then (activities/pages/local-stop.ts). Absent: they are never stopped so.
    */
   stopping?: AbortSignal;
   /** Test-only (R12a): the crash point armed in this process, if any. */

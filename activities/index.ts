@@ -3,21 +3,21 @@
  * that a test builds them on its own database and partner. Returned as a plain object, ready for
  * Worker.create({ activities }).
  */
-import { createCheckSourcePause } from './check-pause.ts';
-import { createClaimRun } from './claim-run.ts';
-import { createCompleteRun } from './complete-run.ts';
+import { createCheckSourcePause } from './run/check-pause.ts';
+import { createClaimRun } from './run/claim-run.ts';
+import { createCompleteRun } from './run/complete-run.ts';
 import type { ActivityDeps } from './deps.ts';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { classify } from './errors.ts';
 import { withRetryTiming } from './retry/timing.ts';
 import { markAttemptStarted, markRetryWait } from './retry/wait.ts';
-import { createFetchPage } from './fetch-page.ts';
+import { createFetchPage } from './pages/fetch-page.ts';
 import { createDownstreamActivities } from './downstream/index.ts';
-import { createFinishRun } from './finish-run.ts';
-import { createRecordInvalidStart } from './invalid-start.ts';
+import { createFinishRun } from './run/finish-run.ts';
+import { createRecordInvalidStart } from './run/invalid-start.ts';
 import { contextualLogger } from './log-context.ts';
 import { createReplayActivities } from './dead-letters/replay.ts';
-import { createStorePage } from './store-page.ts';
+import { createStorePage } from './pages/store-page.ts';
 
 export type { ActivityDeps } from './deps.ts';
 

@@ -4,7 +4,7 @@
  * checked before the engine trusts it. A job that throws something other than an engine failure
  * (a plain Error, a TypeError) fails the step as a non-retryable `Internal`, never a crash loop.
  */
-import type { PageSource } from '../db/page-store.ts';
+import type { PageSource } from '../db/pages/page-store.ts';
 import type { Source } from '../prisma/generated/client.ts';
 import type { ActivityDeps } from './deps.ts';
 import { classify, failure } from './errors.ts';

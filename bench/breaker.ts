@@ -11,7 +11,7 @@ import { pathToFileURL } from 'node:url';
 import { throughBreaker } from '../activities/retry/breaker-guard.ts';
 import { admitCall, recordFailure } from '../db/retry/breaker.ts';
 import { downstreamSettingsSchema } from '../db/ledger/downstreams.ts';
-import { createMetrics } from '../runtime/metrics.ts';
+import { createMetrics } from '../runtime/metrics/metrics.ts';
 import { useTestDatabase } from '../test/helpers/database.ts';
 import { createLogger } from '../runtime/logger.ts';
 import { type BenchOptions, type BenchSection, round } from './report.ts';

@@ -1,17 +1,17 @@
 /**
  * The storePage bench's baseline: the statements the storePage activity sends (the same SQL, in
  * one transaction, on the same data), through a plain `pg` pool with no ORM in between. The SQL
- * is the activity's own (db/page-store.ts, the demo job's upsert), built by Prisma.sql and sent
+ * is the activity's own (db/pages/page-store.ts, the demo job's upsert), built by Prisma.sql and sent
  * by `pg` (db/transaction.ts `driverSql`, which the activity uses for the engine's statements) —
  * prepared once per connection, as the Prisma client's adapter prepares them, when given a namer
- * (db/statement-names.ts); the control flow mirrors activities/store-page.ts by hand. The job's
+ * (db/statement-names.ts); the control flow mirrors activities/pages/store-page.ts by hand. The job's
  * upsert, which the activity sends through Prisma's transaction client, goes through `pg` here.
  */
 import pg from 'pg';
 import type { JobRegistry } from '../activities/job-api/registry.ts';
 import { byRecordId, jobOf } from '../activities/job-runtime.ts';
-import { pageCommitOf } from '../activities/store-page.ts';
-import { commitPage, lockRunWithSource, takeStagedPage } from '../db/page-store.ts';
+import { pageCommitOf } from '../activities/pages/store-page.ts';
+import { commitPage, lockRunWithSource, takeStagedPage } from '../db/pages/page-store.ts';
 import { driverSql } from '../db/transaction.ts';
 import type { Prisma } from '../prisma/generated/client.ts';
 import { pageKeyFor } from '../contract/business-key.ts';
@@ -64,7 +64,7 @@ export function countingPool(config: pg.PoolConfig): CountingPool {
 }
 
 /**
- * One page stored as storePage stores it — the same statements from db/page-store.ts and the demo
+ * One page stored as storePage stores it — the same statements from db/pages/page-store.ts and the demo
  * job's upsert, the same checks and the same JSON work (the commit built by the activity's
  * `pageCommitOf`) — through `pool`. Bench pages are stored once, so the replay and refusal
  * branches are not taken; any refusal throws.

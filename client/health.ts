@@ -11,9 +11,9 @@ import { readOrphanedActions } from '../db/ledger/orphaned-actions.ts';
 import { readRetryWaits } from '../db/retry/retry-wait.ts';
 import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { Logger } from '../runtime/logger.ts';
-import type { Metrics } from '../runtime/metrics.ts';
-import { observeBreakers } from '../runtime/metrics-breakers.ts';
-import { observeRetryWaits } from '../runtime/metrics-runs.ts';
+import type { Metrics } from '../runtime/metrics/metrics.ts';
+import { observeBreakers } from '../runtime/metrics/breakers.ts';
+import { observeRetryWaits } from '../runtime/metrics/runs.ts';
 
 export const TASK_QUEUE_TYPES = ['workflow', 'activity'] as const;
 export type TaskQueueType = (typeof TASK_QUEUE_TYPES)[number];

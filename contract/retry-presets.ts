@@ -151,7 +151,7 @@ export type PartnerPresetName = (typeof PARTNER_PRESETS)[number];
 
 /**
  * The longest wait before a local page fetch's retry that the worker sleeps through inside the
- * workflow task; a longer one is a durable timer (activities/local-stop.ts relies on it).
+ * workflow task; a longer one is a durable timer (activities/pages/local-stop.ts relies on it).
  */
 export const LOCAL_FETCH_RETRY_THRESHOLD_MS = 10_000;
 

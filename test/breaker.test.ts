@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { CancelledFailure } from '@temporalio/activity';
 import { settledCall } from '../activities/retry/breaker-guard.ts';
 import { failure } from '../activities/errors.ts';
-import { localFetchStopped } from '../activities/local-stop.ts';
+import { localFetchStopped } from '../activities/pages/local-stop.ts';
 import { admitCall, recordFailure, recordTrial, setBreaker } from '../db/retry/breaker.ts';
 import { readBreakers } from '../db/retry/breaker-views.ts';
 import {

@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { readBreakerStates } from '../db/retry/breaker-views.ts';
-import { createMetrics } from '../runtime/metrics.ts';
-import { observeBreakers } from '../runtime/metrics-breakers.ts';
+import { createMetrics } from '../runtime/metrics/metrics.ts';
+import { observeBreakers } from '../runtime/metrics/breakers.ts';
 import { type BreakerJson, seedBreakers } from './helpers/breaker-seed.ts';
 import { detail, ok } from './helpers/cli.ts';
 import { runCliInProcess } from './helpers/cli-in-process.ts';

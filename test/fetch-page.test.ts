@@ -6,7 +6,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { HttpClient } from '../activities/http.ts';
 import { createActivities } from '../activities/index.ts';
-import { carryCursor } from '../activities/carried-pages.ts';
+import { carryCursor } from '../activities/pages/carried-pages.ts';
 import { MAX_CURSOR_LENGTH, MAX_RECORDS_PER_RESPONSE } from '../activities/job-runtime.ts';
 import type { FetchPageResult } from '../contract/types.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
@@ -134,7 +134,7 @@ void describe('fetch-page', () => {
     assert.equal(over.calls, 1, 'not retried within the attempt');
     assert.equal(await stagedPages('fp-many'), 0);
     // The page asks for min(partnerPageLimit 50, pageSize 100) = 50 records and takes 130: 100 on
-    // the page, the last 30 staged as page 1 (activities/carried-pages.ts), the partner asked once.
+    // the page, the last 30 staged as page 1 (activities/pages/carried-pages.ts), the partner asked once.
     const more = stubHttp({ records: records(130), nextCursor: null });
     assert.deepEqual(await fetchWith('fp-many-ok', more), {
       recordCount: 100,

@@ -1,10 +1,10 @@
-// Heartbeats on a timer (activities/heartbeat.ts): sent by a regular activity, never by a local
+// Heartbeats on a timer (activities/run/heartbeat.ts): sent by a regular activity, never by a local
 // one, which has none (the SDK's core warns about every heartbeat a local activity sends).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context } from '@temporalio/activity';
-import { heartbeatEvery, heartbeatNow } from '../activities/heartbeat.ts';
+import { heartbeatEvery, heartbeatNow } from '../activities/run/heartbeat.ts';
 
 /** The part of an activity's context the heartbeats use, recording each heartbeat's details. */
 function fakeContext(isLocal: boolean) {

@@ -20,7 +20,7 @@ void describe('lint rules', () => {
     for (const spec of [
       'node:fs',
       '@prisma/client',
-      '../activities/store-page.ts',
+      '../activities/pages/store-page.ts',
       '@temporalio/activity',
       'pg',
     ]) {
@@ -57,7 +57,11 @@ void describe('lint rules', () => {
         '',
       ].join('\n');
     for (const method of ['$queryRaw', '$executeRaw']) {
-      for (const file of ['activities/store-page.ts', 'client/health.ts', 'worker/outbox/publisher.ts']) {
+      for (const file of [
+        'activities/pages/store-page.ts',
+        'client/health.ts',
+        'worker/outbox/publisher.ts',
+      ]) {
         assert.ok(
           (await ruleIds(code(method), file)).includes('no-restricted-syntax'),
           `${method} in ${file} must be refused`,
@@ -70,7 +74,7 @@ void describe('lint rules', () => {
       "export const f = (db: PrismaClient) => db.$executeRawUnsafe('SELECT 1');",
       '',
     ].join('\n');
-    assert.ok((await ruleIds(unsafe, 'activities/claim-run.ts')).includes('no-restricted-syntax'));
+    assert.ok((await ruleIds(unsafe, 'activities/run/claim-run.ts')).includes('no-restricted-syntax'));
   });
 
   void it('the configured lint refuses an import up the layer list, type-only included', async () => {

@@ -1,4 +1,4 @@
-// A local page fetch and its worker's shutdown (activities/local-stop.ts): its partner calls stop on
+// A local page fetch and its worker's shutdown (activities/pages/local-stop.ts): its partner calls stop on
 // the activity's cancellation or on the worker's own stop signal, with that signal's reason (the
 // retryable WorkerShutdown, delayed past the local retry threshold), and a fetch that ends leaves
 // nothing behind on the process-long stop signal.
@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { getEventListeners } from 'node:events';
 import { describe, it } from 'node:test';
 import { ApplicationFailure, CancelledFailure, type Context } from '@temporalio/activity';
-import { localFetchStopped, partnerCallSignal, stoppedByUs } from '../activities/local-stop.ts';
+import { localFetchStopped, partnerCallSignal, stoppedByUs } from '../activities/pages/local-stop.ts';
 import { LOCAL_FETCH_RETRY_THRESHOLD_MS } from '../contract/retry-presets.ts';
 
 /** The part of an activity's context the signal uses. */

@@ -10,8 +10,13 @@ import { pino } from 'pino';
 import { startFetch, type DurableFetchContext } from '../client/start-fetch.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
 import { startSampler, type Sampler } from '../client/health.ts';
-import { createFinishRun } from '../activities/finish-run.ts';
-import { createMetrics, type Metrics, startMetricsServer, type MetricsServer } from '../runtime/metrics.ts';
+import { createFinishRun } from '../activities/run/finish-run.ts';
+import {
+  createMetrics,
+  type Metrics,
+  startMetricsServer,
+  type MetricsServer,
+} from '../runtime/metrics/metrics.ts';
 import { runCli } from './helpers/cli.ts';
 import { scrapeMetrics } from './helpers/metrics.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';

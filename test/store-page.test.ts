@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
 import { createActivities } from '../activities/index.ts';
-import { appendToStagedPage, dropStagedPage } from '../db/staging.ts';
+import { appendToStagedPage, dropStagedPage } from '../db/pages/staging.ts';
 import type { Prisma } from '../prisma/generated/client.ts';
 import { pageKeyFor } from '../contract/business-key.ts';
 import type { ClaimInput, ClaimResult, PartnerRecord } from '../contract/types.ts';

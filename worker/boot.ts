@@ -17,7 +17,7 @@ import { checkDatabase, prismaConnection } from '../client/database-check.ts';
 import { createPrisma, type PoolOptions, type PrismaClient } from '../db/client.ts';
 import { type Config, databaseUrl, loadConfig } from '../runtime/config.ts';
 import { createLogger, type Logger } from '../runtime/logger.ts';
-import { createMetrics, type Metrics } from '../runtime/metrics.ts';
+import { createMetrics, type Metrics } from '../runtime/metrics/metrics.ts';
 import { connectClient } from '../runtime/temporal.ts';
 import { installRuntime, type Observability, type Runtime, startObservability } from './observability.ts';
 

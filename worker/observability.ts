@@ -9,7 +9,12 @@ import type { PrismaClient } from '../prisma/generated/client.ts';
 import type { Config } from '../runtime/config.ts';
 import { type Sampler, startSampler } from '../client/health.ts';
 import type { Logger } from '../runtime/logger.ts';
-import { createMetrics, type Metrics, type MetricsServer, startMetricsServer } from '../runtime/metrics.ts';
+import {
+  createMetrics,
+  type Metrics,
+  type MetricsServer,
+  startMetricsServer,
+} from '../runtime/metrics/metrics.ts';
 import { installRuntimeLogger } from './runtime-logger.ts';
 
 /** A free TCP port on 127.0.0.1 (for the SDK's internal exporter, which needs a fixed address). */

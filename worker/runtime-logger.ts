@@ -14,7 +14,7 @@ function summary(entry: LogEntry): Record<string, unknown> {
 /**
  * Routes the Temporal SDK's own log (worker, activities, workflow sandbox) into `log`, from
  * `level` up, and — with `sdkMetricsAddress` (`host:port`) — exports the SDK's own metrics in
- * Prometheus format there (runtime/metrics.ts serves them with the app's). Must run before the
+ * Prometheus format there (runtime/metrics/metrics.ts serves them with the app's). Must run before the
  * process creates its first Temporal connection.
  */
 export function installRuntimeLogger(

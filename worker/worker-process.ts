@@ -9,7 +9,7 @@
 import type { Client } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
 import { startPeriodicCleanup } from '../activities/cleanup.ts';
-import { localFetchStopped } from '../activities/local-stop.ts';
+import { localFetchStopped } from '../activities/pages/local-stop.ts';
 import { enabledSourcesOfOtherJobs } from '../db/sources.ts';
 import type { JobRegistry } from '../activities/job-api/registry.ts';
 import { createActivityDeps } from '../activities/create-deps.ts';
@@ -17,7 +17,7 @@ import type { Config } from '../runtime/config.ts';
 import type { PrismaClient } from '../db/client.ts';
 import { defaultJobs } from '../jobs/registry.ts';
 import type { Logger } from '../runtime/logger.ts';
-import type { Metrics } from '../runtime/metrics.ts';
+import type { Metrics } from '../runtime/metrics/metrics.ts';
 import type { Periodic } from '../runtime/periodic.ts';
 import { startStuckRunSweep } from './sweeps/sweep-loop.ts';
 import { resolveWorkerBuild, type WorkerBuild } from './build-version.ts';
@@ -65,7 +65,7 @@ export async function startWorkerProcess(options: WorkerProcessOptions): Promise
   await reportUnknownJobs(prisma, jobs, options.say);
   const connection = await connectNative(config);
   // Aborted when the shutdown's grace time is over, for the page fetches running as local
-  // activities, which the SDK does not cancel then (activities/local-stop.ts).
+  // activities, which the SDK does not cancel then (activities/pages/local-stop.ts).
   const stopping = new AbortController();
   const deps = {
     ...createActivityDeps(config, prisma, log, options.metrics, jobs),

@@ -11,7 +11,7 @@ import { recordLastError } from '../../db/ledger/ledger.ts';
 import type { Source } from '../../prisma/generated/client.ts';
 import type { ActivityDeps } from '../deps.ts';
 import { errorFields } from './ledger.ts';
-import { heartbeatEvery, heartbeatNow } from '../heartbeat.ts';
+import { heartbeatEvery, heartbeatNow } from '../run/heartbeat.ts';
 import { observed } from '../observe.ts';
 import {
   admitPartnerCall,

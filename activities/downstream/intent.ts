@@ -20,7 +20,7 @@ import type {
 import type { ActivityDeps } from '../deps.ts';
 import { loadAction, view } from './ledger.ts';
 import { failure } from '../errors.ts';
-import { leaseLost, renewLease } from '../lease.ts';
+import { leaseLost, renewLease } from '../run/lease.ts';
 import { engineSql } from '../../db/transaction.ts';
 
 /** Earlier claims' states a later claim settles itself (the others wait for an operator). */

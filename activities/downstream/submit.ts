@@ -20,7 +20,7 @@ import type { ActivityDeps } from '../deps.ts';
 import type { PartnerCalls } from './calls.ts';
 import { errorFields, loadAction, loadActionState, outcomeUnknown } from './ledger.ts';
 import { failure } from '../errors.ts';
-import { renewLease, renewLeaseWithSource } from '../lease.ts';
+import { renewLease, renewLeaseWithSource } from '../run/lease.ts';
 import { enabledSource, loadEnabledSource } from '../sources.ts';
 import type { DownstreamEffect } from '../job-api/define.ts';
 import { engineSql } from '../../db/transaction.ts';

@@ -22,7 +22,7 @@ import type { DownstreamSettings } from '../../db/ledger/downstreams.ts';
 import { errorMessage } from '../../runtime/errors.ts';
 import type { ActivityDeps } from '../deps.ts';
 import { classify, detailsOf, failure } from '../errors.ts';
-import { stoppedByUs } from '../local-stop.ts';
+import { stoppedByUs } from '../pages/local-stop.ts';
 import { engineSql } from '../../db/transaction.ts';
 
 /** The failures that say a partner is unwell: only these count toward opening its breaker. */

@@ -1,6 +1,6 @@
 /**
  * Dead letters for operators (R11): a `dead_letter` row — one per run that failed for good,
- * written by activities/finish-run.ts — as the CLI and the library show it. The reading and the
+ * written by activities/run/finish-run.ts — as the CLI and the library show it. The reading and the
  * two things a human may do with an open letter (retry, discard) live beside this file.
  * Nothing here prints a payload: no activity input or result is ever decoded.
  */

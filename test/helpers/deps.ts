@@ -4,7 +4,7 @@ import { createHttpClient } from '../../activities/http.ts';
 import type { Prisma, PrismaClient } from '../../prisma/generated/client.ts';
 import { findDownstream } from '../../db/ledger/downstreams.ts';
 import { defaultJobs } from '../../jobs/registry.ts';
-import { createMetrics } from '../../runtime/metrics.ts';
+import { createMetrics } from '../../runtime/metrics/metrics.ts';
 
 /** Activity dependencies for tests: real HTTP and database, a silent logger, test-sized limits. */
 export function testDeps(prisma: PrismaClient, overrides: Partial<ActivityDeps> = {}): ActivityDeps {

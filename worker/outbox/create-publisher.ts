@@ -9,7 +9,7 @@ import { createHttpClient } from '../../activities/http.ts';
 import type { Config } from '../../runtime/config.ts';
 import type { PrismaClient } from '../../db/client.ts';
 import type { Logger } from '../../runtime/logger.ts';
-import type { Metrics } from '../../runtime/metrics.ts';
+import type { Metrics } from '../../runtime/metrics/metrics.ts';
 import { createNatsSink } from './nats-sink.ts';
 import { Publisher, type PublisherOptions } from './publisher.ts';
 import type { SinkName } from '../../contract/outbox-routes.ts';

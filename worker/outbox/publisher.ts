@@ -17,7 +17,7 @@ import { type Backoff, fullJitterMs } from '../../activities/retry/delay.ts';
 import { claimBatch, releaseClaims } from '../../db/outbox/outbox.ts';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import type { Logger } from '../../runtime/logger.ts';
-import type { Metrics } from '../../runtime/metrics.ts';
+import type { Metrics } from '../../runtime/metrics/metrics.ts';
 import { type DeliveryContext, deliverBatch } from './deliver.ts';
 import { DB_RETRY, type PublisherStats, safeError, type SettleContext, settleBatch } from './settle.ts';
 import type { Route, SinkName } from '../../contract/outbox-routes.ts';

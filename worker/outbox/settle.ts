@@ -9,7 +9,7 @@ import { type Backoff, fullJitterMs } from '../../activities/retry/delay.ts';
 import { markFailed, markPublished, release } from '../../db/outbox/outbox.ts';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import type { Logger } from '../../runtime/logger.ts';
-import type { Metrics } from '../../runtime/metrics.ts';
+import type { Metrics } from '../../runtime/metrics/metrics.ts';
 import { redactUrlsIn } from '../../runtime/redact.ts';
 import type { Outcome } from './deliver.ts';
 

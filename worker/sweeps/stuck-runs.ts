@@ -17,10 +17,10 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { recordAudit } from '../../db/audit.ts';
 import { COMPENSABLE_STATES } from '../../db/ledger/ledger.ts';
-import { finishRunRow, observeRunFinished } from '../../activities/finish-run.ts';
+import { finishRunRow, observeRunFinished } from '../../activities/run/finish-run.ts';
 import { errorMessage } from '../../runtime/errors.ts';
 import type { Logger } from '../../runtime/logger.ts';
-import type { Metrics } from '../../runtime/metrics.ts';
+import type { Metrics } from '../../runtime/metrics/metrics.ts';
 import { redactUrlsIn } from '../../runtime/redact.ts';
 import type { FinishRunInput } from '../../contract/types.ts';
 import { compensationIdOf, startCompensationWorkflow } from '../../client/compensations/start.ts';

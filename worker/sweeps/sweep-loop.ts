@@ -9,7 +9,7 @@ import { startOwedCompensations } from './owed-compensations.ts';
 import { sweepStuckRuns } from './stuck-runs.ts';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import type { Logger } from '../../runtime/logger.ts';
-import type { Metrics } from '../../runtime/metrics.ts';
+import type { Metrics } from '../../runtime/metrics/metrics.ts';
 import { type Periodic, startPeriodic } from '../../runtime/periodic.ts';
 
 /** The audit trail's actor for runs a worker's sweep settles. */

@@ -1,0 +1,248 @@
+/**
+ * The application's Prometheus metrics (R10) and the `/metrics` endpoint every worker
+ * and publisher process serves. Metric names are a contract: ops/alerts.yml and
+ * docs/operations.md use them. The Temporal SDK's own metrics (slots, polls, latencies, task
+ * failures) come from its runtime's Prometheus exporter on an internal port and are appended to
+ * the same endpoint, so one scrape target covers both.
+ */
+import { createServer, type Server } from 'node:http';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { NON_RETRYABLE_ERROR_TYPES, RETRYABLE_ERROR_TYPES } from '../../contract/error-types.ts';
+import { breakerMetrics } from './breakers.ts';
+import { orphanMetrics } from './orphans.ts';
+import { runStateMetrics } from './runs.ts';
+
+/** Buckets of run durations, seconds: a page takes well under a second, a big run minutes. */
+const RUN_DURATION_BUCKETS = [0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
+/** Buckets of outbox relay lag (insert to publish), seconds. */
+const LAG_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'durable_fetch_process_' });
+  const r = [registry];
+  return {
+    registry,
+    runsStarted: new Counter({
+      name: 'durable_fetch_runs_started_total',
+      help: 'Runs claimed (started or taken up again), by source and job type.',
+      labelNames: ['source', 'job_type'] as const,
+      registers: r,
+    }),
+    runsFinished: new Counter({
+      name: 'durable_fetch_runs_finished_total',
+      help: 'Runs that ended, by source, job type, status (succeeded, dead_lettered, cancelled) and error type.',
+      labelNames: ['source', 'job_type', 'status', 'error_type'] as const,
+      registers: r,
+    }),
+    runDuration: new Histogram({
+      name: 'durable_fetch_run_duration_seconds',
+      help: 'Run duration from its first claim to its end, by source, job type and status.',
+      labelNames: ['source', 'job_type', 'status'] as const,
+      buckets: RUN_DURATION_BUCKETS,
+      registers: r,
+    }),
+    activityRetries: new Counter({
+      name: 'durable_fetch_activity_retries_total',
+      help: 'Activity attempts that failed with a retryable error (a retry follows), by activity and error type.',
+      labelNames: ['activity', 'error_type'] as const,
+      registers: r,
+    }),
+    taskQueueBacklog: new Gauge({
+      name: 'durable_fetch_task_queue_backlog',
+      help: "Approximate number of tasks waiting in the task queue (Temporal's DescribeTaskQueue stats).",
+      labelNames: ['task_queue', 'type'] as const,
+      registers: r,
+    }),
+    taskQueueOldestAge: new Gauge({
+      name: 'durable_fetch_task_queue_oldest_age_seconds',
+      help: 'Age of the oldest task waiting in the task queue.',
+      labelNames: ['task_queue', 'type'] as const,
+      registers: r,
+    }),
+    taskQueueAddRate: new Gauge({
+      name: 'durable_fetch_task_queue_add_rate',
+      help: 'Tasks added to the task queue per second (arrival).',
+      labelNames: ['task_queue', 'type'] as const,
+      registers: r,
+    }),
+    taskQueueDispatchRate: new Gauge({
+      name: 'durable_fetch_task_queue_dispatch_rate',
+      help: 'Tasks dispatched from the task queue to workers per second (completion).',
+      labelNames: ['task_queue', 'type'] as const,
+      registers: r,
+    }),
+    dependencyUp: new Gauge({
+      name: 'durable_fetch_dependency_up',
+      help: "Whether this process's last health sample reached the dependency: 1 yes, 0 no (database: PostgreSQL; temporal: the Temporal frontend).",
+      labelNames: ['dependency'] as const,
+      registers: r,
+    }),
+    outboxPending: new Gauge({
+      name: 'durable_fetch_outbox_pending',
+      help: 'Outbox events not yet published (pending, including retrying and in flight).',
+      registers: r,
+    }),
+    outboxOldestPendingAge: new Gauge({
+      name: 'durable_fetch_outbox_oldest_pending_age_seconds',
+      help: 'Age of the oldest unpublished outbox event (0 when none).',
+      registers: r,
+    }),
+    outboxPublished: new Counter({
+      name: 'durable_fetch_outbox_published_total',
+      help: 'Outbox events published, by sink.',
+      labelNames: ['sink'] as const,
+      registers: r,
+    }),
+    outboxFailed: new Counter({
+      name: 'durable_fetch_outbox_failed_total',
+      help: 'Failed outbox deliveries, by sink and error type.',
+      labelNames: ['sink', 'error_type'] as const,
+      registers: r,
+    }),
+    outboxDead: new Counter({
+      name: 'durable_fetch_outbox_dead_total',
+      help: 'Outbox events that went dead (attempts exhausted, permanent error or no route), by sink.',
+      labelNames: ['sink'] as const,
+      registers: r,
+    }),
+    relayLag: new Histogram({
+      name: 'durable_fetch_outbox_relay_lag_seconds',
+      help: 'Time from an outbox event being written to its publication.',
+      buckets: LAG_BUCKETS,
+      registers: r,
+    }),
+    deadLettersOpen: new Gauge({
+      name: 'durable_fetch_dead_letters_open',
+      help: 'Dead letters waiting for an operator.',
+      registers: r,
+    }),
+    compensationsNeedsManual: new Gauge({
+      name: 'durable_fetch_compensations_needs_manual',
+      help: 'Downstream actions in needs_manual: compensation gave up, a human must settle them.',
+      registers: r,
+    }),
+    downstreamStrays: new Counter({
+      name: 'durable_fetch_downstream_strays_total',
+      help: 'Effects found at a partner that the ledger did not expect (strays, voided by the compensation path), by source.',
+      labelNames: ['source'] as const,
+      registers: r,
+    }),
+    ...runStateMetrics(r),
+    downstreamStraysUnsettled: new Gauge({
+      name: 'durable_fetch_downstream_strays_unsettled',
+      help: 'Strays (effects at a partner the ledger did not expect) not yet voided: the sweep starts their compensation.',
+      registers: r,
+    }),
+    leaseTakeovers: new Counter({
+      name: 'durable_fetch_lease_takeovers_total',
+      help: 'Outbox claims taken over after their lease ran out (a publisher died or stalled), by kind (outbox).',
+      labelNames: ['kind'] as const,
+      registers: r,
+    }),
+    downstreamRequests: new Counter({
+      name: 'durable_fetch_downstream_requests_total',
+      help: 'Calls to partners (pages, submissions), by source and outcome (ok, error).',
+      labelNames: ['source', 'outcome'] as const,
+      registers: r,
+    }),
+    downstreamLastSuccess: new Gauge({
+      name: 'durable_fetch_downstream_last_success_timestamp_seconds',
+      help: 'Unix time of the last successful call to the source’s partner.',
+      labelNames: ['source'] as const,
+      registers: r,
+    }),
+    ...orphanMetrics(r),
+    ...breakerMetrics(r),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;
+
+/** Run statuses `durable_fetch_runs_finished_total` counts. */
+const FINISHED_STATUSES = ['succeeded', 'dead_lettered', 'cancelled'] as const;
+
+/**
+ * Records a run's claim, creating its source's finished and partner-call series at 0 first:
+ * Prometheus' increase() cannot see a series' first increment, and the alert ratios need them.
+ * `jobType` labels the run series (a source belongs to one job, so it adds no series per source;
+ * it lets dashboards sum by job); partner calls stay per source.
+ */
+export function observeRunStarted(metrics: Metrics, source: string, jobType: string): void {
+  const run = { source, job_type: jobType };
+  metrics.runsStarted.inc(run);
+  for (const status of FINISHED_STATUSES) metrics.runsFinished.inc({ ...run, status, error_type: '' }, 0);
+  for (const errorType of [...NON_RETRYABLE_ERROR_TYPES, ...RETRYABLE_ERROR_TYPES]) {
+    metrics.runsFinished.inc({ ...run, status: 'dead_lettered', error_type: errorType }, 0);
+  }
+  for (const outcome of ['ok', 'error']) metrics.downstreamRequests.inc({ source, outcome }, 0);
+}
+
+/** Records one partner call's outcome. */
+export function observeDownstream(metrics: Metrics, source: string, ok: boolean, now = Date.now()): void {
+  // Both series exist from the first call on: increase() over a ratio needs them (alerts).
+  metrics.downstreamRequests.inc({ source, outcome: ok ? 'error' : 'ok' }, 0);
+  metrics.downstreamRequests.inc({ source, outcome: ok ? 'ok' : 'error' });
+  if (ok) metrics.downstreamLastSuccess.set({ source }, now / 1000);
+}
+
+export interface MetricsServer {
+  /** `http://host:port/metrics` */
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * Serves `GET /metrics` (Prometheus text format): `metrics`' registry, then — when `sdkMetricsUrl`
+ * is given — the Temporal SDK runtime's own exposition, fetched on each scrape. Resolves once
+ * listening; rejects on a bind error (e.g. the port is taken: set DURABLE_FETCH_METRICS_PORT).
+ */
+export async function startMetricsServer(
+  metrics: Metrics,
+  options: { host: string; port: number; sdkMetricsUrl?: string },
+): Promise<MetricsServer> {
+  const server: Server = createServer((req, res) => {
+    if (req.url !== '/metrics' || req.method !== 'GET') {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('try GET /metrics\n');
+      return;
+    }
+    void (async () => {
+      let body = await metrics.registry.metrics();
+      if (options.sdkMetricsUrl) {
+        const sdk = await fetch(options.sdkMetricsUrl, { signal: AbortSignal.timeout(2_000) })
+          .then((r) => (r.ok ? r.text() : ''))
+          .catch(() => '');
+        if (sdk) body += `\n${sdk}`;
+      }
+      res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(body);
+    })().catch((err: unknown) => {
+      res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${String(err)}\n`);
+    });
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(
+        err.code === 'EADDRINUSE'
+          ? new Error(
+              `metrics port ${options.port} is in use: set DURABLE_FETCH_METRICS_PORT (0 = any free port)`,
+            )
+          : err,
+      ),
+    );
+    server.listen(options.port, options.host, () => {
+      const address = server.address();
+      resolve(typeof address === 'object' && address ? address.port : options.port);
+    });
+  });
+  const host = options.host === '0.0.0.0' || options.host === '::' ? '127.0.0.1' : options.host;
+  return {
+    url: `http://${host}:${port}/metrics`,
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
