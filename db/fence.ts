@@ -5,6 +5,7 @@
  * for its next attempt. Every statement that fences on the lease builds its condition here, so
  * the check cannot drift between statements.
  */
+import { LIVE_RUN_STATUSES } from '../contract/states.ts';
 import { Prisma } from '../prisma/generated/client.ts';
 
 /** Who claims to hold a run: the run's id and the lease (fencing) token its claim handed out. */
@@ -15,19 +16,6 @@ export interface Fence {
 
 /** A fence that also names the page the run must be at (`pages_stored`): staging only. */
 export type PageFence = Fence & { pageNo: number };
-
-/**
- * The statuses of a run that an owner holds and works on (R1): `running`, and `retry_wait` (a
- * step failed retryably and waits for its next attempt; the run is still owned, leased and fenced
- * exactly like a running one). `queued` is open but not held by anyone yet.
- */
-export const LIVE_RUN_STATUSES = ['running', 'retry_wait'] as const;
-export type LiveRunStatus = (typeof LIVE_RUN_STATUSES)[number];
-
-/** Whether `status` (as a row or a query returns it) is one of {@link LIVE_RUN_STATUSES}. */
-export function isLiveStatus(status: string): status is LiveRunStatus {
-  return (LIVE_RUN_STATUSES as readonly string[]).includes(status);
-}
 
 /** The statuses as SQL literals (code, never input). */
 const LIVE_LIST = Prisma.raw(LIVE_RUN_STATUSES.map((s) => `'${s}'`).join(', '));

@@ -3,7 +3,7 @@
  * transaction, fenced by the lease token (R1, R5).
  */
 import { auditSupersededLetters } from '../../db/dead-letters/close.ts';
-import { isLiveStatus } from '../../db/fence.ts';
+import { isLiveStatus } from '../../contract/states.ts';
 import { lockRunOfToken, markSucceeded } from '../../db/run-end.ts';
 import { inTransaction } from '../../db/transaction.ts';
 import { idempotencyKeyFor, jobTypeOf } from '../../contract/business-key.ts';

@@ -8,7 +8,8 @@ import {
   renewLeaseReadingSource,
   statusUnderToken,
 } from '../../db/fetch-run.ts';
-import { type Fence, isLiveStatus } from '../../db/fence.ts';
+import { isLiveStatus } from '../../contract/states.ts';
+import type { Fence } from '../../db/fence.ts';
 import type { PrismaClient, Source } from '../../prisma/generated/client.ts';
 import { RUN_ENDED } from '../../contract/error-types.ts';
 import { failure } from '../errors.ts';

@@ -87,7 +87,7 @@ export function registerRuns(program: Command, ctx: () => CliContext): void {
       const run = await getRun({ prisma: await c.prisma() }, id);
       if (!run) throw new UserFacingError(`no run '${id}'`, 'NOT_FOUND');
       if (opts.json) return printJson(run);
-      const { isLiveStatus } = await import('../../db/fence.ts');
+      const { isLiveStatus } = await import('../../contract/states.ts');
       const ui = c.config.temporal.uiUrl;
       const fields: [string, string][] = [
         // The show has the full time of the next attempt below.

@@ -3,7 +3,8 @@
  * the ledger does not know is recorded as a stray, so that it is voided (never left alone).
  */
 import type { DownstreamEffect } from '../../activities/job-api/define.ts';
-import { AWAITING_SETTLEMENT_STATES as AWAITING_SETTLEMENT, recordStray } from '../../db/ledger/ledger.ts';
+import { AWAITING_SETTLEMENT_STATES as AWAITING_SETTLEMENT } from '../../contract/states.ts';
+import { recordStray } from '../../db/ledger/ledger.ts';
 import type { DownstreamAction } from '../../prisma/generated/client.ts';
 import type { PartnerReader } from './partner-reader.ts';
 import type { Snapshot } from './snapshot.ts';

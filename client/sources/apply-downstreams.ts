@@ -12,7 +12,7 @@ import {
   readDownstreamRows,
   rowOf,
 } from '../../db/ledger/downstreams.ts';
-import { LIVE_RUN_STATUSES } from '../../db/fence.ts';
+import { LIVE_RUN_STATUSES } from '../../contract/states.ts';
 import type { Prisma } from '../../prisma/generated/client.ts';
 import { canonicalJson } from './canonical-json.ts';
 import type { PlanAction, PlannedChange } from './plan.ts';

@@ -3,7 +3,7 @@
  * the row lock every change takes before it reads what it changes.
  */
 import type { Client } from '@temporalio/client';
-import { LIVE_RUN_STATUSES } from '../../db/fence.ts';
+import { LIVE_RUN_STATUSES } from '../../contract/states.ts';
 import { lockSource } from '../../db/sources.ts';
 import type { Prisma, PrismaClient, Source } from '../../prisma/generated/client.ts';
 import { UserFacingError } from '../../runtime/errors.ts';

@@ -12,7 +12,7 @@
 import { ScheduleNotFoundError, WorkflowNotFoundError } from '@temporalio/client';
 import type { Source } from '../../prisma/generated/client.ts';
 import { recordAudit } from '../../db/audit.ts';
-import { LIVE_RUN_STATUSES } from '../../db/fence.ts';
+import { LIVE_RUN_STATUSES } from '../../contract/states.ts';
 import { errorMessage, UserFacingError } from '../../runtime/errors.ts';
 import { SOURCE_RESUMED_SIGNAL } from '../../contract/types.ts';
 import { checkActor } from '../audit.ts';

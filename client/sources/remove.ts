@@ -6,7 +6,7 @@
  * compensation of its past runs still works (activities/sources.ts `loadSource`).
  */
 import { recordAudit } from '../../db/audit.ts';
-import { NOT_FINAL_STATES } from '../../db/ledger/ledger.ts';
+import { NOT_FINAL_STATES } from '../../contract/states.ts';
 import type { Prisma, Source } from '../../prisma/generated/client.ts';
 import { errorMessage, UserFacingError } from '../../runtime/errors.ts';
 import { checkActor } from '../audit.ts';

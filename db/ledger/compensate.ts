@@ -3,7 +3,7 @@
  * void attempt counted before the call, the undone effect recorded, a row handed to a human.
  */
 import type { DownstreamAction, PrismaClient } from '../../prisma/generated/client.ts';
-import { COMPENSABLE_STATES } from './ledger.ts';
+import { COMPENSABLE_STATES } from '../../contract/states.ts';
 
 /**
  * The actions of claim `round` of the run in {@link COMPENSABLE_STATES} that compensation must

@@ -6,7 +6,8 @@
 import type { DownstreamAction, PrismaClient } from '../../prisma/generated/client.ts';
 import { type Fence, heldBy } from '../fence.ts';
 import { COMPLETED_UNRECORDED } from '../../contract/error-types.ts';
-import { type ActionState, NOT_FINAL_STATES } from './ledger.ts';
+import { NOT_FINAL_STATES } from '../../contract/states.ts';
+import type { ActionState } from './ledger.ts';
 
 /** Which action of which run: a claim's rows are its run's `action` rows of its round. */
 export interface ActionOfRun {

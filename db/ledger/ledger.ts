@@ -9,44 +9,8 @@
  * backwards.
  */
 import type { DownstreamAction, PrismaClient } from '../../prisma/generated/client.ts';
-import type { DownstreamStateName } from '../../contract/types.ts';
+import { NOT_FINAL_STATES } from '../../contract/states.ts';
 import { MAX_KEPT_MESSAGE } from '../limits.ts';
-
-/**
- * Not final: the action may still hold an effect the ledger has not settled, or is being
- * undone, or waits for an operator. A run is `compensated` only when none of its actions is in
- * one of these, and a later claim settles an earlier claim's such action before acting again.
- * (The final states: `compensated`, `not_applied`, `resolved`.)
- */
-export const NOT_FINAL_STATES: readonly DownstreamStateName[] = [
-  'attempting',
-  'unknown',
-  'confirmed',
-  'compensating',
-  'needs_manual',
-];
-
-/**
- * The states the compensation workflow works on by itself: {@link NOT_FINAL_STATES} but
- * `needs_manual`, which waits for an operator.
- */
-export const COMPENSABLE_STATES: readonly DownstreamStateName[] = [
-  'attempting',
-  'unknown',
-  'confirmed',
-  'compensating',
-];
-
-/**
- * Awaiting settlement by a workflow or an operator: {@link NOT_FINAL_STATES} but `confirmed`,
- * whose effect is known (reconciling compares it with the partner instead).
- */
-export const AWAITING_SETTLEMENT_STATES: readonly DownstreamStateName[] = [
-  'attempting',
-  'unknown',
-  'compensating',
-  'needs_manual',
-];
 
 /** A ledger row with what its activities need of its run. */
 export type ActionRow = DownstreamAction & { run: { sourceId: string; status: string } };

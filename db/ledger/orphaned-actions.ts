@@ -16,7 +16,7 @@
  *   the row at every step and waits out a settle window before looking the effect up.
  */
 import type { PrismaClient } from '../../prisma/generated/client.ts';
-import { COMPENSABLE_STATES } from './ledger.ts';
+import { COMPENSABLE_STATES } from '../../contract/states.ts';
 
 /**
  * How long an ended run's unsettled action may stay untouched before it counts as orphaned: above

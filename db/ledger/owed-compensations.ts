@@ -5,7 +5,7 @@
  * starts each claim's compensation workflow.
  */
 import type { PrismaClient } from '../../prisma/generated/client.ts';
-import { COMPENSABLE_STATES } from './ledger.ts';
+import { COMPENSABLE_STATES } from '../../contract/states.ts';
 
 /**
  * A run that ended this recently is left to its workflow, which starts its compensation itself as

@@ -16,7 +16,7 @@
  */
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { recordAudit } from '../../db/audit.ts';
-import { COMPENSABLE_STATES } from '../../db/ledger/ledger.ts';
+import { COMPENSABLE_STATES } from '../../contract/states.ts';
 import { finishRunRow, observeRunFinished } from '../../activities/run/finish-run.ts';
 import { errorMessage } from '../../runtime/errors.ts';
 import type { Logger } from '../../runtime/logger.ts';
