@@ -3,6 +3,7 @@
  * line and exit 1; anything else is a bug and prints its stack.
  */
 import { Command, CommanderError } from 'commander';
+import packageJson from '../package.json' with { type: 'json' };
 import { isUserFacingError } from '../runtime/errors.ts';
 import type { CliContext } from './context.ts';
 import { registerBreakers } from './commands/breakers.ts';
@@ -24,6 +25,8 @@ import { registerWorker } from './commands/worker.ts';
 export function buildProgram(ctx: () => CliContext): Command {
   const program = new Command('durable-fetch')
     .description('Scheduled fetch jobs that stay correct under crashes, retries, rate limits and outages.')
+    // `--version`, `-V`: the package's own version (package.json is an input of the CLI build).
+    .version(packageJson.version)
     .showHelpAfterError('(add --help for usage)')
     .exitOverride();
   registerRun(program, ctx);

@@ -1,11 +1,13 @@
 /**
- * Health signals (R10): task-queue backlog from Temporal's DescribeTaskQueue stats, the
+ * Health signals (R10): task-queue backlog from Temporal's DescribeTaskQueue stats (the
+ * deployment's queue and every isolated downstream's), the
  * database's own (outbox, dead letters, compensations), and the rule that tells a backlog at
  * risk from a short spike. Used by the worker's sampler (metrics + `queue_sample` history) and by
  * `durable-fetch status`.
  */
 import type { Client } from '@temporalio/client';
 import { databaseHealth, deleteOldQueueSamples, insertQueueSamples } from '../db/health.ts';
+import { type IsolatedQueue, listIsolatedQueues } from '../db/ledger/downstreams.ts';
 import { readBreakerStates } from '../db/retry/breaker-views.ts';
 import { readOrphanedActions } from '../db/ledger/orphaned-actions.ts';
 import { readRetryWaits } from '../db/retry/retry-wait.ts';
@@ -21,6 +23,8 @@ export type TaskQueueType = (typeof TASK_QUEUE_TYPES)[number];
 export interface QueueStats {
   taskQueue: string;
   type: TaskQueueType;
+  /** The isolated downstream whose task queue this is; absent for the deployment's own. */
+  downstream?: string;
   backlog: number;
   oldestAgeSeconds: number;
   /** Tasks added per second (arrival). */
@@ -61,6 +65,58 @@ export async function describeQueue(
     addRate: stats?.tasksAddRate ?? 0,
     dispatchRate: stats?.tasksDispatchRate ?? 0,
   };
+}
+
+/** A task queue and task type that `status` and the sampler watch. */
+export interface WatchedQueue {
+  taskQueue: string;
+  type: TaskQueueType;
+  /** The isolated downstream whose queue it is. */
+  downstream?: string;
+}
+
+/**
+ * What to watch: the workflow and the activity tasks of each of `taskQueues` (the deployment's),
+ * then the activity tasks of each isolated downstream's queue (its pollers run activities only:
+ * no workflow task ever waits there). One series per isolated downstream, and one per deployment
+ * queue and type: bounded by the downstreams the sources file isolates.
+ */
+export function watchedQueues(
+  taskQueues: readonly string[],
+  isolated: readonly IsolatedQueue[],
+): WatchedQueue[] {
+  return [
+    ...taskQueues.flatMap((taskQueue) => TASK_QUEUE_TYPES.map((type) => ({ taskQueue, type }))),
+    ...isolated.map((q) => ({ taskQueue: q.taskQueue, type: 'activity' as const, downstream: q.downstream })),
+  ];
+}
+
+/** {@link describeQueue} of a watched queue, its downstream named. */
+async function describeWatched(client: Client, namespace: string, q: WatchedQueue): Promise<QueueStats> {
+  const stats = await describeQueue(client, namespace, q.taskQueue, q.type);
+  return q.downstream === undefined ? stats : { ...stats, downstream: q.downstream };
+}
+
+/**
+ * The queues to watch now: `taskQueues`, and with `isolatedOf` (the deployment's task queue) the
+ * queue of every downstream isolated in the database now (db/ledger/downstreams.ts).
+ */
+export async function readWatchedQueues(
+  prisma: Pick<PrismaClient, 'downstream'>,
+  taskQueues: readonly string[],
+  isolatedOf?: string,
+): Promise<WatchedQueue[]> {
+  const isolated = isolatedOf === undefined ? [] : await listIsolatedQueues(prisma, isolatedOf);
+  return watchedQueues(taskQueues, isolated);
+}
+
+/** Each watched queue's backlog as Temporal reports it now, in the order given. */
+export function describeQueues(
+  client: Client,
+  namespace: string,
+  queues: readonly WatchedQueue[],
+): Promise<QueueStats[]> {
+  return Promise.all(queues.map((q) => describeWatched(client, namespace, q)));
 }
 
 export interface BacklogVerdict {
@@ -126,10 +182,13 @@ export interface Sampler {
 }
 
 /**
- * Every `intervalMs`: samples each task queue (workflow and activity) and the database (its
- * health, retry waits, orphaned actions, every downstream's breaker state), sets the gauges, stores
- * the queue samples for `status`, and drops samples older than a day. Temporal and the database
- * are sampled apart: `durable_fetch_dependency_up` says whether each answered (the alerts
+ * Every `intervalMs`: samples each task queue (workflow and activity; with `isolatedQueuesOf`, also
+ * the activity queue of every downstream isolated now, read from the database on every tick, so a
+ * downstream isolated while the process runs is sampled from the next tick, and one no longer
+ * isolated loses its series) and the database (its health, retry waits, orphaned actions, every
+ * downstream's breaker state), sets the gauges, stores the queue samples for `status`, and drops
+ * samples older than a day. Temporal and the database are sampled apart:
+ * `durable_fetch_dependency_up` says whether each answered (the alerts
  * DurableFetchDatabaseUnreachable and DurableFetchTemporalUnreachable read it). Errors are logged
  * and the next tick tries again.
  */
@@ -137,7 +196,10 @@ export function startSampler(options: {
   prisma: PrismaClient;
   temporal: () => Promise<Client>;
   namespace: string;
+  /** The deployment's task queues: their workflow and activity tasks. */
   taskQueues: readonly string[];
+  /** The deployment's task queue whose isolated downstreams' queues are sampled too. */
+  isolatedQueuesOf?: string;
   metrics: Metrics;
   intervalMs: number;
   log: Logger;
@@ -147,15 +209,30 @@ export function startSampler(options: {
   let running: Promise<void> | undefined;
   let stopped = false;
   let ticks = 0;
+  /** The isolated downstreams' queues last read, and those whose series the gauges hold. */
+  let isolated: readonly IsolatedQueue[] = [];
+  const isolatedSeries = new Set<string>();
+  const queueGauges = [
+    metrics.taskQueueBacklog,
+    metrics.taskQueueOldestAge,
+    metrics.taskQueueAddRate,
+    metrics.taskQueueDispatchRate,
+  ];
+  /** The isolated queues now; on a failed read, those last read (the database sample flags it). */
+  const readIsolated = async (): Promise<readonly IsolatedQueue[]> => {
+    if (options.isolatedQueuesOf === undefined) return isolated;
+    try {
+      isolated = await listIsolatedQueues(prisma, options.isolatedQueuesOf);
+    } catch (err) {
+      log.debug({ error: String(err) }, 'isolated downstream queues not read: sampling those last read');
+    }
+    return isolated;
+  };
   // Each dependency is sampled on its own, so that one being out of reach neither hides the other
   // nor leaves its gauges at their last values unflagged: `durable_fetch_dependency_up` says which.
-  const sampleTemporal = async (): Promise<QueueStats[]> => {
+  const sampleTemporal = async (queues: readonly IsolatedQueue[]): Promise<QueueStats[]> => {
     const client = await options.temporal();
-    const stats = await Promise.all(
-      options.taskQueues.flatMap((q) =>
-        TASK_QUEUE_TYPES.map((t) => describeQueue(client, options.namespace, q, t)),
-      ),
-    );
+    const stats = await describeQueues(client, options.namespace, watchedQueues(options.taskQueues, queues));
     for (const s of stats) {
       const labels = { task_queue: s.taskQueue, type: s.type };
       metrics.taskQueueBacklog.set(labels, s.backlog);
@@ -163,6 +240,14 @@ export function startSampler(options: {
       metrics.taskQueueAddRate.set(labels, s.addRate);
       metrics.taskQueueDispatchRate.set(labels, s.dispatchRate);
     }
+    // A downstream no longer isolated (or gone) keeps no series: the gauges hold one per queue watched.
+    const now = new Set(queues.map((q) => q.taskQueue));
+    for (const q of isolatedSeries) {
+      if (now.has(q)) continue;
+      for (const gauge of queueGauges) gauge.remove({ task_queue: q, type: 'activity' });
+      isolatedSeries.delete(q);
+    }
+    for (const q of now) isolatedSeries.add(q);
     return stats;
   };
   const sampleDatabase = async (stats: QueueStats[]) => {
@@ -195,7 +280,8 @@ export function startSampler(options: {
     }
   };
   const tick = async () => {
-    const stats = await sampled('temporal', sampleTemporal, []);
+    const queues = await readIsolated();
+    const stats = await sampled('temporal', () => sampleTemporal(queues), []);
     await sampled('database', () => sampleDatabase(stats), undefined);
   };
   const loop = () => {

@@ -2,7 +2,8 @@
  * Reading runs: the FetchRun rows (R2 job records) in PostgreSQL, the system of record.
  */
 import type { FetchRun, RunStatus } from '../prisma/generated/client.ts';
-import { parseWorkflowId } from '../contract/business-key.ts';
+import { type BusinessKey, isBusinessDate, isSourceId, parseWorkflowId } from '../contract/business-key.ts';
+import { UserFacingError } from '../runtime/errors.ts';
 import type { DurableFetchContext } from './start-fetch.ts';
 import { isUuid } from './ids.ts';
 import { listRunRows } from '../db/listings.ts';
@@ -22,15 +23,38 @@ export const FINISHED_STATUSES: readonly RunStatus[] = [
 export const OPEN_RUN_STATUSES: readonly RunStatus[] = ['queued', 'running', 'retry_wait'];
 
 /**
- * One run by its FetchRun id, its workflow id (`fetch/fetch-records/<source>/<date>`) or its
- * business key written `<source>/<date>`. Undefined when there is none. Read-only.
+ * The business key a run name `<source>/<date>` stands for: the source's own job type (read from
+ * its row; a removed source keeps it), so the name finds the run of whichever job the source runs.
+ * Undefined when `name` is not of that shape.
+ * @throws UserFacingError NOT_FOUND when there is no such source.
+ */
+async function businessKeyOfName(
+  ctx: Pick<DurableFetchContext, 'prisma'>,
+  name: string,
+): Promise<BusinessKey | undefined> {
+  const parts = name.split('/');
+  if (parts.length !== 2) return undefined;
+  const [sourceId, businessDate] = parts as [string, string];
+  if (!isSourceId(sourceId) || !isBusinessDate(businessDate)) return undefined;
+  // Imported here: db/sources.ts loads the Prisma runtime, which `runs list` and help never need.
+  const { findSource } = await import('../db/sources.ts');
+  const source = await findSource(ctx.prisma, sourceId);
+  if (!source) throw new UserFacingError(`no run '${name}': no source '${sourceId}'`, 'NOT_FOUND');
+  return { jobType: source.jobType, sourceId, businessDate };
+}
+
+/**
+ * One run by its FetchRun id, its workflow id (`fetch/<jobType>/<source>/<date>`) or its
+ * business key written `<source>/<date>` (the run of the source's job). Undefined when there is
+ * none. Read-only.
+ * @throws UserFacingError NOT_FOUND when `<source>/<date>` names a source that does not exist.
  */
 export async function getRun(
   ctx: Pick<DurableFetchContext, 'prisma'>,
   id: string,
 ): Promise<FetchRun | undefined> {
   if (isUuid(id)) return (await ctx.prisma.fetchRun.findUnique({ where: { id } })) ?? undefined;
-  const key = parseWorkflowId(id) ?? parseWorkflowId(`fetch/fetch-records/${id}`);
+  const key = parseWorkflowId(id) ?? (await businessKeyOfName(ctx, id));
   if (!key) return undefined;
   const run = await ctx.prisma.fetchRun.findUnique({
     where: {
@@ -71,6 +95,7 @@ export function formatDate(date: Date): string {
  * call the Temporal Web UI makes. The run stops at its next cancellation point (a partner call is
  * aborted) and records `cancelled`. Returns the run as it was when asked, or undefined when there
  * is no such run. A run already finished is left alone.
+ * @throws UserFacingError NOT_FOUND when `<source>/<date>` names a source that does not exist.
  */
 export async function cancelRun(
   ctx: Pick<DurableFetchContext, 'prisma' | 'temporal'>,

@@ -179,3 +179,21 @@ export async function syncSourceSchedule(
   if ('problem' in d) throw new UserFacingError(d.problem, 'INVALID_SCHEDULE');
   return applySchedule(ctx, d, source, false);
 }
+
+/**
+ * Syncs the schedules of `ids` with their committed rows again: what a change that synced them
+ * inside its transaction does when that transaction did not commit. Returns the ids whose
+ * schedule could not be put back (then `durable-fetch schedules sync` does it).
+ */
+export async function resyncSchedules(ctx: SyncContext, ids: readonly string[]): Promise<string[]> {
+  const failed: string[] = [];
+  for (const id of ids) await syncSourceSchedule(ctx, id).catch(() => failed.push(id));
+  return failed;
+}
+
+/** What a message adds about the schedules `resyncSchedules` could not put back ('' when none). */
+export function outOfLine(failed: readonly string[]): string {
+  return failed.length > 0
+    ? `; the schedules of ${failed.join(', ')} may be out of line: run \`durable-fetch schedules sync\``
+    : '';
+}

@@ -1,6 +1,6 @@
 /**
  * `durable-fetch status`: one screen that says whether things are healthy (R10) —
- * backlog per task queue with its trend and the worker builds polling it, completion against
+ * backlog per task queue (the deployment's and each isolated downstream's) with its trend and the worker builds polling it, completion against
  * arrival, retries and the runs waiting for a step's next attempt, open dead letters, outbox lag,
  * compensations needing a human, each job type's runs and dead letters, each source's
  * downstream status, and each downstream's circuit breaker and retry budget (R8).
@@ -19,9 +19,9 @@ import { readRetryWaits } from '../db/retry/retry-wait.ts';
 import {
   type BacklogVerdict,
   backlogRisk,
-  describeQueue,
+  describeQueues,
   type QueueStats,
-  TASK_QUEUE_TYPES,
+  readWatchedQueues,
 } from './health.ts';
 import { type PollingBuild, readPollingBuilds } from './status-builds.ts';
 import { findStuckRuns, type StuckRun } from './stuck-runs.ts';
@@ -30,6 +30,7 @@ import { breakerProblems, type DownstreamBreaker, listBreakers } from './breaker
 
 export type { JobStatus };
 
+/** A watched queue: the deployment's (workflow, activity) or an isolated downstream's (`downstream`). */
 export interface QueueStatus extends QueueStats {
   /** The trend over the window, from the workers' samples (`queue_sample`). */
   verdict: BacklogVerdict;
@@ -41,11 +42,19 @@ export interface SourceStatus {
   jobType: string;
   paused: boolean;
   lastSuccessAt: string | null;
-  /** Runs that ended in the window, and how many of them failed for good. */
+  /**
+   * Runs that ended in the window, and dead letters written in it (runs that failed for good in
+   * the window, whatever became of them since). Information: `status` does not judge by them.
+   */
   finished: number;
   failed: number;
-  /** failed / finished, null without runs. */
+  /** failed / finished in the window, null without runs. Information too. */
   errorRate: number | null;
+  /**
+   * Open dead letters of the source (any age): its runs failed for good now, not since succeeded,
+   * retried or discarded. What `status` judges by.
+   */
+  deadLettersOpen: number;
 }
 
 export interface Status {
@@ -56,6 +65,7 @@ export interface Status {
   healthy: boolean;
   /** What needs attention, one line each; empty when healthy. */
   problems: string[];
+  /** The deployment's queues, then every isolated downstream's (activity tasks only). */
   queues: QueueStatus[];
   /** The worker builds polling the queues' workflow tasks, each with its last poll. */
   builds: PollingBuild[];
@@ -89,30 +99,36 @@ const MAX_STUCK_CHECKED = 100;
 /**
  * Reads Temporal (live task-queue stats) and PostgreSQL (samples, runs, outbox, dead letters,
  * compensations). Read-only. `windowMs` is the history the trend and the rates look at.
+ * `taskQueues` are looked at whole (workflow and activity tasks); with `isolatedQueuesOf` (the
+ * deployment's task queue), so is the queue of every downstream isolated in the database now.
  * `jobType` narrows the run counts, the job and source rows and the open dead letters (also as a
  * problem) to that job; queues, outbox, compensations, strays, stuck runs and breakers stay
  * deployment-wide: they are shared by every job.
  */
 export async function readStatus(
-  ctx: { prisma: PrismaClient; temporal: Client; namespace: string; taskQueues: readonly string[] },
+  ctx: {
+    prisma: PrismaClient;
+    temporal: Client;
+    namespace: string;
+    taskQueues: readonly string[];
+    isolatedQueuesOf?: string;
+  },
   options: { windowMs?: number; now?: Date; jobType?: string } = {},
 ): Promise<Status> {
   const windowMs = options.windowMs ?? 600_000;
   const now = options.now ?? new Date();
   const since = new Date(now.getTime() - windowMs);
   const only = options.jobType ?? null;
+  const watched = await readWatchedQueues(ctx.prisma, ctx.taskQueues, ctx.isolatedQueuesOf);
   const queues = await Promise.all(
-    ctx.taskQueues.flatMap((q) =>
-      TASK_QUEUE_TYPES.map(async (type): Promise<QueueStatus> => {
-        const live = await describeQueue(ctx.temporal, ctx.namespace, q, type);
-        const stored = await ctx.prisma.queueSample.findMany({
-          where: { taskQueue: q, type, at: { gte: since } },
-          orderBy: { at: 'asc' },
-        });
-        const samples = [...stored.map((s) => ({ ...s, backlog: Number(s.backlog) })), { at: now, ...live }];
-        return { ...live, verdict: backlogRisk(samples, now, { windowMs }), samples: samples.length };
-      }),
-    ),
+    (await describeQueues(ctx.temporal, ctx.namespace, watched)).map(async (live): Promise<QueueStatus> => {
+      const stored = await ctx.prisma.queueSample.findMany({
+        where: { taskQueue: live.taskQueue, type: live.type, at: { gte: since } },
+        orderBy: { at: 'asc' },
+      });
+      const samples = [...stored.map((s) => ({ ...s, backlog: Number(s.backlog) })), { at: now, ...live }];
+      return { ...live, verdict: backlogRisk(samples, now, { windowMs }), samples: samples.length };
+    }),
   );
   const builds = await readPollingBuilds(ctx.temporal, ctx.namespace, ctx.taskQueues, now);
   const runs = await readRunCounts(ctx.prisma, since, only);
@@ -131,12 +147,19 @@ export async function readStatus(
     finished: s.finished,
     failed: s.failed,
     errorRate: s.finished === 0 ? null : Math.min(1, s.failed / s.finished),
+    deadLettersOpen: s.deadLettersOpen,
   }));
 
   const problems: string[] = [];
   for (const q of queues) {
-    if (q.verdict.risk) problems.push(`backlog risk on ${q.taskQueue} (${q.type}): ${q.verdict.reason}`);
+    if (q.verdict.risk) {
+      const of = q.downstream === undefined ? '' : `, downstream ${q.downstream}`;
+      problems.push(`backlog risk on ${q.taskQueue} (${q.type}${of}): ${q.verdict.reason}`);
+    }
   }
+  // Runs failed for good are judged by what is failed now: open dead letters. A letter retried (to
+  // success or still running), discarded, or closed by a later success of its run is no problem,
+  // at once; how many failed in the window is shown, not judged.
   const lettersOpen = only === null ? database.deadLettersOpen : (jobs[0]?.deadLettersOpen ?? 0);
   if (lettersOpen > 0) {
     problems.push(`${lettersOpen} open dead letters (dlq list${only === null ? '' : ` --job ${only}`})`);
@@ -174,11 +197,6 @@ export async function readStatus(
     );
   }
   problems.push(...breakerProblems(breakers));
-  for (const s of sources) {
-    if (s.errorRate !== null && s.errorRate >= 0.5 && s.failed > 0) {
-      problems.push(`source ${s.sourceId}: ${s.failed} of ${s.finished} runs failed for good in the window`);
-    }
-  }
   return {
     at: now.toISOString(),
     windowSeconds: windowMs / 1000,

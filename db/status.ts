@@ -4,6 +4,10 @@
  * must see which of them is failing or backing up without reading every source. Read-only; the
  * database's own health counts are in health.ts, runs waiting to retry in retry/retry-wait.ts.
  * `jobType` narrows each to one job type; `since` starts the window.
+ *
+ * Failed for good is counted two ways: dead letters written in the window (what failed lately,
+ * information), and open dead letters (what is failed for good now: not since succeeded, retried
+ * or discarded). `status` judges by the second only.
  */
 import type { PrismaClient } from '../prisma/generated/client.ts';
 
@@ -33,7 +37,10 @@ export async function readRunCounts(
   };
 }
 
-/** One enabled source: paused or not, its last success, its runs ended and failed in the window. */
+/**
+ * One enabled source: paused or not, its last success, its runs ended and failed in the window, and
+ * its runs failed for good now.
+ */
 export interface SourceCounts {
   sourceId: string;
   jobType: string;
@@ -41,8 +48,16 @@ export interface SourceCounts {
   lastSuccess: Date | null;
   /** Runs of the source that ended in the window. */
   finished: number;
-  /** Dead letters of the source written in the window (runs failed for good). */
+  /**
+   * Dead letters of the source written in the window, whatever became of them since (runs that
+   * failed for good in the window, retried or discarded since or not): information.
+   */
   failed: number;
+  /**
+   * Open dead letters of the source, of any age: its runs failed for good now (a retry, a discard
+   * or a later success of the run closes a letter).
+   */
+  deadLettersOpen: number;
 }
 
 /** Every enabled source (of `jobType`, or of every job) by id, counted since `since`. */
@@ -59,12 +74,14 @@ export async function readSourceCounts(
       last_success: Date | null;
       finished: bigint;
       failed: bigint;
+      letters: bigint;
     }[]
   >`
     SELECT s.id, s.job_type, s.paused_at IS NOT NULL AS paused,
            (SELECT max(finished_at) FROM fetch_run r WHERE r.source_id = s.id AND r.status = 'succeeded') AS last_success,
            (SELECT count(*) FROM fetch_run r WHERE r.source_id = s.id AND r.finished_at >= ${since}) AS finished,
-           (SELECT count(*) FROM dead_letter d WHERE d.source_id = s.id AND d.created_at >= ${since}) AS failed
+           (SELECT count(*) FROM dead_letter d WHERE d.source_id = s.id AND d.created_at >= ${since}) AS failed,
+           (SELECT count(*) FROM dead_letter d WHERE d.source_id = s.id AND d.status = 'open') AS letters
       FROM source s WHERE s.enabled AND (${jobType}::text IS NULL OR s.job_type = ${jobType}) ORDER BY s.id`;
   return rows.map((s) => ({
     sourceId: s.id,
@@ -73,6 +90,7 @@ export async function readSourceCounts(
     lastSuccess: s.last_success,
     finished: Number(s.finished),
     failed: Number(s.failed),
+    deadLettersOpen: Number(s.letters),
   }));
 }
 
@@ -83,11 +101,14 @@ export interface JobStatus {
   /** Runs `running` now, and runs waiting to (queued, or waiting to retry). */
   running: number;
   waiting: number;
-  /** Runs started and ended in the window, and dead letters written in it (runs failed for good). */
+  /**
+   * Runs started and ended in the window, and dead letters written in it (runs that failed for good
+   * in the window, whatever became of them since: information).
+   */
   started: number;
   finished: number;
   failed: number;
-  /** Dead letters of this job type waiting for an operator (any age). */
+  /** Dead letters of this job type waiting for an operator (any age): its runs failed for good now. */
   deadLettersOpen: number;
 }
 

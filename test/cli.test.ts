@@ -3,13 +3,15 @@
 // exact shape of stderr, and the state left behind (FetchRun rows, Temporal workflows, databases).
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { readdir } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import pg from 'pg';
 import { buildProgram } from '../cli/main.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
 import { DEFAULT_MIGRATIONS_DIR, withDatabaseName } from '../prisma/migrator.ts';
+import { PROJECT_ROOT } from '../runtime/config.ts';
 import { addDays, dateInTimeZone } from '../contract/business-date.ts';
 import { lines, runCli, type CliResult } from './helpers/cli.ts';
 import { useEmptyDatabase, useTestDatabase, type TestDatabase } from './helpers/database.ts';
@@ -77,6 +79,18 @@ describe('cli help', () => {
     assert.match(result.stdout, /^Usage: durable-fetch /);
     for (const command of ['run', 'runs', 'worker', 'migrate']) {
       assert.match(result.stdout, new RegExp(`^\\s+${command}\\b`, 'm'), `--help lists ${command}`);
+    }
+  });
+
+  it('cli: --version and -V print the version of package.json and exit 0 without reading any configuration', async () => {
+    const { version } = JSON.parse(await readFile(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as {
+      version: string;
+    };
+    for (const flag of ['--version', '-V']) {
+      const result = await runCli([flag], { DATABASE_URL: 'mysql://nope' });
+      assert.equal(result.code, 0, `${flag}: ${result.stderr}`);
+      assert.equal(result.stderr, '', flag);
+      assert.equal(result.stdout, `${version}\n`, flag);
     }
   });
 

@@ -11,9 +11,12 @@ import { createJobRegistry, parseJobConfig } from '../activities/job-api/registr
 import { detailsOf } from '../activities/errors.ts';
 import { exchangeRatesJob } from '../jobs/exchange-rates.ts';
 import { fetchRecordsJob } from '../jobs/fetch-records/index.ts';
+import { jobs } from '../jobs/index.ts';
+import { defaultJobs } from '../jobs/registry.ts';
 import { startPartner } from '../partner/server.ts';
 import { isUserFacingError } from '../runtime/errors.ts';
 import { jobTestKit } from './helpers/job-kit.ts';
+import { registeredJobTypes } from './helpers/job-types.ts';
 
 /** A minimal valid job of `type`. */
 const job = (type: string, extra: Partial<AnyJob> = {}): AnyJob =>
@@ -42,9 +45,12 @@ function refused(jobs: readonly AnyJob[], message: RegExp): void {
 
 describe('job registry', () => {
   it('job-registry: the deployment’s jobs register, sorted by type', () => {
-    const registry = createJobRegistry([fetchRecordsJob, exchangeRatesJob]);
-    assert.deepEqual(registry.types, ['exchange-rates', 'fetch-records']);
-    assert.equal(registry.get('exchange-rates'), exchangeRatesJob);
+    // Every job of jobs/index.ts, whichever they are; the built-in ones are among them.
+    const registry = createJobRegistry(jobs);
+    assert.deepEqual(registry.types, jobs.map((j) => j.type).sort());
+    for (const j of jobs) assert.equal(registry.get(j.type), j, j.type);
+    assert.deepEqual(defaultJobs().types, registry.types, 'defaultJobs() is the registry of jobs/index.ts');
+    assert.deepEqual(registeredJobTypes(), registry.types);
     assert.equal(registry.find('nope'), undefined);
   });
 

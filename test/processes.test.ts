@@ -11,6 +11,7 @@ import type { Client } from '@temporalio/client';
 import { startFetch } from '../client/start-fetch.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
 import { freePort } from '../runtime/process-utils.ts';
+import { demoTokenLines, demoTokens } from '../worker/stack/demo-source.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource } from './helpers/deps.ts';
 import { spawnTs } from './helpers/process.ts';
@@ -73,6 +74,11 @@ describe('processes', () => {
       const code = await start.stop('SIGINT', 30_000);
       assert.equal(code, 0, start.output());
       assert.match(start.output(), /stopped; state is kept/);
+      // Once, bare, the lines another shell needs for the demo sources' partner tokens.
+      const printed = start.output().split('\n');
+      for (const line of demoTokenLines(await demoTokens({}))) {
+        assert.equal(printed.filter((l) => l === line).length, 1, line);
+      }
 
       const run = await db.prisma.fetchRun.findFirstOrThrow({ where: { sourceId: 'demo' } });
       assert.equal(run.status, 'succeeded');

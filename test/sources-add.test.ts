@@ -13,6 +13,7 @@ import { addSource } from '../client/sources/index.ts';
 import { fetchRecordsJob } from '../jobs/fetch-records/index.ts';
 import { isUserFacingError } from '../runtime/errors.ts';
 import { detail, json, lines, ok, runCli } from './helpers/cli.ts';
+import { literal, registeredJobTypes } from './helpers/job-types.ts';
 import { useSourceCliEnv } from './helpers/source-cli-env.ts';
 
 const t = useSourceCliEnv('sadd');
@@ -45,7 +46,9 @@ describe('sources add', { timeout: 300_000 }, () => {
       /^ {2}--credentials-ref: expected the NAME of a DF_SECRET_\* variable/,
       /^ {2}--timezone: expected an IANA timezone/,
       /^ {2}--submit-max-processing: expected milliseconds 0\.\.86400000$/,
-      /^ {2}--job: unknown job type 'nope' \(known: exchange-rates, fetch-records, http\)$/,
+      new RegExp(
+        `^ {2}--job: unknown job type 'nope' \\(known: ${literal(registeredJobTypes().join(', '))}\\)$`,
+      ),
       /^ {2}--downstream: expected a name/,
       /^ {2}--schedule: dateOffsetDays 3 would fetch future dates \(the future-date policy allows at most 0\)$/,
       /^ {2}--config: the value is not valid JSON: /,

@@ -167,6 +167,7 @@ export async function bootProcess(
         temporal,
         log,
         taskQueues: [config.temporal.taskQueue],
+        isolatedQueuesOf: config.temporal.taskQueue,
       });
       onStop('metrics', () => observability.stop());
       return observability;

@@ -59,7 +59,8 @@ export interface Observability {
 
 /**
  * Serves `/metrics` (the app's metrics and the SDK's) and starts the health sampler of
- * `taskQueues`. Both are off when `DURABLE_FETCH_METRICS_ENABLED=false`.
+ * `taskQueues` and of the isolated downstreams' queues of `isolatedQueuesOf`. Both are off when
+ * `DURABLE_FETCH_METRICS_ENABLED=false`.
  * @throws when the metrics port is taken (the message names DURABLE_FETCH_METRICS_PORT).
  */
 export async function startObservability(
@@ -70,6 +71,8 @@ export async function startObservability(
     temporal: () => Promise<Client>;
     log: Logger;
     taskQueues: readonly string[];
+    /** The deployment's task queue, whose isolated downstreams' queues are sampled too. */
+    isolatedQueuesOf?: string;
   },
 ): Promise<Observability> {
   if (!config.metrics.enabled) return { stop: async () => {} };
@@ -83,6 +86,7 @@ export async function startObservability(
     temporal: options.temporal,
     namespace: config.temporal.namespace,
     taskQueues: options.taskQueues,
+    ...(options.isolatedQueuesOf === undefined ? {} : { isolatedQueuesOf: options.isolatedQueuesOf }),
     metrics: runtime.metrics,
     intervalMs: config.metrics.sampleMs,
     log: options.log,

@@ -15,6 +15,9 @@ const impl = async () => {
 type Impl = Awaited<ReturnType<typeof impl>>;
 
 const STATUS_HELP = `
+The queues are the configured task queue's workflow and activity tasks and, for every downstream
+isolated in the database now, the activity tasks of its own queue (<task queue>-ds-<downstream>);
+--task-queue names the queues instead.
 A backlog risk is flagged only when, over the window, the oldest waiting task keeps getting older
 (nothing drains the queue) or completion stays below arrival in every sample with tasks waiting —
 not on a short spike. The trend comes from the samples every worker takes (DURABLE_FETCH_METRICS_SAMPLE_MS)
@@ -33,6 +36,10 @@ Each downstream's circuit breaker (R8) gets a line: its state (forced: an operat
 since when, why, and its retries against the retry budget's allowance. An open breaker is a
 problem (its partner gets no calls, its runs wait), and so is a half-open one (only trial calls go
 out): the DurableFetchBreakerOpen alert counts both.
+Runs failed for good are judged by what is failed now: open dead letters. A dead letter retried
+(to success, or still running), discarded, or closed by a later success of its run needs no
+attention from that moment; the runs that failed in the window (and the error rate) are shown as
+information, not judged.
 --job <type> narrows the run counts, the job and source tables and the open dead letters (also as
 a problem for --check) to one job type; queues, outbox, compensations, strays, stuck runs,
 orphaned actions and breakers are shared by every job and always shown whole.`;
@@ -102,7 +109,7 @@ function print(m: Impl, s: Status): void {
           waiting: String(j.waiting),
           'started in window': String(j.started),
           'finished in window': String(j.finished),
-          'failed for good': String(j.failed),
+          'failed in window': String(j.failed),
           'dead letters open': String(j.deadLettersOpen),
         })),
         [
@@ -112,7 +119,7 @@ function print(m: Impl, s: Status): void {
           'waiting',
           'started in window',
           'finished in window',
-          'failed for good',
+          'failed in window',
           'dead letters open',
         ],
       ),
@@ -171,10 +178,20 @@ function print(m: Impl, s: Status): void {
           paused: src.paused ? 'yes' : 'no',
           'last success': src.lastSuccessAt ?? 'never',
           'finished in window': String(src.finished),
-          'failed for good': String(src.failed),
+          'failed in window': String(src.failed),
           'error rate': src.errorRate === null ? '-' : `${Math.round(src.errorRate * 100)}%`,
+          'dead letters open': String(src.deadLettersOpen),
         })),
-        ['source', 'job', 'paused', 'last success', 'finished in window', 'failed for good', 'error rate'],
+        [
+          'source',
+          'job',
+          'paused',
+          'last success',
+          'finished in window',
+          'failed in window',
+          'error rate',
+          'dead letters open',
+        ],
       ),
     );
   }
@@ -188,7 +205,10 @@ export function registerStatus(program: Command, ctx: () => CliContext): void {
       'is it healthy? backlog and its trend, completion vs arrival, retries, dead letters, outbox lag, compensations, breakers, sources',
     )
     .option('--window <duration>', 'history to judge trends and rates by (default 10m)', parseWindow)
-    .option('--task-queue <name...>', 'task queues to look at (default: the configured one)')
+    .option(
+      '--task-queue <name...>',
+      "task queues to look at, exactly (default: the configured one and its isolated downstreams' queues)",
+    )
     .option('--job <type>', 'narrow runs, jobs, sources and dead letters to this job type', parseJobType)
     .option('--check', 'exit 1 when something needs attention (for scripts and cron)')
     .option('--json', 'print JSON')
@@ -209,6 +229,9 @@ export function registerStatus(program: Command, ctx: () => CliContext): void {
             temporal: await c.temporal(),
             namespace: c.config.temporal.namespace,
             taskQueues: opts.taskQueue ?? [c.config.temporal.taskQueue],
+            // The isolated downstreams' queues derive from the configured one: watched unless the
+            // queues are named.
+            ...(opts.taskQueue === undefined ? { isolatedQueuesOf: c.config.temporal.taskQueue } : {}),
           },
           {
             ...(opts.window === undefined ? {} : { windowMs: opts.window }),

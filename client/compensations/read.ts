@@ -19,7 +19,7 @@ import {
 export type CompensationDetail = Compensation & {
   run: { id: string; sourceId: string; businessDate: string; status: RunStatus; workflowId: string };
   audit: AuditEntry[];
-  /** `compensate/fetch-records/<source>/<date>/r<round>`: the workflow that undoes the claim's actions. */
+  /** `compensate/<jobType>/<source>/<date>/r<round>`: the workflow that undoes the claim's actions. */
   compensationWorkflowId: string;
 };
 

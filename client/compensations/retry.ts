@@ -44,7 +44,7 @@ export interface RetryOptions {
 }
 
 export interface RetriedCompensation {
-  /** `compensate/fetch-records/<source>/<date>/r<round>` */
+  /** `compensate/<jobType>/<source>/<date>/r<round>` */
   workflowId: string;
   /** Temporal run id of the compensation started. */
   runId: string;

@@ -29,7 +29,7 @@ export interface RetryDeadLetterOptions {
 
 export interface RetriedDeadLetter {
   deadLetter: DeadLetterView;
-  /** `fetch/fetch-records/<source>/<date>` */
+  /** `fetch/<jobType>/<source>/<date>` */
   workflowId: string;
   /** Temporal run id of the execution started, or of the one joined. */
   runId: string;

@@ -14,7 +14,7 @@ import { errorMessage, isUserFacingError, UserFacingError } from '../../runtime/
 import { defaultJobs } from '../../jobs/registry.ts';
 import { checkActor } from '../audit.ts';
 import { scheduleIdFor } from '../schedule-spec.ts';
-import { type SyncChange, syncSourceSchedule } from '../schedules.ts';
+import { outOfLine, resyncSchedules, type SyncChange, syncSourceSchedule } from '../schedules.ts';
 import { insertSource, newSourceData } from './add.ts';
 import { checkReason, oneLine, type PrismaCtx } from './common.ts';
 import { fileProblemsError, readSourcesFile, type SourcesFile } from './file.ts';
@@ -106,19 +106,6 @@ async function write(
   }
 }
 
-/** Syncs the schedules of `ids` with the committed rows again, after a rollback; the ids that failed. */
-async function restoreSchedules(
-  ctx: ApplyContext,
-  temporal: Client,
-  ids: readonly string[],
-): Promise<string[]> {
-  const failed: string[] = [];
-  for (const id of ids) {
-    await syncSourceSchedule({ ...ctx, temporal }, id).catch(() => failed.push(id));
-  }
-  return failed;
-}
-
 /**
  * Applies the checked sources file `file`: plans it against the table (plan.ts), then in one
  * transaction creates (audit `source.add`), updates (`source.update` with before/after of the
@@ -180,11 +167,8 @@ export async function applySources(
       { timeout: 30_000 + 1_000 * file.sources.length },
     );
   } catch (err) {
-    const failed = synced.length > 0 ? await restoreSchedules(ctx, temporal, synced) : [];
-    const left =
-      failed.length > 0
-        ? `; the schedules of ${failed.join(', ')} may be out of line: run \`durable-fetch schedules sync\``
-        : '';
+    const failed = synced.length > 0 ? await resyncSchedules({ ...ctx, temporal }, synced) : [];
+    const left = outOfLine(failed);
     if (codeOf(err) === 'P2002') {
       throw new UserFacingError(
         `a source of ${file.file} was added meanwhile by someone else: nothing was changed, apply again${left}`,

@@ -4,7 +4,7 @@
  */
 import type { JobRegistry } from '../../activities/job-api/registry.ts';
 import { isSourceId } from '../../contract/business-key.ts';
-import { desiredSchedule, sourceScheduleSchema } from '../schedule-spec.ts';
+import { desiredSchedule, type ScheduledSource, sourceScheduleSchema } from '../schedule-spec.ts';
 import {
   checkFields,
   checkJobConfig,
@@ -47,14 +47,23 @@ export interface CheckedSource {
 // desiredSchedule builds the schedule's id from a task queue; a check only wants its problem.
 const CHECK_QUEUE = 'check';
 
-function scheduleProblems(ctx: CheckContext, input: NewSource, naming: Naming): string[] {
-  const parsed = sourceScheduleSchema.safeParse(input.schedule);
+/**
+ * The problems of a source's schedule (its shape, the cron and the future-date policy), one line
+ * each, named by `naming`: the one check of a schedule whoever sets it (`sources add`, `sources
+ * update`, a sources file). Pure.
+ */
+export function scheduleProblems(
+  maxFutureDays: number,
+  // Its timezone as it will be; an invalid one (reported with the fields) checks it in UTC.
+  source: Omit<ScheduledSource, 'timezone'> & { timezone?: string },
+  naming: Naming = CLI_NAMING,
+): string[] {
+  const parsed = sourceScheduleSchema.safeParse(source.schedule);
   if (!parsed.success) return parsed.error.issues.map((i) => naming.schedule(i.path.join('.'), i.message));
   // The timezone's own problem is reported with the fields; the schedule is checked in UTC then.
-  const zone = input.timezone;
+  const zone = source.timezone;
   const timezone = typeof zone === 'string' && isTimeZone(zone) ? zone : 'UTC';
-  const source = { id: input.id, jobType: input.jobType, timezone, schedule: input.schedule };
-  const d = desiredSchedule(source, CHECK_QUEUE, ctx.maxFutureDays);
+  const d = desiredSchedule({ ...source, timezone }, CHECK_QUEUE, maxFutureDays);
   if (!('problem' in d)) return [];
   return [naming.schedule('', d.problem.replace(/^source '[^']*': (schedule )?/, ''))];
 }
@@ -89,6 +98,8 @@ export function checkNewSource(
     if (!parsed.success)
       problems.push(...parsed.error.issues.map((i) => `${naming.field('downstream')}: ${i.message}`));
   }
-  if (schedule !== undefined && schedule !== null) problems.push(...scheduleProblems(ctx, input, naming));
+  if (schedule !== undefined && schedule !== null) {
+    problems.push(...scheduleProblems(ctx.maxFutureDays, { ...input, schedule }, naming));
+  }
   return { problems, fields: checked.ok ? checked.fields : {}, config: job.ok ? job.config : undefined };
 }

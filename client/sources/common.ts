@@ -38,7 +38,8 @@ export { lockSource } from '../../db/sources.ts';
 
 /**
  * Runs `change` in a transaction on the live source `id`, its row locked first (every change of a
- * source reads what it changes under the lock), and returns what `change` returns.
+ * source reads what it changes under the lock), and returns what `change` returns. `timeout`:
+ * the transaction's (Prisma's default, 5 s, unless given; a change that calls Temporal needs more).
  * @throws UserFacingError NOT_FOUND (no such source), SOURCE_REMOVED (removed: ids are never
  *   reused, and a removed source is never changed); nothing is changed then.
  */
@@ -46,6 +47,7 @@ export async function changeLiveSource<T>(
   ctx: PrismaCtx,
   id: string,
   change: (tx: Prisma.TransactionClient, current: Source) => Promise<T>,
+  options: { timeout?: number } = {},
 ): Promise<T> {
   if (!isSourceId(id)) throw await notFound(ctx, id);
   const outcome = await ctx.prisma.$transaction(async (tx) => {
@@ -53,7 +55,7 @@ export async function changeLiveSource<T>(
     if (!current) return { kind: 'missing' as const };
     if (current.removedAt) return { kind: 'removed' as const, current };
     return { kind: 'changed' as const, value: await change(tx, current) };
-  });
+  }, options);
   if (outcome.kind === 'missing') throw await notFound(ctx, id);
   if (outcome.kind === 'removed') throw removedError(outcome.current);
   return outcome.value;

@@ -22,7 +22,13 @@ export {
   type SourceChanges,
   type SourceField,
 } from './fields.ts';
-export { updateSource, type UpdatedSource, type UpdateOptions } from './update.ts';
+export {
+  updateSource,
+  type SourceUpdate,
+  type UpdateContext,
+  type UpdatedSource,
+  type UpdateOptions,
+} from './update.ts';
 export { addSource, type AddedSource, type AddOptions, type NewSource } from './add.ts';
 export { removeSource, type RemovedSource, type RemoveOptions } from './remove.ts';
 export {

@@ -225,3 +225,26 @@ export function defaultSourceOf(breaker: string): string | undefined {
 export function downstreamTaskQueue(taskQueue: string, downstream: string): string {
   return `${taskQueue}-ds-${downstream}`;
 }
+
+/** An isolated downstream and the task queue of its partner calls. */
+export interface IsolatedQueue {
+  downstream: string;
+  taskQueue: string;
+}
+
+/**
+ * The task queues of the downstreams isolated now, on the deployment's `taskQueue`, by downstream
+ * id: what `status` and the health sampler watch beside the deployment's own queue. One statement;
+ * reads only ids, so a row the settings' rules refuse still has its queue watched.
+ */
+export async function listIsolatedQueues(
+  db: Pick<PrismaClient, 'downstream'>,
+  taskQueue: string,
+): Promise<IsolatedQueue[]> {
+  const rows = await db.downstream.findMany({
+    where: { isolated: true },
+    select: { id: true },
+    orderBy: { id: 'asc' },
+  });
+  return rows.map((r) => ({ downstream: r.id, taskQueue: downstreamTaskQueue(taskQueue, r.id) }));
+}

@@ -8,6 +8,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
+import { parse } from 'yaml';
 import { type ApplyReport, applySources } from '../../client/sources/apply.ts';
 import { fileProblemsError, parseSourcesFile } from '../../client/sources/file.ts';
 import { defaultJobs } from '../../jobs/registry.ts';
@@ -18,14 +19,6 @@ export const DEMO_SOURCE_ID = 'demo';
 export const DEMO_FX_SOURCE_ID = 'demo-fx';
 /** The third: the declarative `http` job, reading the demo partner's catalog by configuration only. */
 export const DEMO_CATALOG_SOURCE_ID = 'demo-catalog';
-/** The demo-fx source's credentials reference; `npm start` gives it a local token when unset. */
-export const DEMO_FX_SECRET_REF = 'DF_SECRET_DEMO_FX';
-/**
- * The credentials reference of the demo partner's catalog API (`/catalog/:auth/…`); `npm start`
- * gives it a local token when unset.
- */
-export const DEMO_CATALOG_SECRET_REF = 'DF_SECRET_DEMO_CATALOG';
-
 /** The example sources file `npm start` applies. */
 export const DEMO_SOURCES_FILE = fileURLToPath(new URL('../../examples/sources.yaml', import.meta.url));
 /** The partner URL the example file names: the demo partner's default address. */
@@ -56,5 +49,70 @@ export async function applyDemoSources(
     },
     read.file,
     { actor: 'npm-start', reason: `npm start: ${name}` },
+  );
+}
+
+/**
+ * The tokens `npm start` starts the demo partner with when the environment names none: demo-only
+ * values of the local demo partner, by the demo source that sends them (its exchange-rates API,
+ * its catalog API).
+ */
+const LOCAL_TOKENS = {
+  [DEMO_FX_SOURCE_ID]: 'demo-fx-local-token',
+  [DEMO_CATALOG_SOURCE_ID]: 'demo-catalog-local-token',
+} as const;
+
+/** The token a demo source sends the demo partner, under the name the source reads it from. */
+export interface DemoToken {
+  sourceId: string;
+  /** The source's `credentialsRef` in examples/sources.yaml, e.g. `DF_SECRET_DEMO_FX`. */
+  ref: string;
+  /** The token the demo partner is started with. */
+  token: string;
+  /** True when `token` is the environment's own value (then never printed). */
+  fromEnv: boolean;
+}
+
+/**
+ * The demo partner's tokens, as the demo sources of examples/sources.yaml reference them: each
+ * source's `credentialsRef` (read from the file, so the names are written once), holding the
+ * environment's value when it has one, else the local demo token.
+ * @throws Error when the file gives a demo source with a partner token no credentials reference.
+ */
+export async function demoTokens(
+  env: Record<string, string | undefined> = process.env,
+): Promise<{ rates: DemoToken; catalog: DemoToken }> {
+  const doc = parse(await readFile(DEMO_SOURCES_FILE, 'utf8')) as {
+    sources?: { id?: unknown; credentialsRef?: unknown }[];
+  };
+  const token = (sourceId: keyof typeof LOCAL_TOKENS): DemoToken => {
+    const ref = doc.sources?.find((s) => s.id === sourceId)?.credentialsRef;
+    if (typeof ref !== 'string') {
+      throw new Error(`${DEMO_SOURCES_FILE}: the source '${sourceId}' names no credentialsRef`);
+    }
+    const own = env[ref];
+    return { sourceId, ref, token: own ?? LOCAL_TOKENS[sourceId], fromEnv: own !== undefined };
+  };
+  return { rates: token(DEMO_FX_SOURCE_ID), catalog: token(DEMO_CATALOG_SOURCE_ID) };
+}
+
+/** The demo partner's options that take the tokens (`startPartner`). */
+export function demoPartnerTokens(tokens: { rates: DemoToken; catalog: DemoToken }): {
+  ratesToken: string;
+  catalogToken: string;
+} {
+  return { ratesToken: tokens.rates.token, catalogToken: tokens.catalog.token };
+}
+
+/**
+ * What `npm start` prints for an operator's other shell (`durable-fetch sources try demo-fx`):
+ * `export NAME=value` per demo token. A value the environment gave is not printed: it may be a
+ * credential of the operator's own; only the local demo tokens are.
+ */
+export function demoTokenLines(tokens: { rates: DemoToken; catalog: DemoToken }): string[] {
+  return [tokens.rates, tokens.catalog].map((t) =>
+    t.fromEnv
+      ? `${t.ref} is set in this environment: the demo partner takes its value (not printed here)`
+      : `export ${t.ref}=${t.token}`,
   );
 }

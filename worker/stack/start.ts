@@ -17,11 +17,12 @@ import { CLI_POOL_SIZE, createPrisma } from '../../db/client.ts';
 import { downstreamSlotsAt, startPool } from '../pool-size.ts';
 import {
   applyDemoSources,
-  DEMO_CATALOG_SECRET_REF,
   DEMO_CATALOG_SOURCE_ID,
-  DEMO_FX_SECRET_REF,
   DEMO_FX_SOURCE_ID,
   DEMO_SOURCE_ID,
+  demoPartnerTokens,
+  demoTokenLines,
+  demoTokens,
 } from './demo-source.ts';
 import { runDemo } from './demo-runs.ts';
 import { isUserFacingError } from '../../runtime/errors.ts';
@@ -98,11 +99,11 @@ async function startStack(rt: ProcessRuntime): Promise<void> {
   say(`Temporal ready at ${config.temporal.address ?? `127.0.0.1:${config.temporal.port}`} — ${since()}`);
 
   // The demo rates and catalog APIs want tokens: local ones, unless the environment names its own.
-  process.env[DEMO_FX_SECRET_REF] ??= 'demo-fx-local-token';
-  process.env[DEMO_CATALOG_SECRET_REF] ??= 'demo-catalog-local-token';
+  // The worker of this process reads them from the variables the demo sources name.
+  const tokens = await demoTokens();
+  for (const t of [tokens.rates, tokens.catalog]) process.env[t.ref] = t.token;
   const partner = await startPartner({
-    ratesToken: process.env[DEMO_FX_SECRET_REF],
-    catalogToken: process.env[DEMO_CATALOG_SECRET_REF],
+    ...demoPartnerTokens(tokens),
     host: config.partner.host,
     port: config.partner.port,
     lateEffectMs: config.partner.lateEffectMs,
@@ -183,6 +184,13 @@ async function startStack(rt: ProcessRuntime): Promise<void> {
   await runDemo(demo, DEMO_FX_SOURCE_ID, false);
   await runDemo(demo, DEMO_CATALOG_SOURCE_ID, false);
   say('list runs:  npm run cli -- runs list      start one:  npm run cli -- run demo --date 2026-01-31');
+  // The demo sources read their partner tokens from these variables: another shell needs them for
+  // `sources try`, `reconcile` and a worker of its own (demo-only values of the local partner).
+  // Printed bare, so that they paste into a shell as they are.
+  say(
+    'the demo partner tokens, for the CLI in another shell (e.g. `npm run cli -- sources try demo-fx --date <YYYY-MM-DD>`):',
+  );
+  for (const line of demoTokenLines(tokens)) console.log(line);
   say('Ctrl-C stops everything; state is kept in .data/');
 }
 

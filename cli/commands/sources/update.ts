@@ -4,7 +4,7 @@ import { UserFacingError } from '../../../runtime/errors.ts';
 import { PARTNER_PRESETS } from '../../../contract/retry-presets.ts';
 import type { CliContext } from '../../context.ts';
 import { defaultActor } from '../../../client/audit.ts';
-import type { SourceChanges } from '../../../client/sources/index.ts';
+import type { SourceUpdate } from '../../../client/sources/index.ts';
 import { printJson } from '../output.ts';
 import { durationMsArg, integerArg, readJsonArg } from './args.ts';
 
@@ -28,6 +28,8 @@ interface UpdateOpts {
   maxRunTime?: number;
   localFetch?: boolean;
   config?: string;
+  schedule?: string | false;
+  downstream?: string;
   job?: string;
   reason: string;
   by?: string;
@@ -69,6 +71,15 @@ export function registerSourcesUpdate(sources: Command, ctx: () => CliContext): 
     )
     .option('--no-local-fetch', 'fetch partner pages as activity tasks on a task queue (new runs)')
     .option('--config <json|@file>', "the job's settings as JSON, or @file to read them (checked by the job)")
+    .option(
+      '--schedule <json>',
+      'when it runs on its own, as `sources add --schedule` takes it, e.g. \'{"cron":"0 2 * * *"}\': checked first, then its Temporal Schedule is created or updated before the change commits',
+    )
+    .option('--no-schedule', 'it runs only when started: its Temporal Schedule is deleted')
+    .option(
+      '--downstream <name>',
+      'the downstream its actions go to (new runs): "default", or one the downstream table or another source names',
+    )
     .option('--job <type>', "refused: a source's job type never changes (add a new source instead)")
     .requiredOption('--reason <text>', 'why (1..1000 characters; audited)')
     .option('--by <who>', 'who (default: the OS user)')
@@ -76,9 +87,16 @@ export function registerSourcesUpdate(sources: Command, ctx: () => CliContext): 
     .addHelpText(
       'after',
       `
-Example:
+A change of --schedule, --timezone or --enable/--disable keeps the source's Temporal Schedule in
+line as \`sources apply\` does: it is created, updated (an operator's pause kept) or deleted before
+the change commits, and a schedule Temporal refuses changes nothing.
+
+Examples:
   durable-fetch sources update fx-ecb --config '{"account":"fx:ecb-2"}' --page-size 100 \\
-    --reason "new ledger account (ticket 31)"`,
+    --reason "new ledger account (ticket 31)"
+  durable-fetch sources update fx-ecb --schedule '{"cron":"0 3 * * *","dateOffsetDays":-1}' \\
+    --reason "partner publishes later (ticket 40)"
+  durable-fetch sources update acme --downstream acme-api --reason "own breaker (ticket 41)"`,
     )
     .action(async (id: string, opts: UpdateOpts) => {
       const m = await impl();
@@ -88,11 +106,15 @@ Example:
           'INVALID_INPUT',
         );
       }
-      const config = opts.config === undefined ? undefined : await readJsonArg('--config', opts.config);
-      if (config && !config.ok) {
-        throw new UserFacingError(`invalid update of source '${id}': ${config.problem}`, 'INVALID_INPUT');
+      const [config, schedule] = await Promise.all([
+        opts.config === undefined ? undefined : readJsonArg('--config', opts.config),
+        typeof opts.schedule === 'string' ? readJsonArg('--schedule', opts.schedule) : undefined,
+      ]);
+      const unread = [config, schedule].flatMap((a) => (a && !a.ok ? [a.problem] : []));
+      if (unread.length > 0) {
+        throw new UserFacingError(`invalid update of source '${id}': ${unread.join('; ')}`, 'INVALID_INPUT');
       }
-      const changes: SourceChanges = {
+      const changes: SourceUpdate = {
         name: opts.name,
         baseUrl: opts.baseUrl,
         pageSize: opts.pageSize,
@@ -104,10 +126,18 @@ Example:
         submitMaxProcessingMs: opts.submitMaxProcessing,
         maxRunTimeMs: opts.maxRunTime,
         localFetch: opts.localFetch,
-        config: config?.value,
+        config: config?.ok ? config.value : undefined,
+        schedule: opts.schedule === false ? null : schedule?.ok ? schedule.value : undefined,
+        downstream: opts.downstream,
       };
       const c = ctx();
-      const updated = await m.updateSource({ prisma: await c.prisma() }, id, changes, {
+      const context = {
+        prisma: await c.prisma(),
+        temporal: () => c.temporal(),
+        taskQueue: c.config.temporal.taskQueue,
+        maxFutureDays: c.config.runs.maxFutureDays,
+      };
+      const updated = await m.updateSource(context, id, changes, {
         actor: opts.by ?? defaultActor(),
         reason: opts.reason,
       });
@@ -119,9 +149,6 @@ Example:
         .map((f) => `${f} ${shown(updated.before[f])} -> ${shown(updated.after[f])}`)
         .join(', ');
       console.log(`updated ${id}: ${what}`);
-      const affectsSchedule = updated.changed.includes('timezone') || updated.changed.includes('enabled');
-      if (affectsSchedule && updated.source.schedule !== null) {
-        console.log('its schedule follows on the next `durable-fetch schedules sync` (npm start runs it)');
-      }
+      if (updated.schedule !== null) console.log(`schedule ${updated.scheduleId} ${updated.schedule}`);
     });
 }
