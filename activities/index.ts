@@ -18,6 +18,7 @@ import { createRecordInvalidStart } from './run/invalid-start.ts';
 import { contextualLogger } from './log-context.ts';
 import { createReplayActivities } from './dead-letters/replay.ts';
 import { createStorePage } from './pages/store-page.ts';
+import { errorTypeLabel } from '../runtime/metrics/metrics.ts';
 
 export type { ActivityDeps } from './deps.ts';
 
@@ -42,7 +43,10 @@ function classified<A extends unknown[], R>(
       if (!(thrown instanceof ApplicationFailure)) throw thrown;
       const retried = !thrown.nonRetryable && willRetry();
       if (retried)
-        deps.metrics.activityRetries.inc({ activity: name, error_type: thrown.type ?? 'Internal' });
+        deps.metrics.activityRetries.inc({
+          activity: name,
+          error_type: errorTypeLabel(thrown.type ?? 'Internal'),
+        });
       // Written before Temporal hears of the failure, so before the next attempt can start. A
       // step the breaker held back to its last attempt waits too: the workflow runs it again.
       if (retried || thrown.type === 'CircuitOpen') await markRetryWait(deps, args[0], thrown);

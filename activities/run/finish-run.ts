@@ -8,7 +8,7 @@ import { endRun } from '../../db/run-end.ts';
 import { MAX_KEPT_MESSAGE } from '../../db/limits.ts';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import type { Logger } from '../../runtime/logger.ts';
-import type { Metrics } from '../../runtime/metrics/metrics.ts';
+import { errorTypeLabel, type Metrics } from '../../runtime/metrics/metrics.ts';
 import { redactUrlsIn } from '../../runtime/redact.ts';
 import type { FinishRunInput } from '../../contract/types.ts';
 import type { ActivityDeps } from '../deps.ts';
@@ -71,7 +71,7 @@ export function observeRunFinished(
   const { errorType, deadLetterId } = row;
   if (row.sourceId && row.jobType) {
     const run = { source: row.sourceId, job_type: row.jobType };
-    deps.metrics.runsFinished.inc({ ...run, status: input.status, error_type: errorType ?? '' });
+    deps.metrics.runsFinished.inc({ ...run, status: input.status, error_type: errorTypeLabel(errorType) });
     if (row.startedAt) {
       const seconds = (Date.now() - row.startedAt.getTime()) / 1000;
       deps.metrics.runDuration.observe({ ...run, status: input.status }, seconds);

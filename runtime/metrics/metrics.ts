@@ -19,7 +19,9 @@ const LAG_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 3
 
 export function createMetrics() {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'durable_fetch_process_' });
+  // Unprefixed: process_cpu_seconds_total, nodejs_heap_size_used_bytes… are the names stock
+  // Node.js dashboards query.
+  collectDefaultMetrics({ register: registry });
   const r = [registry];
   return {
     registry,
@@ -60,15 +62,17 @@ export function createMetrics() {
       labelNames: ['task_queue', 'type'] as const,
       registers: r,
     }),
+    // The one pre-computed rate (with the next): Temporal's DescribeTaskQueue gives only rates
+    // (tasksAddRate, tasksDispatchRate), no cumulative count a counter could export.
     taskQueueAddRate: new Gauge({
-      name: 'durable_fetch_task_queue_add_rate',
-      help: 'Tasks added to the task queue per second (arrival).',
+      name: 'durable_fetch_task_queue_tasks_added_per_second',
+      help: "Tasks added to the task queue per second (arrival), as Temporal's DescribeTaskQueue computes it: it exposes no count.",
       labelNames: ['task_queue', 'type'] as const,
       registers: r,
     }),
     taskQueueDispatchRate: new Gauge({
-      name: 'durable_fetch_task_queue_dispatch_rate',
-      help: 'Tasks dispatched from the task queue to workers per second (completion).',
+      name: 'durable_fetch_task_queue_tasks_dispatched_per_second',
+      help: "Tasks dispatched from the task queue to workers per second (completion), as Temporal's DescribeTaskQueue computes it: it exposes no count.",
       labelNames: ['task_queue', 'type'] as const,
       registers: r,
     }),
@@ -159,29 +163,29 @@ export function createMetrics() {
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
-/** Run statuses `durable_fetch_runs_finished_total` counts. */
-const FINISHED_STATUSES = ['succeeded', 'dead_lettered', 'cancelled'] as const;
+const ERROR_TYPES: readonly string[] = [...RETRYABLE_ERROR_TYPES, ...NON_RETRYABLE_ERROR_TYPES];
 
 /**
- * Records a run's claim, creating its source's finished and partner-call series at 0 first:
- * Prometheus' increase() cannot see a series' first increment, and the alert ratios need them.
+ * The `error_type` label of an error type: the contract's types (contract/error-types.ts) as they
+ * are, any other type a job's code threw as `other`, none as empty. Keeps the label bounded.
+ */
+export function errorTypeLabel(errorType: string | null | undefined): string {
+  if (!errorType) return '';
+  return ERROR_TYPES.includes(errorType) ? errorType : 'other';
+}
+
+/**
+ * Records a run's claim. Series of its end and of its partner calls appear when the first one
+ * happens, never up front per status, error type or outcome (bounded series: docs/operations.md).
  * `jobType` labels the run series (a source belongs to one job, so it adds no series per source;
- * it lets dashboards sum by job); partner calls stay per source.
+ * it lets dashboards sum by job).
  */
 export function observeRunStarted(metrics: Metrics, source: string, jobType: string): void {
-  const run = { source, job_type: jobType };
-  metrics.runsStarted.inc(run);
-  for (const status of FINISHED_STATUSES) metrics.runsFinished.inc({ ...run, status, error_type: '' }, 0);
-  for (const errorType of [...NON_RETRYABLE_ERROR_TYPES, ...RETRYABLE_ERROR_TYPES]) {
-    metrics.runsFinished.inc({ ...run, status: 'dead_lettered', error_type: errorType }, 0);
-  }
-  for (const outcome of ['ok', 'error']) metrics.downstreamRequests.inc({ source, outcome }, 0);
+  metrics.runsStarted.inc({ source, job_type: jobType });
 }
 
 /** Records one partner call's outcome. */
 export function observeDownstream(metrics: Metrics, source: string, ok: boolean, now = Date.now()): void {
-  // Both series exist from the first call on: increase() over a ratio needs them (alerts).
-  metrics.downstreamRequests.inc({ source, outcome: ok ? 'error' : 'ok' }, 0);
   metrics.downstreamRequests.inc({ source, outcome: ok ? 'ok' : 'error' });
   if (ok) metrics.downstreamLastSuccess.set({ source }, now / 1000);
 }

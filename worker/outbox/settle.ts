@@ -9,7 +9,7 @@ import { type Backoff, fullJitterMs } from '../../activities/retry/delay.ts';
 import { markFailed, markPublished, release } from '../../db/outbox/outbox.ts';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import type { Logger } from '../../runtime/logger.ts';
-import type { Metrics } from '../../runtime/metrics/metrics.ts';
+import { errorTypeLabel, type Metrics } from '../../runtime/metrics/metrics.ts';
 import { redactUrlsIn } from '../../runtime/redact.ts';
 import type { Outcome } from './deliver.ts';
 
@@ -71,7 +71,7 @@ export async function settleBatch(ctx: SettleContext, token: string, outcomes: O
       stats.lostClaims++;
     } else if (status === 'dead') {
       stats.dead++;
-      metrics?.outboxFailed.inc({ sink: f.sink ?? 'none', error_type: f.errorType });
+      metrics?.outboxFailed.inc({ sink: f.sink ?? 'none', error_type: errorTypeLabel(f.errorType) });
       metrics?.outboxDead.inc({ sink: f.sink ?? 'none' });
       log.error(
         { eventId: f.id, errorType: f.errorType, error: f.message },
@@ -79,7 +79,7 @@ export async function settleBatch(ctx: SettleContext, token: string, outcomes: O
       );
     } else if (status === 'pending') {
       stats.failed++;
-      metrics?.outboxFailed.inc({ sink: f.sink ?? 'none', error_type: f.errorType });
+      metrics?.outboxFailed.inc({ sink: f.sink ?? 'none', error_type: errorTypeLabel(f.errorType) });
       log.warn(
         { eventId: f.id, errorType: f.errorType, error: f.message, retryInMs: f.retryInMs },
         'outbox delivery failed; will retry',
