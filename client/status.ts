@@ -1,9 +1,10 @@
 /**
- * `durable-fetch status`: one screen that says whether things are healthy (R10) —
- * backlog per task queue (the deployment's and each isolated downstream's) with its trend and
- * the worker builds polling it, completion against arrival, retries and the runs waiting for a
- * step's next attempt, open dead letters, outbox lag, compensations needing a human, each job type's runs and dead letters, each source's
- * downstream status, and each downstream's circuit breaker and retry budget (R8).
+ * `durable-fetch status`: one screen that says whether things are healthy (R10) — backlog per
+ * task queue (the deployment's and each isolated downstream's) with its trend and the worker
+ * builds polling it, completion against arrival, retries and the runs waiting for a step's next
+ * attempt, open dead letters, outbox lag, compensations needing a human, each job type's runs and
+ * dead letters, each source's downstream status, and each downstream's circuit breaker and retry
+ * budget (R8).
  */
 import type { Client } from '@temporalio/client';
 import type { PrismaClient } from '../prisma/generated/client.ts';
