@@ -56,6 +56,7 @@ export function createReplayActivities(deps: ActivityDeps) {
           replayId: input.replayId,
           actor: input.actor,
           reason: `replay ${input.replayId}: ${input.outcome}`,
+          runStarted: input.outcome === 'started',
         });
         if (!changed) return;
         await recordAudit(tx, {

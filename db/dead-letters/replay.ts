@@ -4,6 +4,7 @@
  * the replayed runs wrote since.
  */
 import { Prisma, type PrismaClient } from '../../prisma/generated/client.ts';
+import { RUN_SUCCEEDED_ACTOR } from './close.ts';
 
 /** Which open dead letters a replay takes (all given filters must match). */
 export interface ReplayFilter {
@@ -97,17 +98,26 @@ export async function reserveForReplay(
 
 /**
  * Closes a letter `replayId` reserved as `retried` by `actor`, with `reason`. Returns whether it
- * changed (false for a repeat, or a letter no longer open and reserved by the replay).
+ * changed (false for a repeat, or a letter no longer the replay's to close).
+ *
+ * With `runStarted` (the replay started the letter's run), a letter that run's success already
+ * closed as `superseded` is closed as `retried` too: the run can end before the replay gets to
+ * record that it started it (the start and this record are two steps of the replay's workflow), and
+ * the letter must still say that the replay retried it, and who asked for that. Only a letter this
+ * replay reserved, and only a supersede by a run's success, is taken over.
  */
 export async function closeReplayedLetter(
   tx: Pick<PrismaClient, '$executeRaw'>,
-  letter: { deadLetterId: string; replayId: string; actor: string; reason: string },
+  letter: { deadLetterId: string; replayId: string; actor: string; reason: string; runStarted: boolean },
 ): Promise<boolean> {
+  const closable = letter.runStarted
+    ? Prisma.sql`(status = 'open' OR (status = 'superseded' AND closed_by = ${RUN_SUCCEEDED_ACTOR}))`
+    : Prisma.sql`status = 'open'`;
   const changed = await tx.$executeRaw`
     UPDATE dead_letter
        SET status = 'retried', closed_at = now(), closed_by = ${letter.actor},
            close_reason = ${letter.reason}, updated_at = now()
-     WHERE id = ${letter.deadLetterId}::uuid AND status = 'open' AND replay_id = ${letter.replayId}`;
+     WHERE id = ${letter.deadLetterId}::uuid AND replay_id = ${letter.replayId} AND ${closable}`;
   return changed === 1;
 }
 
