@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { Prisma, PrismaClient } from '../prisma/generated/client.ts';
 import type { FetchRecordsInput } from '../contract/types.ts';
+import { LEGACY_RUN_WORKFLOW_TYPE, RUN_WORKFLOW_TYPE } from '../workflows/run-type.ts';
 import {
   type DurableFetchContext,
   type PreparedFetch,
@@ -21,7 +22,8 @@ export const START_WORKFLOW_TOPIC = 'temporal.start_workflow';
 
 /** The command as stored in the outbox row: ids and dates only (R2). */
 export const startCommandSchema = z.strictObject({
-  workflowType: z.literal('fetchRecordsWorkflow'),
+  /** The run workflow's type; commands written before the rename carry the legacy one. */
+  workflowType: z.enum([RUN_WORKFLOW_TYPE, LEGACY_RUN_WORKFLOW_TYPE]),
   /** Absent from commands written before jobs were plug-ins (all the demo job's). */
   jobType: z.string().min(1).optional(),
   workflowId: z.string().min(1),
@@ -58,7 +60,7 @@ export async function enqueueFetch(
 ): Promise<EnqueuedFetch> {
   const prepared: PreparedFetch = await prepareFetch({ ...options, prisma: tx }, req);
   const command: StartCommand = {
-    workflowType: 'fetchRecordsWorkflow',
+    workflowType: RUN_WORKFLOW_TYPE,
     jobType: prepared.jobType,
     workflowId: prepared.workflowId,
     taskQueue: options.taskQueue ?? 'durable-fetch',

@@ -6,28 +6,45 @@
 import { createHash } from 'node:crypto';
 import type { ScheduleOptions, ScheduleOverlapPolicy } from '@temporalio/client';
 import { z } from 'zod';
-import { FETCH_RECORDS } from '../contract/business-key.ts';
+import { FETCH_RECORDS, isJobType, isSourceId } from '../contract/business-key.ts';
 import { OVERLAP_POLICIES } from './overlap-policies.ts';
 import type { ScheduledFetchInput } from '../workflows/scheduled-fetch.ts';
 import { SEARCH_KEYS } from './start-fetch.ts';
 
+/** The workflow every source schedule starts (workflows/scheduled-fetch.ts). */
+export const TRIGGER_WORKFLOW_TYPE = 'scheduledFetchWorkflow';
+
+/** What a schedule id is made of: a source and its job (a source row is one). */
+export type ScheduleKey = { id: string; jobType: string };
+
 /**
- * Schedule ids are `<taskQueue>/fetch-records/<sourceId>` for every job (`fetch-records` names the
- * run workflow's family here, and source ids are unique across jobs): a deployment owns the
- * schedules under its task queue's prefix, and sync never touches anyone else's (several
- * deployments, or test runs, can share one namespace).
+ * Schedule ids are `<taskQueue>/<jobType>/<sourceId>`: a deployment owns the schedules under its
+ * task queue's prefix, and sync never touches anyone else's (several deployments, or test runs,
+ * can share one namespace). Pure.
  */
-export function scheduleIdFor(taskQueue: string, sourceId: string): string {
-  return `${schedulePrefix(taskQueue)}${sourceId}`;
+export function scheduleIdFor(taskQueue: string, source: ScheduleKey): string {
+  return `${taskQueue}/${source.jobType}/${source.id}`;
 }
 
-export function schedulePrefix(taskQueue: string): string {
-  return `${taskQueue}/${FETCH_RECORDS}/`;
+/**
+ * The id a source's schedule had before ids named the source's job: `<taskQueue>/fetch-records/<sourceId>`
+ * for every job (the same id as {@link scheduleIdFor}'s for a `fetch-records` source).
+ * `schedules sync` migrates such a schedule to its new id; until then, lookups find either. Pure.
+ */
+export function legacyScheduleIdFor(taskQueue: string, sourceId: string): string {
+  return `${taskQueue}/${FETCH_RECORDS}/${sourceId}`;
 }
 
-/** A schedule id (contains `/`), or a source id (then its schedule's id on `taskQueue`). */
-export function resolveScheduleId(taskQueue: string, idOrSource: string): string {
-  return idOrSource.includes('/') ? idOrSource : scheduleIdFor(taskQueue, idOrSource);
+/**
+ * The source and job a schedule id of this deployment (`taskQueue`) names, or undefined when the
+ * id is not of the form `<taskQueue>/<jobType>/<sourceId>` (someone else's schedule). Pure.
+ */
+export function parseScheduleId(taskQueue: string, scheduleId: string): ScheduleKey | undefined {
+  if (!scheduleId.startsWith(`${taskQueue}/`)) return undefined;
+  const parts = scheduleId.slice(taskQueue.length + 1).split('/');
+  if (parts.length !== 2) return undefined;
+  const [jobType, id] = parts as [string, string];
+  return isJobType(jobType) && isSourceId(id) ? { id, jobType } : undefined;
 }
 
 export { OVERLAP_POLICIES };
@@ -121,7 +138,7 @@ export function desiredSchedule(
   const job = source.jobType === FETCH_RECORDS ? {} : { jobType: source.jobType };
   const shape = { s, timeZone: source.timezone, taskQueue, version: 1, ...job };
   const fingerprint = createHash('sha256').update(JSON.stringify(shape)).digest('hex').slice(0, 16);
-  const scheduleId = scheduleIdFor(taskQueue, source.id);
+  const scheduleId = scheduleIdFor(taskQueue, source);
   return {
     scheduleId,
     sourceId: source.id,
@@ -136,9 +153,9 @@ export function desiredSchedule(
       },
       action: {
         type: 'startWorkflow',
-        workflowType: 'scheduledFetchWorkflow',
+        workflowType: TRIGGER_WORKFLOW_TYPE,
         // Temporal appends the nominal time; the run itself gets the business-key id.
-        workflowId: `scheduled/${FETCH_RECORDS}/${source.id}`,
+        workflowId: `scheduled/${source.jobType}/${source.id}`,
         taskQueue,
         args: [input],
         memo: { durableFetchSchedule: fingerprint },

@@ -13,8 +13,10 @@ import type { PrismaClient } from '../prisma/generated/client.ts';
 import { UserFacingError } from '../runtime/errors.ts';
 import { checkBusinessDate, dateInTimeZone } from '../contract/business-date.ts';
 import { isBusinessDate, isCorrelationId, isSourceId, workflowIdFor } from '../contract/business-key.ts';
-import type { fetchRecordsWorkflow } from '../workflows/fetch-records.ts';
+import type { fetchRunWorkflow } from '../workflows/fetch-records.ts';
 import { checkFetchInput } from '../workflows/input-check.ts';
+import type { FetchStatus } from '../workflows/outcome.ts';
+import { RUN_WORKFLOW_TYPE } from '../workflows/run-type.ts';
 import { MAX_PAGE_SIZE } from '../contract/input-limits.ts';
 import { DEFAULT_MAX_INPUT_BYTES, type FetchRecordsInput, type RequestedBy } from '../contract/types.ts';
 
@@ -57,7 +59,7 @@ export interface StartedFetch {
   businessDate: string;
   /** True when a run of this business key already existed (running or succeeded) and was joined. */
   joined: boolean;
-  handle: WorkflowHandle<typeof fetchRecordsWorkflow>;
+  handle: WorkflowHandle<typeof fetchRunWorkflow>;
 }
 
 /** A validated request: the source exists, is enabled and not paused, the date is allowed. */
@@ -191,7 +193,7 @@ export function fetchStartOptions(
   taskQueue: string,
   conflictPolicy: 'FAIL' | 'USE_EXISTING',
   rerunCompleted = false,
-): WorkflowStartOptions<typeof fetchRecordsWorkflow> {
+): WorkflowStartOptions<typeof fetchRunWorkflow> {
   const { jobType, sourceId, businessDate, workflowId, input } = prepared;
   return {
     workflowId,
@@ -205,7 +207,7 @@ export function fetchStartOptions(
       { key: SEARCH_KEYS.source, value: sourceId },
       { key: SEARCH_KEYS.date, value: businessDate },
       { key: SEARCH_KEYS.jobType, value: jobType },
-      { key: SEARCH_KEYS.status, value: 'queued' },
+      { key: SEARCH_KEYS.status, value: 'queued' satisfies FetchStatus },
     ],
     staticSummary: `${jobType} ${sourceId} ${businessDate}`,
     // The source is the run's fairness key (R8): its workflow tasks and activities take turns
@@ -223,14 +225,14 @@ export async function launchFetch(
   const { businessDate, workflowId } = prepared;
   try {
     // FAIL + catching "already started" below is how we learn whether we joined.
-    const handle = await ctx.temporal.workflow.start<typeof fetchRecordsWorkflow>(
-      'fetchRecordsWorkflow',
+    const handle = await ctx.temporal.workflow.start<typeof fetchRunWorkflow>(
+      RUN_WORKFLOW_TYPE,
       fetchStartOptions(prepared, ctx.taskQueue, 'FAIL', rerunCompleted),
     );
     return { workflowId, runId: handle.firstExecutionRunId, businessDate, joined: false, handle };
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-    const handle = ctx.temporal.workflow.getHandle<typeof fetchRecordsWorkflow>(workflowId);
+    const handle = ctx.temporal.workflow.getHandle<typeof fetchRunWorkflow>(workflowId);
     const described = await handle.describe();
     return { workflowId, runId: described.runId, businessDate, joined: true, handle };
   }

@@ -108,7 +108,9 @@ export const scheduled: Scenario = {
     // A cron that never comes due while recording: only the trigger starts it.
     await source(s, sourceId, { schedule: { cron: '0 2 1 1 *' } });
     await syncSchedules(s.ctx);
-    const schedule = s.client.schedule.getHandle(scheduleIdFor(s.ctx.taskQueue, sourceId));
+    const schedule = s.client.schedule.getHandle(
+      scheduleIdFor(s.ctx.taskQueue, { id: sourceId, jobType: 'fetch-records' }),
+    );
     try {
       await schedule.trigger();
       let action: { workflowId: string; firstExecutionRunId: string } | undefined;

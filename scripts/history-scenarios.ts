@@ -22,6 +22,7 @@ import {
   submit,
 } from './history-scenarios-fetch.ts';
 import { isolated } from './history-scenarios-downstream.ts';
+import { genericNames } from './history-scenarios-generic.ts';
 import {
   localFetch,
   localDatabaseOutage,
@@ -76,4 +77,5 @@ export const SCENARIOS: readonly Scenario[] = [
   localFetch,
   localFetchTimer,
   localDatabaseOutage,
+  genericNames,
 ];

@@ -18,7 +18,7 @@ import type { Prisma } from '../prisma/generated/client.ts';
 import { isUserFacingError } from '../runtime/errors.ts';
 import type { Publisher } from '../worker/outbox/publisher.ts';
 import { createStartWorkflowSink } from '../worker/outbox/start-workflow-sink.ts';
-import type { fetchRecordsWorkflow } from '../workflows/fetch-records.ts';
+import type { fetchRunWorkflow } from '../workflows/fetch-records.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { testDeps } from './helpers/deps.ts';
 import { testPublisher, waitFor } from './helpers/outbox.ts';
@@ -121,6 +121,24 @@ describe('enqueueFetch: transactional workflow start', () => {
     assert.equal(await db.prisma.fetchRun.count({ where: { sourceId } }), 0);
   });
 
+  it('enqueue-fetch: a command written before the rename (type fetchRecordsWorkflow) starts its run as fetchRunWorkflow', async () => {
+    const sourceId = 'enqueue-legacy';
+    const workflowId = workflowIdOf(sourceId);
+    const enqueued = await db.prisma.$transaction(async (tx) => {
+      await createSourceIn(tx, sourceId);
+      return enqueue(tx, { sourceId, date: DATE, requestedBy: 'test' });
+    });
+    // As an earlier enqueueFetch wrote it, still in the outbox at the deploy.
+    await db.prisma.$executeRaw`
+      UPDATE outbox_event SET payload = jsonb_set(payload, '{workflowType}', '"fetchRecordsWorkflow"')
+       WHERE id = ${enqueued.commandId}::uuid`;
+    assert.equal(await publisher.runOnce(), 1);
+    assert.equal((await commandRow(enqueued.commandId)).status, 'published');
+    const described = await client.workflow.getHandle(workflowId).describe();
+    assert.equal(described.type, 'fetchRunWorkflow');
+    await client.workflow.getHandle(workflowId).terminate('test: started is all it shows');
+  });
+
   it('enqueue-fetch: a committed command is relayed to one workflow run, however often it is relayed', async () => {
     const sourceId = 'enqueue-commit';
     const workflowId = workflowIdOf(sourceId);
@@ -138,7 +156,7 @@ describe('enqueueFetch: transactional workflow start', () => {
     assert.equal(pending?.lastError, undefined);
     const command = (await commandRow(first.commandId)).payload as unknown as StartCommand;
     assert.deepEqual(command, {
-      workflowType: 'fetchRecordsWorkflow',
+      workflowType: 'fetchRunWorkflow',
       jobType: 'fetch-records',
       workflowId,
       taskQueue: worker.taskQueue,
@@ -170,6 +188,7 @@ describe('enqueueFetch: transactional workflow start', () => {
     assert.equal(described.runId, runId);
     assert.equal(described.status.name, 'RUNNING'); // no worker polls its task queue yet
     assert.equal(described.taskQueue, worker.taskQueue);
+    assert.equal(described.type, 'fetchRunWorkflow');
 
     // Relay 2: the same command once more (as after a publisher died before its mark).
     await db.prisma.$executeRaw`
@@ -193,7 +212,7 @@ describe('enqueueFetch: transactional workflow start', () => {
 
     // A worker on the command's task queue runs it to success: one FetchRun, of that run.
     const result = await worker.run(() =>
-      client.workflow.getHandle<typeof fetchRecordsWorkflow>(workflowId, runId).result(),
+      client.workflow.getHandle<typeof fetchRunWorkflow>(workflowId, runId).result(),
     );
     assert.deepEqual(result, {
       status: 'succeeded',

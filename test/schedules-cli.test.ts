@@ -145,7 +145,7 @@ describe('schedules cli', { timeout: 600_000 }, () => {
 
   it('backfill over three days runs those three dates; the same backfill again creates nothing new', async () => {
     const sourceId = 'scli-backfill';
-    const scheduleId = scheduleIdFor(worker.taskQueue, sourceId);
+    const scheduleId = scheduleIdFor(worker.taskQueue, { id: sourceId, jobType: 'fetch-records' });
     const dates = ['2026-10-01', '2026-10-02', '2026-10-03'];
     await scheduledSource(db.prisma, sourceId, { cron: '0 2 * * *', dateOffsetDays: -1 });
 
@@ -235,7 +235,7 @@ describe('schedules cli', { timeout: 600_000 }, () => {
 
   it('list, describe, pause, resume and trigger through the CLI; bad input gets one line', async () => {
     const sourceId = 'scli-ops';
-    const scheduleId = scheduleIdFor(worker.taskQueue, sourceId);
+    const scheduleId = scheduleIdFor(worker.taskQueue, { id: sourceId, jobType: 'fetch-records' });
     // Fires once a year: every start in this test is a manual one.
     await scheduledSource(db.prisma, sourceId, { cron: '0 3 1 1 *', dateOffsetDays: -1 });
     created.add(scheduleId);
@@ -361,7 +361,7 @@ describe('schedules sync cli: dry run and invalid config', { timeout: 300_000 },
   });
 
   const notFound = async (sourceId: string) => {
-    created.add(scheduleIdFor(taskQueue, sourceId));
+    created.add(scheduleIdFor(taskQueue, { id: sourceId, jobType: 'fetch-records' }));
     assertOneLineError(
       await runCli(['schedules', 'describe', sourceId], ownEnv),
       new RegExp(`no schedule '${taskQueue}/fetch-records/${sourceId}'`),
@@ -370,14 +370,18 @@ describe('schedules sync cli: dry run and invalid config', { timeout: 300_000 },
 
   it('sync --dry-run --json reports `created` and changes nothing', async () => {
     await scheduledSource(own.prisma, 'scli-dry', { every: '1h' });
-    created.add(scheduleIdFor(taskQueue, 'scli-dry'));
+    created.add(scheduleIdFor(taskQueue, { id: 'scli-dry', jobType: 'fetch-records' }));
     const report = json<{ dryRun: boolean; changes: unknown[] }>(
       await runCli(['schedules', 'sync', '--dry-run', '--json'], ownEnv),
     );
     assert.deepEqual(report, {
       dryRun: true,
       changes: [
-        { scheduleId: scheduleIdFor(taskQueue, 'scli-dry'), sourceId: 'scli-dry', change: 'created' },
+        {
+          scheduleId: scheduleIdFor(taskQueue, { id: 'scli-dry', jobType: 'fetch-records' }),
+          sourceId: 'scli-dry',
+          change: 'created',
+        },
       ],
     });
     await notFound('scli-dry');

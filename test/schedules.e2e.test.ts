@@ -91,7 +91,9 @@ describe('schedules', () => {
     );
 
     // An operator pauses a; the config of a changes; sync updates it and keeps the pause.
-    const a = client.schedule.getHandle(scheduleIdFor(worker.taskQueue, 'sync-a'));
+    const a = client.schedule.getHandle(
+      scheduleIdFor(worker.taskQueue, { id: 'sync-a', jobType: 'fetch-records' }),
+    );
     await a.pause('maintenance window');
     await db.prisma.source.update({ where: { id: 'sync-a' }, data: { schedule: { cron: '0 3 * * *' } } });
     assert.deepEqual(
@@ -111,7 +113,11 @@ describe('schedules', () => {
       const changes = await syncSchedules(ctx());
       return changes.some((c) => c.sourceId === 'sync-b' && c.change === 'deleted');
     }, 'the schedule of sync-b deleted');
-    await assert.rejects(client.schedule.getHandle(scheduleIdFor(worker.taskQueue, 'sync-b')).describe());
+    await assert.rejects(
+      client.schedule
+        .getHandle(scheduleIdFor(worker.taskQueue, { id: 'sync-b', jobType: 'fetch-records' }))
+        .describe(),
+    );
     assert.deepEqual(
       (await syncSchedules(ctx())).map((c) => [c.sourceId, c.change]),
       [['sync-a', 'unchanged']],
@@ -124,7 +130,9 @@ describe('schedules', () => {
     await db.prisma.source.update({ where: { id: sourceId }, data: { schedule: { every: '2s' } } });
     await worker.run(async () => {
       await syncSchedules(ctx());
-      const handle = client.schedule.getHandle(scheduleIdFor(worker.taskQueue, sourceId));
+      const handle = client.schedule.getHandle(
+        scheduleIdFor(worker.taskQueue, { id: sourceId, jobType: 'fetch-records' }),
+      );
       await waitFor(async () => (await scheduledStarts(sourceId)) >= 2, 'two scheduled starts', 60_000);
       const runs = await db.prisma.fetchRun.findMany({ where: { sourceId } });
       // Every start of the same date is one business key: one FetchRun, records stored once.
@@ -160,7 +168,9 @@ describe('schedules', () => {
     await db.prisma.source.update({ where: { id: sourceId }, data: { schedule: { cron: '0 2 1 1 *' } } });
     await worker.run(async () => {
       await syncSchedules(ctx());
-      const handle = client.schedule.getHandle(scheduleIdFor(worker.taskQueue, sourceId));
+      const handle = client.schedule.getHandle(
+        scheduleIdFor(worker.taskQueue, { id: sourceId, jobType: 'fetch-records' }),
+      );
       // Scheduled workflow ids end in the nominal time to the second: two triggers in the same
       // second would be one start, so the second waits.
       await handle.trigger();

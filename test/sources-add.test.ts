@@ -201,7 +201,7 @@ describe('sources add', { timeout: 300_000 }, () => {
 
   it('with --schedule creates the Temporal Schedule as schedules sync would', async () => {
     const id = 'sadd-sched';
-    const scheduleId = scheduleIdFor(t.taskQueue, id);
+    const scheduleId = scheduleIdFor(t.taskQueue, { id, jobType: 'exchange-rates' });
     t.schedules.add(scheduleId);
     // Fires once a year: nothing here starts on its own.
     const out = ok(

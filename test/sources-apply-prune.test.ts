@@ -26,7 +26,7 @@ describe('sources apply: prune, defaults, the example', { timeout: 300_000 }, ()
       `sources:\n${source('sprune-keep')}${source('sprune-gone', yearly)}${source('sprune-busy')}`,
     );
     ok(await apply(all));
-    const scheduleId = scheduleIdFor(t.taskQueue, 'sprune-gone');
+    const scheduleId = scheduleIdFor(t.taskQueue, { id: 'sprune-gone', jobType: 'fetch-records' });
     t.schedules.add(scheduleId);
     await seedOpenRun(t.db.prisma, 'sprune-busy');
     const keep = await tempFile('keep.yaml', `sources:\n${source('sprune-keep')}`);
@@ -99,7 +99,12 @@ describe('sources apply: prune, defaults, the example', { timeout: 300_000 }, ()
       { prisma: t.db.prisma, temporal: t.client, taskQueue: t.taskQueue, maxFutureDays: 0 },
       partnerUrl(loadConfig({})),
     );
-    for (const id of ['demo', 'demo-fx', 'demo-catalog']) t.schedules.add(scheduleIdFor(t.taskQueue, id));
+    for (const [id, jobType] of [
+      ['demo', 'fetch-records'],
+      ['demo-fx', 'exchange-rates'],
+      ['demo-catalog', 'http'],
+    ] as const)
+      t.schedules.add(scheduleIdFor(t.taskQueue, { id, jobType }));
     assert.deepEqual(
       applied.changes.map((c) => [c.id, c.action]),
       [

@@ -43,7 +43,7 @@ sources:
 describe('sources apply', { timeout: 300_000 }, () => {
   it('a dry run changes nothing; apply creates, audited; applying again changes and audits nothing', async () => {
     const f = await file('sources.yaml', SOURCES);
-    const scheduleId = scheduleIdFor(t.taskQueue, 'sapply-a');
+    const scheduleId = scheduleIdFor(t.taskQueue, { id: 'sapply-a', jobType: 'fetch-records' });
     t.schedules.add(scheduleId);
     const before = await counts();
     assert.deepEqual(lines(ok(await apply(f, '--dry-run'))).map(cells), [
@@ -127,7 +127,7 @@ describe('sources apply', { timeout: 300_000 }, () => {
         ['sapply-fx', 'update', ['pageSize']],
       ],
     );
-    const scheduleId = scheduleIdFor(t.taskQueue, 'sapply-a');
+    const scheduleId = scheduleIdFor(t.taskQueue, { id: 'sapply-a', jobType: 'fetch-records' });
     assert.deepEqual(report.schedules, [{ scheduleId, sourceId: 'sapply-a', change: 'updated' }]);
     const trail = await auditOf('sapply-fx');
     assert.equal(trail.length, auditBefore + 1);
@@ -200,7 +200,7 @@ describe('sources apply', { timeout: 300_000 }, () => {
 
   it('a schedule Temporal refuses changes nothing, and puts back the schedules already synced', async () => {
     const before = await counts();
-    const scheduleId = scheduleIdFor(t.taskQueue, 'sapply-a');
+    const scheduleId = scheduleIdFor(t.taskQueue, { id: 'sapply-a', jobType: 'fetch-records' });
     const fingerprint = async () => {
       const d = await t.client.schedule.getHandle(scheduleId).describe();
       return (d.action as { memo?: Record<string, unknown> }).memo?.durableFetchSchedule;
@@ -209,7 +209,7 @@ describe('sources apply', { timeout: 300_000 }, () => {
     const committed = desiredSchedule(row, t.taskQueue, 0);
     assert.ok(!('problem' in committed));
     assert.equal(await fingerprint(), committed.fingerprint);
-    t.schedules.add(scheduleIdFor(t.taskQueue, 'sapply-badcron'));
+    t.schedules.add(scheduleIdFor(t.taskQueue, { id: 'sapply-badcron', jobType: 'fetch-records' }));
     const f = await file(
       'badcron.yaml',
       [

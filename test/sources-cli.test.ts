@@ -129,14 +129,23 @@ describe('sources cli: list and show', { timeout: 300_000 }, () => {
     assert.match(shown, /^retry policy\s+partnerHttpQuick$/m);
     assert.match(shown, /^submit summary\s+yes$/m);
     assert.match(shown, /^schedule\s+cron 0 2 \* \* \*$/m);
-    assert.match(shown, new RegExp(`^schedule id\\s+${scheduleIdFor(taskQueue, 'scli-src-list-b')}$`, 'm'));
+    assert.match(
+      shown,
+      new RegExp(
+        `^schedule id\\s+${scheduleIdFor(taskQueue, { id: 'scli-src-list-b', jobType: 'fetch-records' })}$`,
+        'm',
+      ),
+    );
     assert.match(shown, /^running runs\s+0$/m);
     assert.match(shown, /^audit trail: none$/m);
 
     type Shown = Source & { audit: AuditEntry[]; runningRuns: number; scheduleId: string };
     const detail = json<Shown>(await runCli(['sources', 'show', 'scli-src-list-b', '--json'], env));
     assert.equal(detail.id, 'scli-src-list-b');
-    assert.equal(detail.scheduleId, scheduleIdFor(taskQueue, 'scli-src-list-b'));
+    assert.equal(
+      detail.scheduleId,
+      scheduleIdFor(taskQueue, { id: 'scli-src-list-b', jobType: 'fetch-records' }),
+    );
     assert.deepEqual([detail.audit, detail.runningRuns], [[], 0]);
 
     assertOneLineError(await runCli(['sources', 'show', 'scli-src-nope'], env), /no source 'scli-src-nope'/);
@@ -146,7 +155,7 @@ describe('sources cli: list and show', { timeout: 300_000 }, () => {
 describe('sources cli: pause and resume', { timeout: 300_000 }, () => {
   it('pause writes the pause, audits it and pauses the schedule; runs are refused until resume', async () => {
     const id = 'scli-src-pause';
-    const scheduleId = scheduleIdFor(taskQueue, id);
+    const scheduleId = scheduleIdFor(taskQueue, { id, jobType: 'fetch-records' });
     // Fires once a year: nothing here starts on its own.
     await seedSource(id, { schedule: { cron: '0 3 1 1 *' } });
     createdSchedules.add(scheduleId);
@@ -295,13 +304,15 @@ describe('sources cli: pause and resume', { timeout: 300_000 }, () => {
     assert.equal(paused.source.pausedReason, 'no data today');
     assert.equal(paused.source.pausedBy, 'cli-tester');
     await assert.rejects(
-      client.schedule.getHandle(scheduleIdFor(taskQueue, id)).describe(),
+      client.schedule.getHandle(scheduleIdFor(taskQueue, { id, jobType: 'fetch-records' })).describe(),
       ScheduleNotFoundError,
     );
     // A schedule configured while the source is paused is created paused: nothing piles up.
     await db.prisma.source.update({ where: { id }, data: { schedule: { cron: '0 3 * * *' } } });
     await syncSchedules({ temporal: client, prisma: db.prisma, taskQueue });
-    const created = await client.schedule.getHandle(scheduleIdFor(taskQueue, id)).describe();
+    const created = await client.schedule
+      .getHandle(scheduleIdFor(taskQueue, { id, jobType: 'fetch-records' }))
+      .describe();
     assert.deepEqual(
       [created.state.paused, created.state.note],
       [true, `paused with source ${id}: no data today`],
@@ -311,7 +322,8 @@ describe('sources cli: pause and resume', { timeout: 300_000 }, () => {
       new RegExp(`^resumed ${id}: schedule resumed, no running runs`),
     );
     assert.equal(
-      (await client.schedule.getHandle(scheduleIdFor(taskQueue, id)).describe()).state.paused,
+      (await client.schedule.getHandle(scheduleIdFor(taskQueue, { id, jobType: 'fetch-records' })).describe())
+        .state.paused,
       false,
     );
 

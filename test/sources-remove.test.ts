@@ -41,7 +41,7 @@ const auditOf = (id: string) =>
 describe('sources remove', { timeout: 300_000 }, () => {
   it('is refused while a run is open or an action unsettled, then removes softly and deletes the schedule', async () => {
     const id = 'srm-src';
-    const scheduleId = scheduleIdFor(t.taskQueue, id);
+    const scheduleId = scheduleIdFor(t.taskQueue, { id, jobType: 'fetch-records' });
     t.schedules.add(scheduleId);
     // Fires once a year: nothing here starts on its own.
     ok(

@@ -41,7 +41,7 @@ async function add(id: string, ...args: string[]): Promise<void> {
 
 /** The source's Temporal Schedule as Temporal holds it, and the fingerprint its row wants. */
 async function scheduleOf(id: string) {
-  const scheduleId = scheduleIdFor(t.taskQueue, id);
+  const scheduleId = scheduleIdFor(t.taskQueue, { id, jobType: 'fetch-records' });
   const described = await t.client.schedule.getHandle(scheduleId).describe();
   const wanted = desiredSchedule(await sourceOf(id), t.taskQueue, 0);
   assert.ok(!('problem' in wanted), JSON.stringify(wanted));
@@ -52,7 +52,7 @@ async function scheduleOf(id: string) {
 describe('sources update: schedule and downstream', { timeout: 300_000 }, () => {
   it('--schedule changes the row and its Temporal Schedule, audited; --disable, --enable and --no-schedule follow', async () => {
     const id = 'supds-a';
-    const scheduleId = scheduleIdFor(t.taskQueue, id);
+    const scheduleId = scheduleIdFor(t.taskQueue, { id, jobType: 'fetch-records' });
     t.schedules.add(scheduleId);
     await add(id, '--schedule', '{"cron":"0 3 1 1 *"}');
     const first = await scheduleOf(id);
@@ -134,7 +134,7 @@ describe('sources update: schedule and downstream', { timeout: 300_000 }, () => 
 
   it('an invalid schedule or an unknown downstream is one line and changes nothing', async () => {
     const id = 'supds-bad';
-    const scheduleId = scheduleIdFor(t.taskQueue, id);
+    const scheduleId = scheduleIdFor(t.taskQueue, { id, jobType: 'fetch-records' });
     t.schedules.add(scheduleId);
     await add(id, '--schedule', '{"cron":"0 3 1 1 *"}');
     const row = await sourceOf(id);

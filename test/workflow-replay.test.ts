@@ -45,6 +45,7 @@ describe('workflow replay gate', { timeout: 300_000 }, () => {
       [
         'compensateRunWorkflow',
         'fetchRecordsWorkflow',
+        'fetchRunWorkflow',
         'replayDeadLettersWorkflow',
         'scheduledFetchWorkflow',
       ],

@@ -1,7 +1,9 @@
 /**
- * The `fetchRecordsWorkflow`: one run of a job (any job type: the job's code runs in the
- * activities) for one business key. Workflow id `fetch/<jobType>/<sourceId>/<date>`. Never rename
- * this function: it is the workflow type name of every run already in history.
+ * The `fetchRunWorkflow`: one run of a job (any job type: the job's code runs in the activities)
+ * for one business key. Workflow id `fetch/<jobType>/<sourceId>/<date>`. Registered under two
+ * workflow types, one function: `fetchRunWorkflow`, which every starter uses, and
+ * `fetchRecordsWorkflow`, its name from when it ran one job only, which runs started before the
+ * rename still carry (run-type.ts). Never drop or rename either export.
  */
 import {
   CancellationScope,
@@ -39,11 +41,18 @@ export const DEFAULT_PAGES_PER_EXECUTION = 50;
  * claimRun → (fetchPage → storePage)* → completeRun. A second workflow for a business key that
  * another workflow owns ends at once as a visible `duplicate`, with no side effects (R6).
  */
-export async function fetchRecordsWorkflow(input: FetchRecordsInput): Promise<FetchRecordsResult> {
+export async function fetchRunWorkflow(input: FetchRecordsInput): Promise<FetchRecordsResult> {
   // Before anything else: a start from the Web UI or the Temporal CLI skips the client's checks.
   await refuseInvalidInput(input);
   return takeUp(input, false);
 }
+
+/**
+ * The run workflow's type before it was named for any job: the same function, registered under
+ * its old name so that the worker keeps running (and replaying) executions started as
+ * `fetchRecordsWorkflow`. Start new runs as {@link fetchRunWorkflow}.
+ */
+export const fetchRecordsWorkflow = fetchRunWorkflow;
 
 /** The run of one execution: from its resume state, or from a claim (`retaken`: a second claim). */
 async function takeUp(input: FetchRecordsInput, retaken: boolean): Promise<FetchRecordsResult> {
@@ -176,7 +185,7 @@ async function fetchAndStore(
   // Finished once at least one page is stored and the partner has no next cursor.
   while (state.pagesStored === 0 || state.cursor !== null) {
     if (pagesThisExecution >= pagesPerExecution || workflowInfo().continueAsNewSuggested) {
-      return continueAsNew<typeof fetchRecordsWorkflow>({ ...input, resume: state });
+      return continueAsNew<typeof fetchRunWorkflow>({ ...input, resume: state });
     }
     const page = await outlastingOutages('fetchPage', (rerun) =>
       partner.fetchPage({
@@ -274,7 +283,7 @@ export async function waitWhilePaused(input: FetchRecordsInput, state: ResumeSta
   while (check.paused) {
     if (workflowInfo().continueAsNewSuggested) {
       // A long pause must not outgrow the history: go on waiting in a fresh execution.
-      await continueAsNew<typeof fetchRecordsWorkflow>({
+      await continueAsNew<typeof fetchRunWorkflow>({
         ...input,
         resume: { ...state, waitingForResume: true },
       });

@@ -51,7 +51,7 @@ function headerText(headers: Headers | null | undefined, name: string): string |
 
 /**
  * The run's context from its first argument and headers: its own correlation id
- * (`fetchRecordsWorkflow`), else its parent's (a compensation started by a run), else its replay
+ * (`fetchRunWorkflow`), else its parent's (a compensation started by a run), else its replay
  * id (`replay:<id>`, the correlation id of the runs a replay starts). The business key from the
  * workflow id, else the input's source and date.
  */

@@ -36,7 +36,7 @@ export async function refuseInvalidInput(input: unknown): Promise<void> {
   });
   // An execution that started before the check replays as it ran then.
   if (check.ok || !patched(INPUT_CHECKED)) return;
-  setStatus('failed');
+  setStatus('dead_lettered');
   // Bounded: an input may carry any number of unknown fields.
   const fields = check.problems.slice(0, 20).map((p) => p.field);
   if (check.key) {

@@ -5,9 +5,42 @@
 import {
   ActivityFailure,
   ApplicationFailure,
+  patched,
   TimeoutFailure,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
+
+/**
+ * Every value of `FetchStatus` (docs/runs.md lists them; a test holds the two together). A run's
+ * workflow shows its run's status in the run row's own words (`fetch_run.status`), plus `paused`
+ * (running, waiting at a page boundary while its source is paused; the row says `running`) and
+ * `duplicate` (not a run of its own: the key's run belongs to another workflow). A compensation
+ * workflow shows its progress in the ledger's words (`compensating`, `needs_manual`, `compensated`).
+ * `retry_wait` is never shown: a step waiting for its next attempt is an activity retry inside a
+ * `running` workflow (the Web UI shows the pending attempt).
+ */
+export const FETCH_STATUSES = [
+  'queued',
+  'running',
+  'paused',
+  'succeeded',
+  'duplicate',
+  'dead_lettered',
+  'cancelled',
+  'compensating',
+  'needs_manual',
+  'compensated',
+] as const;
+export type FetchStatus = (typeof FETCH_STATUSES)[number];
+
+/**
+ * What runs wrote for `dead_lettered` before FetchStatus used the run's words: executions started
+ * before {@link RUN_STATUS_WORDS} still write it when they replay, and runs that ended so show it.
+ */
+export const LEGACY_DEAD_LETTERED_STATUS = 'failed';
+
+/** Patch id: histories recorded before it wrote `failed` for a run that failed for good. */
+const RUN_STATUS_WORDS = 'fetch-status-run-words';
 
 /** Error type, message and safe code of a failure. Temporal's own timeouts map to those error types. */
 export function errorOf(err: unknown): { errorType: string; errorMessage: string; errorCode?: string } {
@@ -30,7 +63,13 @@ export function errorOf(err: unknown): { errorType: string; errorMessage: string
   return { errorType: 'Internal', errorMessage: cause instanceof Error ? cause.message : String(cause) };
 }
 
-/** Sets the workflow's `FetchStatus` search attribute (visible and filterable in the Web UI). */
-export function setStatus(status: string): void {
-  upsertSearchAttributes([{ key: { name: 'FetchStatus', type: 'KEYWORD' }, value: status }]);
+/**
+ * Sets the workflow's `FetchStatus` search attribute (visible and filterable in the Web UI).
+ * `dead_lettered` is written as {@link LEGACY_DEAD_LETTERED_STATUS} by an execution that did so
+ * before the rename (so that its history replays).
+ */
+export function setStatus(status: FetchStatus): void {
+  const value =
+    status === 'dead_lettered' && !patched(RUN_STATUS_WORDS) ? LEGACY_DEAD_LETTERED_STATUS : status;
+  upsertSearchAttributes([{ key: { name: 'FetchStatus', type: 'KEYWORD' }, value }]);
 }

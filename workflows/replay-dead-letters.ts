@@ -24,7 +24,9 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { FetchActivities } from '../activities/index.ts';
 import type { ReplayTarget } from '../db/dead-letters/replay.ts';
 import { jobTypeOf, workflowIdFor } from '../contract/business-key.ts';
-import { fetchRecordsWorkflow } from './fetch-records.ts';
+import type { fetchRunWorkflow } from './fetch-records.ts';
+import type { FetchStatus } from './outcome.ts';
+import { childRunType } from './run-type.ts';
 import {
   MAX_REPLAY_LETTERS,
   MAX_REPLAY_RATE,
@@ -155,7 +157,7 @@ async function restart(
   // replay never reaches the runs it started.
   return CancellationScope.nonCancellable(async () => {
     try {
-      const child = await startChild(fetchRecordsWorkflow, {
+      const child = await startChild<typeof fetchRunWorkflow>(childRunType(), {
         workflowId: workflowIdFor(key),
         args: [
           {
@@ -173,7 +175,7 @@ async function restart(
           { key: FETCH_SOURCE, value: target.sourceId },
           { key: FETCH_DATE, value: target.businessDate },
           { key: JOB_TYPE, value: key.jobType },
-          { key: FETCH_STATUS, value: 'queued' },
+          { key: FETCH_STATUS, value: 'queued' satisfies FetchStatus },
         ],
       });
       await db.markReplayed({

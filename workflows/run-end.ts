@@ -36,7 +36,7 @@ export async function finish(
   err: unknown,
   cancelled: boolean,
 ): Promise<void> {
-  setStatus(cancelled ? 'cancelled' : 'failed');
+  setStatus(cancelled ? 'cancelled' : 'dead_lettered');
   try {
     await CancellationScope.nonCancellable(() =>
       record.finishRun({

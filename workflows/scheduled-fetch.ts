@@ -3,7 +3,7 @@
  * with a timestamp suffix, so they can't be the business-key workflow themselves. This one is a
  * thin trigger: it derives the business date from the schedule's **nominal** time (the
  * `TemporalScheduledStartTime` search attribute Temporal sets — never a worker's clock), then runs
- * the canonical `fetch/fetch-records/<source>/<date>` workflow as a child. A run of that key that
+ * the canonical `fetch/<job>/<source>/<date>` run (`fetchRunWorkflow`) as a child. A run of that key that
  * is already open, or already succeeded, is not started again: the trigger reports it as joined.
  * Deterministic: the date depends only on the start's search attributes and the input.
  */
@@ -23,7 +23,9 @@ import {
 } from '@temporalio/workflow';
 import { addDays, dateInTimeZone } from '../contract/business-date.ts';
 import { jobTypeOf, workflowIdFor } from '../contract/business-key.ts';
-import { fetchRecordsWorkflow } from './fetch-records.ts';
+import type { fetchRunWorkflow } from './fetch-records.ts';
+import type { FetchStatus } from './outcome.ts';
+import { childRunType } from './run-type.ts';
 import type { FetchRecordsResult } from '../contract/types.ts';
 
 /** Set by Temporal on every workflow a Schedule starts (also on trigger and backfill). */
@@ -76,7 +78,7 @@ export async function scheduledFetchWorkflow(input: ScheduledFetchInput): Promis
   // Operators filter triggers by date too (FetchSource and JobType come with the schedule).
   upsertSearchAttributes([{ key: FETCH_DATE, value: businessDate }]);
   try {
-    const result = await executeChild(fetchRecordsWorkflow, {
+    const result = await executeChild<typeof fetchRunWorkflow>(childRunType(), {
       workflowId,
       args: [
         {
@@ -97,7 +99,7 @@ export async function scheduledFetchWorkflow(input: ScheduledFetchInput): Promis
         { key: FETCH_SOURCE, value: input.sourceId },
         { key: FETCH_DATE, value: businessDate },
         { key: JOB_TYPE, value: jobType },
-        { key: FETCH_STATUS, value: 'queued' },
+        { key: FETCH_STATUS, value: 'queued' satisfies FetchStatus },
       ],
       staticSummary: `${jobType} ${input.sourceId} ${businessDate} (scheduled)`,
     });

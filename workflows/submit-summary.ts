@@ -1,5 +1,5 @@
 /**
- * A job's non-idempotent downstream action, run by `fetchRecordsWorkflow` after its last page
+ * A job's non-idempotent downstream action, run by `fetchRunWorkflow` after its last page
  * (the activity names are the demo job's, kept for the histories that hold them): submit, then
  * confirm. Recorded in the compensation ledger before and
  * after the call. An unknown outcome is reconciled (looked up by reference, once the call can no

@@ -31,7 +31,7 @@ export interface AddOptions {
 
 export interface AddedSource {
   source: Source;
-  /** `<taskQueue>/fetch-records/<sourceId>` when the source has a schedule. */
+  /** `<taskQueue>/<jobType>/<sourceId>` when the source has a schedule. */
   scheduleId: string | null;
   /** What happened to its schedule: `created` (or `updated`, over a stray of the same id). */
   schedule: SyncChange['change'] | null;
@@ -105,7 +105,10 @@ export async function addSource(ctx: AddCtx, input: NewSource, options: AddOptio
     );
   }
   const data = newSourceData(input, checked);
-  const scheduleId = data.schedule === undefined ? null : scheduleIdFor(ctx.taskQueue, input.id);
+  const scheduleId =
+    data.schedule === undefined
+      ? null
+      : scheduleIdFor(ctx.taskQueue, { id: input.id, jobType: input.jobType });
   try {
     return await ctx.prisma.$transaction(
       async (tx) => {

@@ -90,7 +90,10 @@ async function write(
   switch (step.action) {
     case 'create': {
       const data = newSourceData(step.desired.input, step.desired.checked);
-      const scheduleId = data.schedule === undefined ? null : scheduleIdFor(ctx.taskQueue, step.id);
+      const scheduleId =
+        data.schedule === undefined
+          ? null
+          : scheduleIdFor(ctx.taskQueue, { id: step.id, jobType: step.desired.input.jobType });
       await insertSource(tx, data, { ...audit, scheduleId });
       return;
     }
@@ -98,7 +101,10 @@ async function write(
       await writeSourceUpdate(tx, step.id, step.diff, audit);
       return;
     case 'remove':
-      await markRemoved(tx, step.current, { ...audit, scheduleId: scheduleIdFor(ctx.taskQueue, step.id) });
+      await markRemoved(tx, step.current, {
+        ...audit,
+        scheduleId: scheduleIdFor(ctx.taskQueue, step.current),
+      });
       return;
     case 'unchanged':
     case 'refused':

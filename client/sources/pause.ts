@@ -16,7 +16,7 @@ import { LIVE_RUN_STATUSES } from '../../contract/states.ts';
 import { errorMessage, UserFacingError } from '../../runtime/errors.ts';
 import { SOURCE_RESUMED_SIGNAL } from '../../contract/types.ts';
 import { checkActor } from '../audit.ts';
-import { scheduleIdFor } from '../schedule-spec.ts';
+import { findScheduleId } from '../schedules.ts';
 import {
   checkReason,
   countRunning,
@@ -36,7 +36,7 @@ export interface PauseOptions {
 
 export interface PausedSource {
   source: Source;
-  /** `<taskQueue>/fetch-records/<sourceId>` */
+  /** `<taskQueue>/<jobType>/<sourceId>`, or its legacy id until `schedules sync` migrates it. */
   scheduleId: string;
   /** True when the source has a Temporal Schedule (on this task queue) and it is now paused. */
   schedulePaused: boolean;
@@ -59,7 +59,8 @@ export async function pauseSource(
 ): Promise<PausedSource> {
   const reason = checkReason(options.reason);
   const actor = checkActor(options.actor);
-  const scheduleId = scheduleIdFor(ctx.taskQueue, id);
+  // Its legacy id while `schedules sync` has not migrated it yet.
+  const scheduleId = await findScheduleId(ctx, id);
   const outcome = await changeLiveSource(ctx, id, async (tx, current) => {
     if (current.pausedAt) return { kind: 'paused' as const, current };
     const pausedAt = new Date();
@@ -133,7 +134,8 @@ export async function resumeSource(
 ): Promise<ResumedSource> {
   const actor = checkActor(options.actor);
   const reason = options.reason === undefined ? null : checkReason(options.reason);
-  const scheduleId = scheduleIdFor(ctx.taskQueue, id);
+  // Its legacy id while `schedules sync` has not migrated it yet.
+  const scheduleId = await findScheduleId(ctx, id);
   const outcome = await changeLiveSource(ctx, id, async (tx, current) => {
     const { pausedAt, pausedBy, pausedReason } = current;
     if (!pausedAt) return { kind: 'not-paused' as const };

@@ -11,8 +11,7 @@ import type { Prisma, Source } from '../../prisma/generated/client.ts';
 import { errorMessage, UserFacingError } from '../../runtime/errors.ts';
 import { checkActor } from '../audit.ts';
 import { OPEN_RUN_STATUSES } from '../runs.ts';
-import { scheduleIdFor } from '../schedule-spec.ts';
-import { syncSourceSchedule } from '../schedules.ts';
+import { findScheduleId, syncSourceSchedule } from '../schedules.ts';
 import { checkReason, changeLiveSource, oneLine, SOURCE_TARGET, type TemporalCtx } from './common.ts';
 
 export interface RemoveOptions {
@@ -117,7 +116,7 @@ export async function removeSource(
 ): Promise<RemovedSource> {
   const reason = checkReason(options.reason);
   const actor = checkActor(options.actor);
-  const scheduleId = scheduleIdFor(ctx.taskQueue, id);
+  const scheduleId = await findScheduleId(ctx, id);
   const outcome = await changeLiveSource(ctx, id, async (tx, current) => {
     const busy = await busyOf(tx, id);
     if (busy.openRuns > 0 || busy.unsettled > 0) return { kind: 'busy' as const, busy };

@@ -280,7 +280,7 @@ export async function updateSource(
         return {
           source,
           ...diff,
-          scheduleId: scheduleIdFor(sync.taskQueue, id),
+          scheduleId: change?.scheduleId ?? scheduleIdFor(sync.taskQueue, source),
           schedule: change?.change ?? null,
         };
       },

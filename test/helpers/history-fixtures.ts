@@ -45,6 +45,8 @@ export interface ExpectedFixture {
 }
 
 const FETCH = 'fetchRecordsWorkflow';
+/** The run workflow's type since issue 37: the same function as {@link FETCH}. */
+const RUN = 'fetchRunWorkflow';
 
 /** Every fixture the gate needs. Add to it; never drop one that has shipped. */
 export const EXPECTED_FIXTURES: readonly ExpectedFixture[] = [
@@ -243,6 +245,25 @@ export const EXPECTED_FIXTURES: readonly ExpectedFixture[] = [
       patchedWith('outlast-database-outage'),
       patchedWith('outlast-database-outage-briefly'),
     ),
+  },
+  {
+    file: 'fetch-run-dead-lettered.json',
+    workflowType: RUN,
+    shows:
+      'a run started as fetchRunWorkflow whose partner answers 404: FetchStatus dead_lettered (patched), dead-lettered, failed',
+    check: all(closedAs('FAILED'), patchedWith('fetch-status-run-words'), runsActivity('finishRun')),
+  },
+  {
+    file: 'scheduled-fetch-run.json',
+    workflowType: 'scheduledFetchWorkflow',
+    shows: 'a Schedule’s trigger starting its run as a fetchRunWorkflow child (patched), completed',
+    check: all(completed, childStarted(RUN), patchedWith('generic-run-workflow-type')),
+  },
+  {
+    file: 'scheduled-fetch-run-child.json',
+    workflowType: RUN,
+    shows: 'the fetchRunWorkflow run a Schedule’s trigger started, completed',
+    check: all(completed, hasParent),
   },
 ];
 

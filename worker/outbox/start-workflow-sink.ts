@@ -11,7 +11,8 @@ import { failure } from '../../activities/errors.ts';
 import { startCommandSchema } from '../../client/enqueue-fetch.ts';
 import { fetchStartOptions } from '../../client/start-fetch.ts';
 import { jobTypeOf } from '../../contract/business-key.ts';
-import type { fetchRecordsWorkflow } from '../../workflows/fetch-records.ts';
+import type { fetchRunWorkflow } from '../../workflows/fetch-records.ts';
+import { RUN_WORKFLOW_TYPE } from '../../workflows/run-type.ts';
 import type { OutboxMessage, Sink } from './sinks.ts';
 
 // gRPC status codes that will not heal by waiting (unknown namespace or search attribute,
@@ -64,10 +65,9 @@ export function createStartWorkflowSink(temporal: Client): Sink {
       try {
         return await temporal.withAbortSignal(signal, async () => {
           try {
-            const handle = await temporal.workflow.start<typeof fetchRecordsWorkflow>(
-              command.workflowType,
-              options,
-            );
+            // A command written before the rename names the legacy type: its run starts as
+            // every new run does (the worker runs both types, one function).
+            const handle = await temporal.workflow.start<typeof fetchRunWorkflow>(RUN_WORKFLOW_TYPE, options);
             return { workflowId: command.workflowId, runId: handle.firstExecutionRunId };
           } catch (err) {
             // Closed and succeeded: reuse policy refuses a new run; record the one that exists.

@@ -29,13 +29,21 @@ export function parseDate(value: string): string {
  * Reads only. @throws UserFacingError NOT_FOUND when this deployment has no such schedule.
  */
 export async function scheduleOf(ctx: () => CliContext, id: string) {
-  const [{ ScheduleNotFoundError }, { resolveScheduleId }] = await Promise.all([
+  const [{ ScheduleNotFoundError }, { findScheduleId }] = await Promise.all([
     import('@temporalio/client'),
     import('../../../client/schedules.ts'),
   ]);
   const c = ctx();
-  const scheduleId = resolveScheduleId(c.config.temporal.taskQueue, id);
-  const handle = (await c.temporal()).schedule.getHandle(scheduleId);
+  const temporal = await c.temporal();
+  // A schedule id as given; a source's schedule under its id, or under its legacy one until
+  // `schedules sync` migrates it (its job, read from its row, names the id).
+  const scheduleId = id.includes('/')
+    ? id
+    : await findScheduleId(
+        { temporal, prisma: await c.prisma(), taskQueue: c.config.temporal.taskQueue },
+        id,
+      );
+  const handle = temporal.schedule.getHandle(scheduleId);
   try {
     return { handle, description: await handle.describe(), scheduleId };
   } catch (err) {

@@ -18,7 +18,9 @@ A source runs on its own when its "schedule" (a JSON column of the source row) s
   {"every": "1h", "jitter": "5m", "pauseOnFailure": true}
 "schedules sync" makes Temporal's Schedules match; npm start runs it on boot. A scheduled run's
 business date is the schedule's nominal time in the source's timezone plus dateOffsetDays (a daily
-02:00 run with -1 fetches the previous day). <id> is a source id or a schedule id.`;
+02:00 run with -1 fetches the previous day). <id> is a source id or a schedule id
+(<taskQueue>/<job>/<source>; a schedule sync has not migrated yet keeps its old id,
+<taskQueue>/fetch-records/<source>, and a source id finds it there).`;
 
 const iso = (d: Date | undefined) => d?.toISOString() ?? '';
 
@@ -31,7 +33,9 @@ export function registerSchedules(program: Command, ctx: () => CliContext): void
 
   schedules
     .command('sync')
-    .description("create, update and delete Temporal Schedules to match the sources' schedule config")
+    .description(
+      "create, update, migrate (from an old id) and delete Temporal Schedules to match the sources' schedule config",
+    )
     .option('--dry-run', 'print what would change, change nothing')
     .option('--json', 'print JSON')
     .action(async (opts: { dryRun?: boolean; json?: boolean }) => {
@@ -50,7 +54,10 @@ export function registerSchedules(program: Command, ctx: () => CliContext): void
       const changed = changes.filter((x) => x.change !== 'unchanged');
       const verb = opts.dryRun ? 'would be' : '';
       const prefix = opts.dryRun ? '(dry run) ' : '';
-      for (const x of changes) console.log(`${prefix}${x.change.padEnd(9)}  ${x.scheduleId}`);
+      for (const x of changes) {
+        const from = x.from === undefined ? '' : ` (from ${x.from})`;
+        console.log(`${prefix}${x.change.padEnd(9)}  ${x.scheduleId}${from}`);
+      }
       console.log(
         `${changed.length} schedule${changed.length === 1 ? '' : 's'} ${verb ? `${verb} ` : ''}changed, ` +
           `${changes.length - changed.length} unchanged`,

@@ -116,7 +116,7 @@ export function registerSources(program: Command, ctx: () => CliContext): void {
       const c = ctx();
       const found = await m.getSource({ prisma: await c.prisma() }, id);
       if (!found) throw new UserFacingError(`no source '${id}'`, 'NOT_FOUND');
-      const scheduleId = m.scheduleIdFor(c.config.temporal.taskQueue, found.id);
+      const scheduleId = m.scheduleIdFor(c.config.temporal.taskQueue, found);
       if (opts.json) return printJson({ ...found, scheduleId });
       const fields: [string, string][] = [
         ['id', found.id],
