@@ -5,7 +5,18 @@ import { layersConfig } from './eslint/layers.js';
 import { sqlConfig } from './eslint/sql.js';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.data/', '.tools/', '.build/', 'prisma/generated/', 'coverage/'] },
+  {
+    ignores: [
+      'node_modules/',
+      '.data/',
+      '.tools/',
+      '.build/',
+      '.pack/',
+      'examples/app/',
+      'prisma/generated/',
+      'coverage/',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

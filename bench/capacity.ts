@@ -26,6 +26,7 @@ import { type BenchOptions, type BenchRow, type BenchSection, round } from './re
 import { startBenchPublisher, startBenchWorker } from './service-processes.ts';
 import { standalone } from './standalone.ts';
 import { growth, mib, nonZero, tableSizes, totalBytes } from './table-sizes.ts';
+import { engineConnection } from '../db/pool-config.ts';
 
 const RECORDS = 100;
 const SOURCE = 'capacity';
@@ -89,7 +90,7 @@ const countWhere = async (pool: pg.Pool, status: string) =>
 async function outboxDrain(opts: BenchOptions, n: number) {
   const db = await useTestDatabase();
   await db.prisma.$disconnect();
-  const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+  const pool = new pg.Pool({ ...engineConnection(db.url), max: 2 });
   pool.on('error', () => undefined);
   const partner = spawnTs(['partner/main.ts', '--port', '0'], {});
   try {

@@ -28,6 +28,7 @@ import type { Sink } from '../worker/outbox/sinks.ts';
 import { createWebhookSink } from '../worker/outbox/webhook-sink.ts';
 import type { BenchOptions, BenchRow, BenchSection } from './report.ts';
 import { standalone } from './standalone.ts';
+import { engineConnection } from '../db/pool-config.ts';
 
 const AGGREGATES = 500;
 const NATS_URL = process.env.DURABLE_FETCH_NATS_URL ?? 'nats://127.0.0.1:4222';
@@ -158,7 +159,7 @@ export async function benchOutbox(opts: BenchOptions): Promise<BenchSection> {
   const lagSeconds = Number(process.env.BENCH_LAG_SECONDS ?? (quick ? 3 : 10));
   const db = await useTestDatabase();
   await db.prisma.$disconnect();
-  const pool = new pg.Pool({ connectionString: db.url, max: 4 });
+  const pool = new pg.Pool({ ...engineConnection(db.url), max: 4 });
   // pg-pool's end() resolves before its idle clients' sockets have closed, so the database's drop
   // at teardown can terminate one of them after it (57P01): that must not crash the bench, whose
   // queries report their own failures.

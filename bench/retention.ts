@@ -33,6 +33,7 @@ import {
 } from './service-processes.ts';
 import { standalone } from './standalone.ts';
 import { mib, nonZero, tableSizes, type TableSizes } from './table-sizes.ts';
+import { engineConnection } from '../db/pool-config.ts';
 
 const RECORDS = 100;
 const SOURCE = 'retention';
@@ -55,7 +56,7 @@ const VACUUM_PERIOD_MS = 60_000;
  * launcher would visit it; nothing when autovacuum is on. `stop()` waits for a VACUUM in progress.
  */
 async function vacuumStandIn(databaseUrl: string, say: (line: string) => void) {
-  const client = new pg.Client({ connectionString: databaseUrl });
+  const client = new pg.Client(engineConnection(databaseUrl));
   await client.connect();
   const { rows } = await client.query<{ setting: string }>(
     "SELECT setting FROM pg_settings WHERE name = 'autovacuum'",

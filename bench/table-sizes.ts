@@ -6,6 +6,7 @@
  * are bounded has bounded bytes too, at the size its busiest window needed.
  */
 import pg from 'pg';
+import { engineConnection } from '../db/pool-config.ts';
 
 export interface TableSize {
   rows: number;
@@ -16,13 +17,13 @@ export type TableSizes = Record<string, TableSize>;
 
 /** Every table's rows and bytes now. Read-only; one connection, closed before it returns. */
 export async function tableSizes(databaseUrl: string): Promise<TableSizes> {
-  const client = new pg.Client({ connectionString: databaseUrl });
+  const client = new pg.Client(engineConnection(databaseUrl));
   await client.connect();
   try {
     const { rows: tables } = await client.query<{ name: string; bytes: string }>(
       `SELECT c.relname AS name, pg_total_relation_size(c.oid)::text AS bytes
          FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-        WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND c.relname <> '_prisma_migrations'
+        WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND c.relname <> '_prisma_migrations'
         ORDER BY c.relname`,
     );
     const sizes: TableSizes = {};

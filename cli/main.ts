@@ -58,11 +58,17 @@ export async function main(argv: string[]): Promise<number> {
     if (!createContext) throw new Error('the CLI context is used before any action ran');
     return (context ??= createContext());
   };
-  const program = buildProgram(ctx).hook('preAction', async () => {
-    const { createCliContext } = await import('./context.ts');
-    createContext ??= () => createCliContext();
-  });
   try {
+    // An application's own jobs (docs/jobs.md), registered before any command (or its help) asks
+    // which jobs exist. Loaded only when named: the built-in jobs' code stays out of other starts.
+    if (process.env.DURABLE_FETCH_JOBS) {
+      const { loadJobModules } = await import('../jobs/registry.ts');
+      await loadJobModules(process.env.DURABLE_FETCH_JOBS);
+    }
+    const program = buildProgram(ctx).hook('preAction', async () => {
+      const { createCliContext } = await import('./context.ts');
+      createContext ??= () => createCliContext();
+    });
     await program.parseAsync(argv);
     return 0;
   } catch (err) {

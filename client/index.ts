@@ -99,9 +99,16 @@ export type {
   ReplayTarget,
   StartedReplay,
 } from './dead-letters/replay.ts';
-export { syncSchedules, scheduleIdFor, sourceScheduleSchema } from './schedules.ts';
+export { findScheduleId, syncSchedules, scheduleIdFor, sourceScheduleSchema } from './schedules.ts';
 export type { SourceSchedule, SyncChange } from './schedules.ts';
 export type { FetchRun, ListRunsFilter, RunStatus } from './runs.ts';
 export { workflowIdFor, idempotencyKeyFor, FETCH_RECORDS } from '../contract/business-key.ts';
 export type { FetchRecordsResult } from '../contract/types.ts';
 export { UserFacingError } from '../runtime/errors.ts';
+// The engine's PrismaClient on the node-postgres adapter: what `DurableFetchContext.prisma` takes.
+export { createPrisma } from '../db/client.ts';
+export type { ClientOptions, PrismaClient } from '../db/client.ts';
+export { ENGINE_SCHEMA } from '../contract/engine-schema.ts';
+// The workflow a run is (its Web UI type) and the values of its FetchStatus search attribute (docs/runs.md).
+export type { fetchRunWorkflow } from '../workflows/fetch-records.ts';
+export type { FetchStatus } from '../workflows/outcome.ts';

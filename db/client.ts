@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { driverSql, LendingPrismaPg, lendPool } from './transaction.ts';
 import { PrismaClient } from '../prisma/generated/client.ts';
-import { poolConfig, type PoolOptions } from './pool-config.ts';
+import { engineSessionOptions, poolConfig, type PoolOptions } from './pool-config.ts';
 import { statementNamer } from './statement-names.ts';
 
 export type { PrismaClient };
@@ -50,7 +50,12 @@ export function prismaOn(
 ): PrismaClient {
   const name = preparedStatements ? statementName : undefined;
   const owned = !(pool instanceof pg.Pool);
-  const driverPool = pool instanceof pg.Pool ? pool : new pg.Pool(pool);
+  // A configuration without `options` gets the engine's search_path (db/pool-config.ts); a pool
+  // given ready-made is the caller's to configure.
+  const driverPool =
+    pool instanceof pg.Pool
+      ? pool
+      : new pg.Pool({ ...pool, options: pool.options ?? engineSessionOptions(pool.connectionString ?? '') });
   // An idle connection the server closes must not crash the process (Prisma's adapter does the
   // same for a pool of its own): the next query on it fails instead.
   if (owned) driverPool.on('error', () => undefined);

@@ -6,7 +6,7 @@
 import { createRequire } from 'node:module';
 import type * as Pg from 'pg';
 import { prismaTypes } from './pg-types.ts';
-import { CONNECT_TIMEOUT_MS } from './pool-config.ts';
+import { CONNECT_TIMEOUT_MS, engineConnection } from './pool-config.ts';
 import type { SqlConnection } from './sql-reader.ts';
 
 /**
@@ -35,7 +35,7 @@ const pg = loadPg();
  */
 export function openPgReader(url: string): SqlConnection {
   const client = new pg.Client({
-    connectionString: url,
+    ...engineConnection(url),
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     // Values as Prisma returns them (the {@link SqlReader} contract), on this connection only.
     types: prismaTypes(pg),

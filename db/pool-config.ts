@@ -4,7 +4,38 @@
  * shares them without loading the Prisma runtime.
  */
 import type * as Pg from 'pg';
+import { ENGINE_SCHEMA } from '../contract/engine-schema.ts';
 import { SESSION_BOUNDS } from './limits.ts';
+
+export { ENGINE_SCHEMA };
+
+/**
+ * The `search_path` of every engine connection: the engine's own schema first, so that its
+ * statements name its tables unqualified, then `public`, where an application keeps its own
+ * tables by default (a job's `storePage` writes them in the same transaction). The engine's
+ * tables live apart from the application's so that the application's own migrations (Prisma
+ * Migrate on its own schema) never see them, nor offer to drop them as drift.
+ */
+export const ENGINE_SEARCH_PATH = `${ENGINE_SCHEMA},public`;
+
+/**
+ * The startup `options` that give a connection the engine's search_path, added to any `options`
+ * the connection string already carries (libpq's `?options=`), which otherwise still apply.
+ */
+export function engineSessionOptions(connectionString: string): string {
+  let given = '';
+  try {
+    given = new URL(connectionString).searchParams.get('options') ?? '';
+  } catch {
+    // Not a URL (a libpq keyword string): node-postgres reports it when it connects.
+  }
+  return [given, `-c search_path=${ENGINE_SEARCH_PATH}`].filter(Boolean).join(' ');
+}
+
+/** A plain node-postgres connection's settings on `connectionString`, in the engine's schema. */
+export function engineConnection(connectionString: string) {
+  return { connectionString, options: engineSessionOptions(connectionString) };
+}
 
 /**
  * How long opening a connection, or waiting for a free one in the pool, may take before the query
@@ -50,7 +81,7 @@ export async function readDownstreamSlots(client: Pick<Pg.ClientBase, 'query'>):
 /** The driver settings of a pool: exported so a test can check what a process would open. */
 export function poolConfig(connectionString: string, options: PoolOptions = {}) {
   return {
-    connectionString,
+    ...engineConnection(connectionString),
     max: options.max ?? 10,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     ...(options.bounded

@@ -24,6 +24,7 @@ import pg from 'pg';
 import { Prisma, type PrismaClient } from '../prisma/generated/client.ts';
 import { DriverStatementError } from './driver-error.ts';
 import { prismaTypes } from './pg-types.ts';
+import { ENGINE_SCHEMA } from '../contract/engine-schema.ts';
 
 /** `$queryRaw` and `$executeRaw` as Prisma's transaction client has them: the engine's statements. */
 export type EngineSql = Pick<Prisma.TransactionClient, '$queryRaw' | '$executeRaw'>;
@@ -250,7 +251,8 @@ export class LendingPrismaPg extends PrismaPg {
     pool: pg.Pool | pg.PoolConfig,
     options: { statementNameGenerator?: StatementNamer | undefined; disposeExternalPool?: boolean } = {},
   ) {
-    super(pool, options);
+    // Prisma names every table with the adapter's schema: the engine's own (db/pool-config.ts).
+    super(pool, { ...options, schema: ENGINE_SCHEMA });
     this.#name = options.statementNameGenerator;
   }
 

@@ -26,10 +26,11 @@ export const LAYERS = [
   ['client'],
   // Processes: the worker, the outbox publisher, the sweeps and the local stack of `npm start`.
   ['worker'],
-  // The `durable-fetch` command line.
-  ['cli'],
-  // Tools around the product: tests, benchmarks, scripts, the CLI's launcher.
-  ['test', 'bench', 'scripts', 'bin'],
+  // The `durable-fetch` command line, and the package's job test kit (durable-fetch/testing).
+  ['cli', 'testing'],
+  // Tools around the product: tests, benchmarks, scripts, the CLI's launcher; and the example
+  // application, its own package that imports only the packed engine (test/example-app.test.ts).
+  ['test', 'bench', 'scripts', 'bin', 'examples'],
 ];
 
 /**

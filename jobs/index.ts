@@ -1,6 +1,6 @@
 /**
- * The jobs this deployment runs: `durable-fetch worker`, `npm start` and the CLI register exactly
- * these. Add yours here (docs/jobs.md).
+ * The built-in jobs: every process registers them, and an application's own jobs beside them
+ * (`runWorker({ jobs })`, DURABLE_FETCH_JOBS; jobs/registry.ts, docs/jobs.md).
  */
 import type { AnyJob } from '../activities/job-api/index.ts';
 import { exchangeRatesJob } from './exchange-rates.ts';

@@ -2,7 +2,8 @@
 // and enums, read from pg_catalog by the queries in ./sql and reduced to the same Shape as the
 // Prisma schema.
 import { readFileSync } from 'node:fs';
-import { Client } from 'pg';
+import { Client, escapeIdentifier } from 'pg';
+import { ENGINE_SCHEMA } from '../contract/engine-schema.ts';
 import { type Shape, type Table } from './shape.ts';
 
 const sql = (name: string) => readFileSync(new URL(`./sql/${name}`, import.meta.url), 'utf8');
@@ -21,11 +22,13 @@ const ACTIONS: Record<string, string> = {
 };
 
 /**
- * The database's current schema as a Shape, `_prisma_migrations` left out. Read-only: one short
- * connection, closed in all cases. Throws when the database is unreachable or a catalog query fails.
+ * The shape of one PostgreSQL schema of the database (default the engine's), `_prisma_migrations`
+ * left out. Read-only: one short connection, closed in all cases. Throws when the database is
+ * unreachable or a catalog query fails.
  */
-export async function shapeFromDatabase(connectionString: string): Promise<Shape> {
-  const client = new Client({ connectionString });
+export async function shapeFromDatabase(connectionString: string, schema = ENGINE_SCHEMA): Promise<Shape> {
+  // The catalog queries read current_schema(): the one schema on this session's search_path.
+  const client = new Client({ connectionString, options: `-c search_path=${escapeIdentifier(schema)}` });
   client.on('error', () => {});
   try {
     await client.connect();

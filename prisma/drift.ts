@@ -17,16 +17,17 @@ export const DEFAULT_SCHEMA_PATH = fileURLToPath(new URL('./schema', import.meta
  * files, or one file; default prisma/schema/) and the database's current schema (tables, columns
  * with type/nullability/default, enums and their values, primary keys, unique and plain indexes by
  * column list and Prisma's default names, foreign keys with their actions). Empty means no drift.
- * Read-only: one short connection, closed in all cases. `_prisma_migrations` is ignored. Throws
+ * Read-only: one short connection, closed in all cases. `_prisma_migrations` is ignored. `schema`
+ * is the PostgreSQL schema compared (default the engine's, contract/engine-schema.ts). Throws
  * when the schema does not parse or the database is unreachable.
  */
 export async function findSchemaDrift(
   connectionString: string,
-  options: { schemaPath?: string } = {},
+  options: { schemaPath?: string; schema?: string } = {},
 ): Promise<string[]> {
   const schemaPath = options.schemaPath ?? DEFAULT_SCHEMA_PATH;
   const expected = shapeFromDmmf(await getDmmf(schemaPath));
-  const actual = await shapeFromDatabase(connectionString);
+  const actual = await shapeFromDatabase(connectionString, options.schema);
   return compareShapes(expected, actual);
 }
 

@@ -1,11 +1,18 @@
 // Applies prisma/migrations the way `prisma migrate deploy` does, for machines where Prisma's
 // native schema engine cannot be downloaded. Same folders, same `_prisma_migrations` table, same
-// checksums and the same advisory lock key, so either tool can take over from the other.
+// checksums and the same advisory lock key, so either tool can take over from the other
+// (`prisma migrate deploy` with `?schema=durable_fetch` in its URL).
+//
+// Everything lands in the engine's own PostgreSQL schema (contract/engine-schema.ts), its
+// `_prisma_migrations` included, so that an application's own Prisma migrations in `public` never
+// see the engine's tables. A database migrated before the engine had a schema of its own (its
+// tables in `public`) is adopted once: its objects move over, rows and all.
 import { createHash, randomUUID } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, DatabaseError, escapeIdentifier } from 'pg';
+import { ENGINE_SCHEMA } from '../contract/engine-schema.ts';
 
 /** The migrations folder next to this file (prisma/migrations). */
 export const DEFAULT_MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
@@ -33,6 +40,12 @@ export interface ApplyMigrationsOptions {
   log?: (line: string) => void;
   /** How long to wait for another process holding the migration lock. Default: 120 s. */
   lockTimeoutMs?: number;
+  /**
+   * The PostgreSQL schema the migrations create their objects in, with its `_prisma_migrations`
+   * (created when missing). Default: the engine's, {@link ENGINE_SCHEMA}. An application applying
+   * its own folder passes its own (e.g. `public`); only the engine's is adopted from `public`.
+   */
+  schema?: string;
 }
 
 interface MigrationFile {
@@ -77,6 +90,11 @@ export async function applyMigrations(
   try {
     await client.connect();
     await acquireLock(client, options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS);
+    const schema = options.schema ?? ENGINE_SCHEMA;
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${escapeIdentifier(schema)}`);
+    if (schema === ENGINE_SCHEMA) await adoptPublicLayout(client, migrations, log);
+    // Only the target schema: an unqualified CREATE lands there, never in `public`.
+    await client.query(`SET search_path TO ${escapeIdentifier(schema)}`);
     await client.query(CREATE_MIGRATIONS_TABLE);
     const { rows } = await client.query<MigrationRow>(
       'SELECT migration_name, checksum, finished_at, rolled_back_at, logs FROM "_prisma_migrations" ORDER BY started_at',
@@ -117,6 +135,22 @@ export async function ensureDatabase(connectionString: string): Promise<boolean>
     // 42P04 duplicate_database, or 23505 when two CREATE DATABASE race on pg_database's unique index.
     if (error instanceof DatabaseError && (error.code === '42P04' || error.code === '23505')) return false;
     throw error;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/**
+ * Drops the database named in `connectionString` if it exists, ending its sessions (WITH (FORCE)),
+ * through the `postgres` maintenance database of the same server. Idempotent.
+ */
+export async function dropDatabase(connectionString: string): Promise<void> {
+  const name = databaseName(connectionString);
+  const client = new Client({ connectionString: withDatabaseName(connectionString, 'postgres') });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    await client.query(`DROP DATABASE IF EXISTS ${escapeIdentifier(name)} WITH (FORCE)`);
   } finally {
     await client.end().catch(() => {});
   }
@@ -185,6 +219,90 @@ function planMigrations(
       log(`warning: migration ${name} is applied but missing from the migrations folder`);
   }
   return migrations.filter((m) => !appliedChecksums.has(m.name));
+}
+
+/** The tables, types and functions a migration folder creates, by name. */
+function createdObjects(migrations: MigrationFile[]) {
+  const names = (re: RegExp) => [
+    ...new Set(migrations.flatMap((m) => [...m.sql.matchAll(re)].map((hit) => (hit[1] ?? '').toLowerCase()))),
+  ];
+  return {
+    tables: names(/^\s*CREATE (?:UNLOGGED )?TABLE (?:IF NOT EXISTS )?"?(\w+)"?/gim),
+    types: names(/^\s*CREATE TYPE "?(\w+)"?/gim),
+    functions: names(/^\s*CREATE (?:OR REPLACE )?FUNCTION "?(\w+)"?/gim),
+  };
+}
+
+/**
+ * A database migrated when the engine kept its tables in `public` (its `_prisma_migrations`
+ * there, recording this folder's migrations) is moved into the engine's schema, in one
+ * transaction: every table, enum type and function the folder's migrations create (a table's
+ * indexes, constraints and sequences move with it; rows stay as they are), and the bookkeeping
+ * rows of this folder. A `public._prisma_migrations` left with no rows (nobody else's) is dropped.
+ * Nothing to do when the engine's schema already has its own bookkeeping, or `public` none of ours.
+ */
+async function adoptPublicLayout(client: Client, migrations: MigrationFile[], log: (line: string) => void) {
+  const target = escapeIdentifier(ENGINE_SCHEMA);
+  const { rows } = await client.query<{ ours: string | null; legacy: string | null }>(
+    `SELECT to_regclass($1) AS ours, to_regclass('public._prisma_migrations') AS legacy`,
+    [`${target}._prisma_migrations`],
+  );
+  if (rows[0]?.ours || !rows[0]?.legacy) return;
+  const names = migrations.map((m) => m.name);
+  const recorded = await client.query(
+    'SELECT 1 FROM public._prisma_migrations WHERE migration_name = ANY($1) LIMIT 1',
+    [names],
+  );
+  if (!recorded.rowCount) return;
+  const { tables, types, functions } = createdObjects(migrations);
+  await client.query('BEGIN');
+  try {
+    let moved = 0;
+    for (const table of tables) {
+      const found = await client.query<{ t: string | null }>('SELECT to_regclass($1) AS t', [
+        `public.${escapeIdentifier(table)}`,
+      ]);
+      if (!found.rows[0]?.t) continue;
+      await client.query(`ALTER TABLE public.${escapeIdentifier(table)} SET SCHEMA ${target}`);
+      moved += 1;
+    }
+    for (const type of types) {
+      const found = await client.query<{ t: string | null }>('SELECT to_regtype($1) AS t', [
+        `public.${escapeIdentifier(type)}`,
+      ]);
+      if (!found.rows[0]?.t) continue;
+      await client.query(`ALTER TYPE public.${escapeIdentifier(type)} SET SCHEMA ${target}`);
+    }
+    const procs = await client.query<{ signature: string }>(
+      `SELECT p.oid::regprocedure::text AS signature FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+        WHERE n.nspname = 'public' AND p.proname = ANY($1)`,
+      [functions],
+    );
+    for (const { signature } of procs.rows) {
+      // regprocedure text is already a quoted, schema-qualified signature (search_path is the default here).
+      await client.query(`ALTER FUNCTION ${signature} SET SCHEMA ${target}`);
+    }
+    await client.query(
+      CREATE_MIGRATIONS_TABLE.replace('"_prisma_migrations"', `${target}."_prisma_migrations"`),
+    );
+    await client.query(
+      `INSERT INTO ${target}._prisma_migrations SELECT * FROM public._prisma_migrations WHERE migration_name = ANY($1)`,
+      [names],
+    );
+    await client.query('DELETE FROM public._prisma_migrations WHERE migration_name = ANY($1)', [names]);
+    const left = await client.query('SELECT 1 FROM public._prisma_migrations LIMIT 1');
+    if (!left.rowCount) await client.query('DROP TABLE public._prisma_migrations');
+    await client.query('COMMIT');
+    log(`moved the engine's ${moved} tables from schema public into ${ENGINE_SCHEMA}`);
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw new Error(
+      `moving the engine's tables into schema ${ENGINE_SCHEMA} failed, nothing moved: ${String(error)}`,
+      {
+        cause: error,
+      },
+    );
+  }
 }
 
 async function acquireLock(client: Client, timeoutMs: number): Promise<void> {

@@ -11,6 +11,7 @@ import { createPrisma } from '../db/client.ts';
 import { runCli } from './helpers/cli.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { temporalAddress } from './helpers/temporal.ts';
+import { engineConnection } from '../db/pool-config.ts';
 
 const HOUR = 3_600_000;
 let db: TestDatabase;
@@ -121,7 +122,7 @@ describe('deleteExpired', () => {
 
   it('cleanup: rows locked by another transaction are skipped without waiting and deleted by a later pass', async () => {
     await insert('old', 4, -HOUR);
-    const holder = new pg.Client({ connectionString: db.url });
+    const holder = new pg.Client(engineConnection(db.url));
     await holder.connect();
     try {
       // Like a storePage transaction holding an idempotency record and a staged page.

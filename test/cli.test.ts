@@ -18,6 +18,7 @@ import { useEmptyDatabase, useTestDatabase, type TestDatabase } from './helpers/
 import { createSource, testDeps } from './helpers/deps.ts';
 import { insertDeadLetter } from './helpers/job-rows.ts';
 import { temporalAddress, testClient, testWorker, type TestWorker } from './helpers/temporal.ts';
+import { engineConnection } from '../db/pool-config.ts';
 
 const DATE = '2026-03-14'; // in the past: allowed by the default future-date policy
 
@@ -247,7 +248,7 @@ describe('cli migrate', () => {
   });
 
   async function query<T extends object>(sql: string): Promise<T[]> {
-    const client = new pg.Client({ connectionString: empty.url });
+    const client = new pg.Client(engineConnection(empty.url));
     await client.connect();
     try {
       return (await client.query<T>(sql)).rows;
@@ -264,7 +265,7 @@ describe('cli migrate', () => {
     assert.equal(first.code, 0, first.stderr);
     assert.match(first.stdout, new RegExp(`applied ${folders.length} migration\\(s\\) to `));
     const tables = await query<{ name: string }>(
-      "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1",
+      "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'durable_fetch' ORDER BY 1",
     );
     const names = tables.map((t) => t.name);
     for (const table of ['_prisma_migrations', 'fetch_run', 'fetched_record', 'outbox_event', 'source']) {

@@ -16,6 +16,7 @@ import { prismaOn } from '../db/client.ts';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from '../worker/stack/postgres.ts';
 import { freePort, isPidAlive } from '../runtime/process-utils.ts';
 import { startPgProxy } from './helpers/pg-proxy.ts';
+import { engineConnection } from '../db/pool-config.ts';
 
 let tmp: string;
 let dataDir: string;
@@ -25,7 +26,7 @@ let server: EmbeddedPostgres;
 const start = () => startEmbeddedPostgres({ dataDir, port });
 
 async function query(url: string, text: string): Promise<unknown[]> {
-  const client = new pg.Client({ connectionString: url });
+  const client = new pg.Client(engineConnection(url));
   await client.connect();
   try {
     return (await client.query(text)).rows as unknown[];

@@ -163,6 +163,8 @@ describe('database sessions', () => {
     assert.deepEqual(pool, { max: 5 + WORKER_BACKGROUND, bounded: true });
     assert.deepEqual(poolConfig(db.url, pool), {
       connectionString: db.url,
+      // Every session in the engine's schema first, then the application's (db/pool-config.ts).
+      options: '-c search_path=durable_fetch,public',
       max: 5 + WORKER_BACKGROUND,
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
       lock_timeout: SESSION_BOUNDS.lockTimeoutMs,

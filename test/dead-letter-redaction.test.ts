@@ -179,7 +179,7 @@ describe('dead letter redaction', { timeout: 300_000 }, () => {
   it('no other row of the database holds the token (the source configuration aside)', async () => {
     const tables = await db.prisma.$queryRaw<{ table_name: string }[]>`
       SELECT table_name FROM information_schema.tables
-       WHERE table_schema = 'public' AND table_type = 'BASE TABLE' AND table_name <> 'source'`;
+       WHERE table_schema = ANY (current_schemas(false)) AND table_type = 'BASE TABLE' AND table_name <> 'source'`;
     assert.ok(tables.some((t) => t.table_name === 'dead_letter'));
     for (const { table_name } of tables) {
       const [row] = await db.prisma.$queryRawUnsafe<{ hits: bigint }[]>(

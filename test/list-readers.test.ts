@@ -13,6 +13,7 @@ import { readerOf, type SqlConnection } from '../db/sql-reader.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource } from './helpers/deps.ts';
 import { insertDeadLetter, insertRun } from './helpers/job-rows.ts';
+import { engineConnection } from '../db/pool-config.ts';
 
 /** East of UTC by 14 hours: a local-time reading of a date lands on the previous UTC day. */
 const FAR_EAST = 'Pacific/Kiritimati';
@@ -176,7 +177,7 @@ void describe('list readers: the listings read the rows Prisma returned', () => 
       );
 
       // node-postgres's own parser, which the reader replaces on its connection only, would not.
-      const plain = new pg.Client({ connectionString: db.url });
+      const plain = new pg.Client(engineConnection(db.url));
       await plain.connect();
       try {
         const { rows } = await plain.query<{ d: Date }>(

@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { Client } from 'pg';
 import { DEFAULT_MIGRATIONS_DIR, applyMigrations } from '../prisma/migrator.ts';
 import { useEmptyDatabase } from './helpers/database.ts';
+import { ENGINE_SCHEMA, engineConnection } from '../db/pool-config.ts';
 
 const EXPECTED_TABLES = [
   '_prisma_migrations',
@@ -27,8 +28,9 @@ const EXPECTED_TABLES = [
   'source',
 ];
 
+/** Rows of `sql` on a session whose search_path is the engine's (its schema, then public). */
 async function query<T extends object>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
-  const client = new Client({ connectionString: url });
+  const client = new Client(engineConnection(url));
   await client.connect();
   try {
     return (await client.query<T>(sql, params)).rows;
@@ -98,12 +100,20 @@ void describe('migrator', () => {
 
       const tables = await query<{ table_name: string }>(
         db.url,
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name",
+        'SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name',
+        [ENGINE_SCHEMA],
       );
       assert.deepEqual(
         tables.map((t) => t.table_name),
         EXPECTED_TABLES,
       );
+      // Nothing of the engine in public, where an application's own migrations look (R12: the
+      // engine's tables are never an application's drift).
+      const inPublic = await query(
+        db.url,
+        "SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public'",
+      );
+      assert.equal(inPublic.length, 0, 'the engine created nothing in public');
       const rows = await migrationRows(db.url);
       assert.deepEqual(
         rows.map((r) => ({ name: r.migration_name, checksum: r.checksum })),
@@ -194,6 +204,63 @@ void describe('migrator', () => {
         message: /00000000000001_broken failed in an earlier run/,
       });
       assert.equal(await otherSessions(db.url), 0, 'the applier closed its connection after refusing');
+    } finally {
+      await db.drop();
+    }
+  });
+
+  void test('migrator: a database migrated with the engine in public is moved into its own schema once, rows and all', async () => {
+    const db = await useEmptyDatabase();
+    try {
+      // The layout before the engine had a schema: every folder applied in public.
+      const old = await applyMigrations(db.url, { schema: 'public' });
+      const plain = new Client({ connectionString: db.url });
+      await plain.connect();
+      try {
+        await plain.query(
+          `INSERT INTO source (id, name, base_url, updated_at) VALUES ('kept', 'Kept', 'http://partner.test', now())`,
+        );
+        // An application's own table and bookkeeping beside it stay where they are.
+        await plain.query('CREATE TABLE shipment (id TEXT PRIMARY KEY)');
+        await plain.query(
+          `INSERT INTO _prisma_migrations (id, checksum, migration_name, finished_at, applied_steps_count)
+           VALUES ('app-1', 'x', '20270101000000_app_init', now(), 1)`,
+        );
+      } finally {
+        await plain.end();
+      }
+
+      const lines: string[] = [];
+      const adopted = await applyMigrations(db.url, { log: (line) => lines.push(line) });
+      assert.deepEqual(adopted, { applied: [], alreadyApplied: old.applied.length });
+      assert.match(lines.join('\n'), /moved the engine's \d+ tables from schema public into durable_fetch/);
+
+      const kept = await query<{ id: string }>(db.url, `SELECT id FROM ${ENGINE_SCHEMA}.source`);
+      assert.deepEqual(kept, [{ id: 'kept' }]);
+      const publicTables = await query<{ table_name: string }>(
+        db.url,
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name",
+      );
+      assert.deepEqual(
+        publicTables.map((t) => t.table_name),
+        ['_prisma_migrations', 'shipment'],
+      );
+      const appRows = await query<{ migration_name: string }>(
+        db.url,
+        'SELECT migration_name FROM public._prisma_migrations',
+      );
+      assert.deepEqual(appRows, [{ migration_name: '20270101000000_app_init' }]);
+      assert.deepEqual(
+        (await migrationRows(db.url)).map((r) => r.migration_name),
+        old.applied,
+      );
+      const types = await query<{ n: number }>(
+        db.url,
+        "SELECT count(*)::int AS n FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = 'public' AND t.typtype = 'e'",
+      );
+      assert.equal(types[0]?.n, 0, 'the enum types moved too');
+      // Applying again finds everything in place.
+      assert.deepEqual(await applyMigrations(db.url), { applied: [], alreadyApplied: old.applied.length });
     } finally {
       await db.drop();
     }

@@ -30,6 +30,7 @@ import {
   testPublisher,
   waitFor,
 } from './helpers/outbox.ts';
+import { engineConnection } from '../db/pool-config.ts';
 
 let db: TestDatabase;
 let partner: PartnerServer;
@@ -65,7 +66,7 @@ async function freshDatabase(t: TestContext): Promise<TestDatabase> {
 
 /** A plain pg session on `url` (not part of any Prisma pool), ended after the test. */
 async function session(t: TestContext, url: string): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString: url });
+  const client = new pg.Client(engineConnection(url));
   client.on('error', () => {});
   await client.connect();
   t.after(() => client.end().catch(() => undefined));

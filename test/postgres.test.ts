@@ -11,9 +11,10 @@ import { isUserFacingError } from '../runtime/errors.ts';
 import { startEmbeddedPostgres, waitForPostgres } from '../worker/stack/postgres.ts';
 import { freePort, isPidAlive, isPortAccepting } from '../runtime/process-utils.ts';
 import { redactUrl, redactUrlsIn } from '../runtime/redact.ts';
+import { engineConnection } from '../db/pool-config.ts';
 
 async function query<T extends pg.QueryResultRow>(url: string, sql: string): Promise<T[]> {
-  const client = new pg.Client({ connectionString: url });
+  const client = new pg.Client(engineConnection(url));
   await client.connect();
   try {
     return (await client.query<T>(sql)).rows;

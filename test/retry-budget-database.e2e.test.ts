@@ -17,6 +17,7 @@ import { waitFor } from './helpers/outbox.ts';
 import { retryFlags } from './helpers/partner-calls.ts';
 import { metricsUrlOf, within } from './helpers/process.ts';
 import { useWorkerStack } from './helpers/worker-stack.ts';
+import { engineConnection } from '../db/pool-config.ts';
 
 /** The breaker out of play: only the budget's counts matter here. */
 const NO_BREAKER = { failureRate: 1, minCalls: 100_000 };
@@ -66,7 +67,7 @@ describe('retry budget: only calls meant for the partner count (R8)', { timeout:
     // Our database failing the step before its partner call: the budget's per-second count rows of
     // DB_DS for the next minutes, inserted by a transaction held open, so that every admission to
     // DB_DS waits on them until lock_timeout (55P03).
-    const hold = new pg.Client({ connectionString: stack.db.url });
+    const hold = new pg.Client(engineConnection(stack.db.url));
     await hold.connect();
     let holding = true;
     try {

@@ -6,7 +6,7 @@
 import pg from 'pg';
 import { type Config, databaseUrl } from '../runtime/config.ts';
 import { CONNECT_TIMEOUT_MS, type PoolOptions } from '../db/client.ts';
-import { readDownstreamSlots } from '../db/pool-config.ts';
+import { engineConnection, readDownstreamSlots } from '../db/pool-config.ts';
 import { DEFAULT_PUBLISHER_LOOPS } from './outbox/publisher.ts';
 
 export interface PoolDemand {
@@ -72,7 +72,7 @@ export function startPool(config: Config, downstreamSlots: number): Required<Poo
  */
 export async function downstreamSlotsAt(config: Config, url = databaseUrl(config)): Promise<number> {
   const client = new pg.Client({
-    connectionString: url,
+    ...engineConnection(url),
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
   });
   try {

@@ -14,16 +14,18 @@ import { createActivities, type ActivityDeps } from '../activities/index.ts';
 import { activityLogContext, logContextSinks } from '../activities/log-context.ts';
 
 const require = createRequire(import.meta.url);
+/** The extension of this build's modules: .ts in the sources, .js in the package's compiled dist/. */
+const EXT = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
 
 /** Path of the workflows entry the worker bundles. */
-export const WORKFLOWS_PATH = require.resolve('../workflows/index.ts');
+export const WORKFLOWS_PATH = require.resolve(`../workflows/index${EXT}`);
 
 /**
  * Workflow interceptor modules (log context and header propagation). The worker bundles
  * them with {@link WORKFLOWS_PATH}; a pre-built `workflowBundle` must include them:
  * `bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES })`.
  */
-export const WORKFLOW_INTERCEPTOR_MODULES = [require.resolve('../workflows/interceptors.ts')];
+export const WORKFLOW_INTERCEPTOR_MODULES = [require.resolve(`../workflows/interceptors${EXT}`)];
 
 /**
  * What `Worker.runReplayHistories` needs to run workflow code as {@link buildWorker}'s worker does:

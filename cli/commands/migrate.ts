@@ -11,11 +11,20 @@ const impl = async () => {
   return { ...m0, ...m1 };
 };
 
-/** `durable-fetch migrate`: create the database if missing and apply prisma/migrations. */
+/** `durable-fetch migrate`: create the database if missing and apply the engine's migrations. */
 export function registerMigrate(program: Command, ctx: () => CliContext): void {
   program
     .command('migrate')
-    .description('create the database if missing and apply pending migrations (prisma/migrations)')
+    .description(
+      "create the database if missing and apply the engine's pending migrations in its own schema, durable_fetch",
+    )
+    .addHelpText(
+      'after',
+      `
+The engine's tables, types and functions live in the PostgreSQL schema durable_fetch, with their own
+_prisma_migrations: an application's tables and migrations in public never see them (docs/jobs.md).
+A database migrated when they lived in public is moved into durable_fetch once, rows and all.`,
+    )
     .action(async () => {
       const m = await impl();
       const url = m.databaseUrl(ctx().config);

@@ -3,8 +3,8 @@ import type { CliContext } from '../context.ts';
 
 const WORKER_HELP = `
 Runs the fetch workflows and their activities on DURABLE_FETCH_TASK_QUEUE (run as many as you like),
-for every job listed in jobs/index.ts (docs/jobs.md); it names any enabled source whose job it
-does not run.
+for every built-in job (jobs/index.ts) and every job of the modules DURABLE_FETCH_JOBS names
+(docs/jobs.md); it names any enabled source whose job it does not run.
 SIGINT/SIGTERM stops it gracefully (R9): it polls no new tasks, lets running activities finish for
 DURABLE_FETCH_SHUTDOWN_GRACE_MS (default 20000), then cancels the rest (a partner call in flight is
 aborted) so that Temporal retries them on another worker; it prints "worker stopped" and exits 0.

@@ -40,6 +40,7 @@ import type {
 import { type NatsServer, startNatsServer } from './nats-server.ts';
 import { startPgProxy } from './pg-proxy.ts';
 import { spawnTs, spawnWorker, within } from './process.ts';
+import { engineConnection } from '../../db/pool-config.ts';
 
 export type { CellRun, MatrixStack } from './fault-matrix-cells.ts';
 
@@ -62,7 +63,7 @@ function submissionReference(sourceId: string): string {
 
 /** `SQL` on the database `url` as a one-off session (not behind the proxy). */
 async function adminQuery(url: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
+  const client = new pg.Client(engineConnection(url));
   await client.connect();
   try {
     await client.query(sql);
