@@ -33,7 +33,7 @@ async function preparedAfterReads(preparedStatements: boolean): Promise<string[]
 void describe('prepared statements', () => {
   void it('a client prepares each statement once per connection, and one told not to prepares none', async () => {
     const named = await preparedAfterReads(true);
-    const reads = named.filter((s) => s.includes('FROM "public"."source"'));
+    const reads = named.filter((s) => s.includes('FROM "durable_fetch"."source"'));
     assert.equal(reads.length, 1, `the source read is prepared once: ${JSON.stringify(named)}`);
     assert.deepEqual(await preparedAfterReads(false), []);
   });

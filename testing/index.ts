@@ -32,8 +32,11 @@ import { ensureSearchAttributes } from '../worker/search-attributes.ts';
 import { startDevServer, type DevServer } from '../worker/stack/temporal-dev-server.ts';
 import { resolveTemporalCli } from '../worker/stack/temporal-cli.ts';
 import { buildWorker } from '../worker/worker.ts';
+import { failureType, runLeftovers } from './run-outcome.ts';
 
 export { testPartner } from './partner.ts';
+export type { RunLeftovers } from './run-outcome.ts';
+import type { RunLeftovers } from './run-outcome.ts';
 export type { PartnerReply, PartnerRequest, PartnerRoutes, TestPartner } from './partner.ts';
 
 export interface JobTestKitOptions {
@@ -74,9 +77,9 @@ export interface KitRun {
   /** The failure's error type when the run failed (docs/runs.md), else undefined. */
   errorType: string | undefined;
   /** The run row as stored. */
-  row: Record<string, unknown>;
-  events: { id: string; topic: string; payload: unknown }[];
-  actions: { action: string; state: string; partnerId: string | null; attempts: number }[];
+  row: RunLeftovers['row'];
+  events: RunLeftovers['events'];
+  actions: RunLeftovers['actions'];
 }
 
 export interface JobKit {
@@ -180,7 +183,8 @@ export async function jobTestKit(options: JobTestKitOptions): Promise<JobKit> {
         } catch (err) {
           errorType = failureType(err);
         }
-        return outcome(prisma, started.workflowId, sourceId, date, result, errorType);
+        const left = await runLeftovers(prisma, sourceId, date);
+        return { workflowId: started.workflowId, status: left.row.status, result, errorType, ...left };
       },
       close,
     };
@@ -198,37 +202,4 @@ async function freshNamespace(connection: Connection): Promise<string> {
     workflowExecutionRetentionPeriod: msToTs(86_400_000),
   });
   return namespace;
-}
-
-/** The error type at the bottom of a workflow failure's cause chain ('Cancelled' when none). */
-function failureType(err: unknown): string {
-  let type: string | undefined;
-  for (let e = err as { cause?: unknown; type?: unknown } | undefined; e; e = e.cause as typeof e) {
-    if (typeof e.type === 'string') type = e.type;
-  }
-  return type ?? 'Cancelled';
-}
-
-async function outcome(
-  prisma: PrismaClient,
-  workflowId: string,
-  sourceId: string,
-  date: string,
-  result: unknown,
-  errorType: string | undefined,
-): Promise<KitRun> {
-  const row = await prisma.fetchRun.findFirstOrThrow({
-    where: { sourceId, businessDate: new Date(`${date}T00:00:00Z`) },
-  });
-  const events = await prisma.outboxEvent.findMany({
-    where: { aggregateType: 'fetch_run', aggregateId: row.id },
-    select: { id: true, topic: true, payload: true },
-    orderBy: { seq: 'asc' },
-  });
-  const actions = await prisma.downstreamAction.findMany({
-    where: { fetchRunId: row.id },
-    select: { action: true, state: true, partnerId: true, attempts: true },
-    orderBy: [{ round: 'asc' }, { step: 'asc' }],
-  });
-  return { workflowId, status: row.status, result, errorType, row, events, actions };
 }

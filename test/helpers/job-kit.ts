@@ -19,6 +19,7 @@ import type { ActivityDeps } from '../../activities/index.ts';
 import { useTestDatabase, type TestDatabase } from './database.ts';
 import { createSource, testDeps } from './deps.ts';
 import { testClient, testWorker, type TestWorker } from './temporal.ts';
+import { failureType, runLeftovers, type RunLeftovers } from '../../testing/run-outcome.ts';
 
 export interface JobKitOptions {
   /** The jobs the worker registers (default: the deployment's, jobs/index.ts). */
@@ -45,14 +46,11 @@ export interface KitSource {
 }
 
 /** What a run left: its row, its outbox events and its compensation ledger. */
-export interface KitRun {
+export interface KitRun extends RunLeftovers {
   status: FetchRun['status'];
-  row: FetchRun;
   result: unknown;
   /** The failure's error type (contract/error-types.ts) when the run failed (else undefined). */
   errorType: string | undefined;
-  events: { id: string; topic: string; payload: Prisma.JsonValue }[];
-  actions: { action: string; state: string; partnerId: string | null; attempts: number }[];
 }
 
 export interface JobKit {
@@ -119,43 +117,12 @@ export async function jobTestKit(options: JobKitOptions = {}): Promise<JobKit> {
           return { result: undefined, errorType: failureType(err) };
         }
       });
-      return outcome(db.prisma, sourceId, date, result, errorType);
+      const left = await runLeftovers(db.prisma, sourceId, date);
+      return { status: left.row.status, result, errorType, ...left };
     },
     async close() {
       await client.connection.close();
       await db.drop();
     },
   };
-}
-
-/** The error type (contract/error-types.ts) at the bottom of a workflow failure's cause chain. */
-function failureType(err: unknown): string | undefined {
-  let type: string | undefined;
-  for (let e = err as { cause?: unknown; type?: unknown } | undefined; e; e = e.cause as typeof e) {
-    if (typeof e.type === 'string') type = e.type;
-  }
-  return type ?? 'Cancelled';
-}
-
-async function outcome(
-  prisma: PrismaClient,
-  sourceId: string,
-  date: string,
-  result: unknown,
-  errorType: string | undefined,
-): Promise<KitRun> {
-  const row = await prisma.fetchRun.findFirstOrThrow({
-    where: { sourceId, businessDate: new Date(`${date}T00:00:00Z`) },
-  });
-  const events = await prisma.outboxEvent.findMany({
-    where: { aggregateType: 'fetch_run', aggregateId: row.id },
-    select: { id: true, topic: true, payload: true },
-    orderBy: { seq: 'asc' },
-  });
-  const actions = await prisma.downstreamAction.findMany({
-    where: { fetchRunId: row.id },
-    select: { action: true, state: true, partnerId: true, attempts: true },
-    orderBy: [{ round: 'asc' }, { step: 'asc' }],
-  });
-  return { status: row.status, row, result, errorType, events, actions };
 }
