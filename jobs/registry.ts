@@ -20,13 +20,18 @@ export function defaultJobs(): JobRegistry {
   return registry;
 }
 
+/** The built-in jobs and `jobs` as one registry, leaving this process's registry alone. */
+export function jobsWith(jobs: readonly AnyJob[]): JobRegistry {
+  return createJobRegistry([...builtIn, ...jobs.filter((job) => !builtIn.includes(job))]);
+}
+
 /**
  * Registers an application's jobs beside the built-in ones, for everything this process does
- * afterwards (its worker, its source checks, its CLI commands). Checked at once: a job type
- * taken twice throws a `UserFacingError`.
+ * afterwards (its worker, its source checks, its CLI commands). A job registered already (the
+ * same definition) is not added again; another job of a type taken throws a `UserFacingError`.
  */
 export function addJobs(jobs: readonly AnyJob[]): JobRegistry {
-  const next = [...added, ...jobs];
+  const next = [...added, ...jobs.filter((job) => !added.includes(job) && !builtIn.includes(job))];
   const built = createJobRegistry([...builtIn, ...next]);
   added = next;
   registry = built;

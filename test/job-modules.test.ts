@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { jobs as builtIn } from '../jobs/index.ts';
-import { defaultJobs, loadJobModules } from '../jobs/registry.ts';
+import { addJobs, defaultJobs, loadJobModules } from '../jobs/registry.ts';
 import { isUserFacingError } from '../runtime/errors.ts';
 
 /** A module's text exporting jobs of `types` under `name` (`jobs` or `default`). */
@@ -44,6 +44,13 @@ void describe('job modules (DURABLE_FETCH_JOBS)', () => {
     const expected = [...builtIn.map((j) => j.type), 'shipments', 'invoices', 'returns'];
     assert.deepEqual(defaultJobs().types, expected.sort());
     assert.equal(defaultJobs().get('shipments').description, 'app job');
+  });
+
+  it('job modules: a module loaded again, or a job registered again, adds nothing and is no clash', async () => {
+    const before = defaultJobs().types;
+    await loadJobModules('shipments.mjs', dir);
+    addJobs([defaultJobs().get('shipments')]);
+    assert.deepEqual(defaultJobs().types, before);
   });
 
   it('job modules: a module that exports no job, or cannot be loaded, is refused in one line', async () => {

@@ -21,7 +21,7 @@ import { pino } from 'pino';
 import type { AnyJob } from '../activities/job-api/index.ts';
 import { createActivityDeps } from '../activities/create-deps.ts';
 import { createPrisma, type PrismaClient } from '../db/client.ts';
-import { addJobs } from '../jobs/registry.ts';
+import { jobsWith } from '../jobs/registry.ts';
 import { applyMigrations, dropDatabase, ensureDatabase, withDatabaseName } from '../prisma/migrator.ts';
 import { loadConfig } from '../runtime/config.ts';
 import { UserFacingError } from '../runtime/errors.ts';
@@ -110,7 +110,8 @@ export async function jobTestKit(options: JobTestKitOptions): Promise<JobKit> {
       'INVALID_INPUT',
     );
   }
-  const jobs = addJobs(options.jobs);
+  // This kit's registry only: a second kit in the same process, with other jobs, is unaffected.
+  const jobs = jobsWith(options.jobs);
   if (!runtimeInstalled) {
     runtimeInstalled = true;
     // Warnings only; must happen before the first native connection of the process.
