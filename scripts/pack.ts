@@ -2,7 +2,7 @@
  * `npm run pack`: the installable package, as a tarball `npm install` takes (nothing is published).
  *
  * It compiles the shipped code with tsc (JavaScript and .d.ts; relative `.ts` imports rewritten to
- * `.js`) into `.pack/package/dist/`, copies what that code reads at run time (the engine's
+ * `.js`) into a temporary stage's `package/dist/`, copies what that code reads at run time (the engine's
  * migrations and the drift check's SQL), writes the package's own package.json — its entry points
  * (`durable-fetch`: the client; `/job`: the job API; `/worker`: the processes; `/testing`: the job
  * test kit), the `durable-fetch` bin, and exactly the dependencies the compiled code imports, at
@@ -12,7 +12,8 @@
  *   npm run pack [-- --out <dir>]    → <dir>/durable-fetch-<version>.tgz (default: .pack/)
  */
 import { execFile } from 'node:child_process';
-import { chmod, cp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
@@ -52,23 +53,26 @@ interface Manifest {
   devDependencies: Record<string, string>;
 }
 
-async function compile(dist: string): Promise<void> {
+/** Compiles the entries into `dist`, with a tsconfig of its own in `stage` (absolute paths). */
+async function compile(stage: string, dist: string): Promise<void> {
   const tsconfig = {
-    extends: '../tsconfig.json',
+    extends: path.join(ROOT, 'tsconfig.json'),
     compilerOptions: {
       noEmit: false,
-      outDir: path.relative(STAGE, dist),
-      rootDir: '..',
+      outDir: dist,
+      rootDir: ROOT,
+      // Type libraries are looked up from the tsconfig's folder, which is outside the checkout.
+      typeRoots: [path.join(ROOT, 'node_modules', '@types')],
       declaration: true,
       rewriteRelativeImportExtensions: true,
       allowJs: false,
       checkJs: false,
       sourceMap: false,
     },
-    files: [...Object.values(ENTRIES), ...OTHER_ROOTS].map((f) => `../${f}.ts`),
+    files: [...Object.values(ENTRIES), ...OTHER_ROOTS].map((f) => path.join(ROOT, `${f}.ts`)),
     include: [],
   };
-  const config = path.join(STAGE, 'tsconfig.json');
+  const config = path.join(stage, 'tsconfig.json');
   await writeFile(config, JSON.stringify(tsconfig, null, 2));
   const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
   await run(process.execPath, [tsc, '-p', config], { cwd: ROOT }).catch((err: { stdout?: string }) => {
@@ -144,17 +148,31 @@ function manifest(root: Manifest, used: Set<string>): Record<string, unknown> {
 
 /** Builds the tarball into `outDir`; returns its path. */
 export async function pack(outDir = STAGE, log: (line: string) => void = () => {}): Promise<string> {
-  const pkgDir = path.join(STAGE, 'package');
+  // A stage of its own per call: two packs at once (a test run and a developer) never share files.
+  const stage = await mkdtemp(path.join(tmpdir(), 'durable-fetch-pack-'));
+  try {
+    return await packIn(stage, outDir, log);
+  } finally {
+    await rm(stage, { recursive: true, force: true });
+  }
+}
+
+async function packIn(stage: string, outDir: string, log: (line: string) => void): Promise<string> {
+  const pkgDir = path.join(stage, 'package');
   const dist = path.join(pkgDir, 'dist');
-  await rm(pkgDir, { recursive: true, force: true });
   await mkdir(dist, { recursive: true });
   log('compiling (tsc) …');
-  await compile(dist);
+  await compile(stage, dist);
   for (const asset of ASSETS) await cp(path.join(ROOT, asset), path.join(dist, asset), { recursive: true });
   await mkdir(path.join(dist, 'bin'), { recursive: true });
   await writeFile(path.join(dist, 'bin', 'durable-fetch.js'), BIN);
   await chmod(path.join(dist, 'bin', 'durable-fetch.js'), 0o755);
   const root = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as Manifest;
+  // tsc emitted the checkout's package.json (the CLI imports it for --version): it would be the
+  // package scope of everything under dist/, development scripts and exports included. Only what
+  // the code reads stays.
+  const scope = { name: root.name, version: root.version, type: 'module' };
+  await writeFile(path.join(dist, 'package.json'), `${JSON.stringify(scope, null, 2)}\n`);
   const pkg = manifest(root, await importedPackages(dist));
   await writeFile(path.join(pkgDir, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
   await cp(path.join(ROOT, 'README.md'), path.join(pkgDir, 'README.md'));
