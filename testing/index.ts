@@ -120,8 +120,9 @@ export async function jobTestKit(options: JobTestKitOptions): Promise<JobKit> {
   const databaseUrl = withDatabaseName(baseUrl, `df_kit_${randomUUID().replaceAll('-', '').slice(0, 16)}`);
   await ensureDatabase(databaseUrl);
   const cleanups: (() => Promise<unknown>)[] = [() => dropDatabase(databaseUrl)];
+  // Last in, first out; once (a second close finds nothing left to do).
   const close = async () => {
-    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
   };
   try {
     await applyMigrations(databaseUrl);
@@ -150,15 +151,16 @@ export async function jobTestKit(options: JobTestKitOptions): Promise<JobKit> {
     const taskQueue = `kit-${randomUUID()}`;
     const config = loadConfig({ ...process.env, DATABASE_URL: databaseUrl });
     const secrets = options.secrets ?? {};
-    const deps = {
-      ...createActivityDeps(config, prisma, pino({ level: 'silent' }), undefined, jobs),
-      secret: (ref: string) => secrets[ref],
-      taskQueue,
-    };
+    const base = createActivityDeps(config, prisma, pino({ level: 'silent' }), undefined, jobs);
+    // The kit's secrets first, then the environment's DF_SECRET_* variables, as a worker reads them.
+    const deps = { ...base, secret: (ref: string) => secrets[ref] ?? base.secret(ref), taskQueue };
     const native = await NativeConnection.connect({ address });
     cleanups.push(() => native.close());
     const worker = await buildWorker({ connection: native, namespace, taskQueue, deps });
-    const running = worker.run();
+    let workerFailure: unknown;
+    const running = worker.run().catch((err: unknown) => {
+      workerFailure = err;
+    });
     cleanups.push(async () => {
       worker.shutdown();
       await running;
@@ -176,6 +178,7 @@ export async function jobTestKit(options: JobTestKitOptions): Promise<JobKit> {
         await addSource({ ...context, jobs }, source, { actor: 'test', reason: 'job test kit' });
       },
       async run(sourceId, date) {
+        if (workerFailure) throw new Error('jobTestKit: the worker stopped', { cause: workerFailure });
         const started = await startFetch(context, { sourceId, date, requestedBy: 'test' });
         let result: unknown;
         let errorType: string | undefined;
