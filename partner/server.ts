@@ -19,6 +19,10 @@ import { HttpError, sendError, sendJson } from './http-io.ts';
 import { handleJournal, isJournalPath, type JournalContext } from './journal-route.ts';
 import { JournalStore } from './journal.ts';
 import { Ledger } from './ledger.ts';
+import { OAUTH_ADMIN_PREFIX, handleOAuthAdmin } from './oauth/admin.ts';
+import { handleOAuthApi, OAUTH_API_PREFIX } from './oauth/api-route.ts';
+import { createOAuth, type OAuthOptions, type PartnerOAuth } from './oauth/index.ts';
+import { handleToken, OAUTH_TOKEN_PATH } from './oauth/token-route.ts';
 import { handleRates, RATES_PATH, type RatesContext } from './rates-route.ts';
 import { DEFAULT_RATE_PAIRS } from './rates.ts';
 import { handleRecords, type RecordsContext } from './records-route.ts';
@@ -69,6 +73,12 @@ export interface PartnerOptions {
   apiRecordCount?: (api: ApiName, scope: string) => number;
   /** Secrets of the imitated APIs other than their defaults (`DEFAULT_API_TOKENS`). */
   apiTokens?: Partial<Record<ApiName, string>>;
+  /**
+   * The demo OAuth2 authorization server (`POST /oauth/token`, the protected `/oauth-api/items`):
+   * its clients, access-token lifetime, token endpoint delay and default reuse interval (see
+   * `OAuthOptions`; default: client `demo-oauth-client`, 60 s tokens, no delay, no reuse interval).
+   */
+  oauth?: OAuthOptions;
 }
 
 export interface PartnerServer {
@@ -97,6 +107,11 @@ export interface PartnerServer {
    * they answered and their switchable habits (same instance as `/_admin/apis…`).
    */
   apis: PartnerApis;
+  /**
+   * The demo OAuth2 authorization server: its clients and token families, its request ledger,
+   * faults and settings (same instance as `/_admin/oauth…`).
+   */
+  oauth: PartnerOAuth;
   /** Stops accepting, ends keep-alive sockets and pending delayed responses; resolves when closed. */
   close(): Promise<void>;
 }
@@ -107,7 +122,7 @@ type PartnerContext = RecordsContext &
   SubmissionsContext &
   RatesContext &
   JournalContext &
-  CatalogContext & { apis: PartnerApis };
+  CatalogContext & { apis: PartnerApis; oauth: PartnerOAuth };
 
 /** The catalog's token when the options name none. */
 const DEFAULT_CATALOG_TOKEN = 'demo-catalog-token';
@@ -134,7 +149,13 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: PartnerCont
   if (url.pathname === APIS_ADMIN_PREFIX || url.pathname.startsWith(`${APIS_ADMIN_PREFIX}/`)) {
     return handleApisAdmin(req, res, url, ctx.apis);
   }
+  if (url.pathname === OAUTH_ADMIN_PREFIX || url.pathname.startsWith(`${OAUTH_ADMIN_PREFIX}/`)) {
+    return handleOAuthAdmin(req, res, url, ctx.oauth);
+  }
   if (url.pathname.startsWith('/_admin/')) return handleAdmin(req, res, url, ctx);
+  // The authorization server answers in OAuth's words and keeps its own request ledger too.
+  if (url.pathname === OAUTH_TOKEN_PATH) return handleToken(req, res, url, ctx);
+  if (url.pathname.startsWith(OAUTH_API_PREFIX)) return handleOAuthApi(req, res, url, ctx.oauth, ctx.ledger);
   // The imitated APIs answer in their own words and keep their own request log.
   if (isApiPath(url.pathname)) return handleApi(req, res, url, ctx.apis, ctx.ledger);
   const key = req.headers['idempotency-key'];
@@ -199,7 +220,8 @@ function listen(server: Server, port: number, host: string): Promise<number> {
  * deterministic exchange rates as a Stripe-style list (`GET /rates`, see `handleRates`), a
  * non-idempotent journal API (`/journal-entries`, see `handleJournal`), a catalog served in
  * every common pagination style and auth kind (`/catalog/:auth/…`, see `handleCatalog`), imitations
- * of twelve widely used list APIs (`/apis/<name>/…`, see partner/apis/), a ledger
+ * of twelve widely used list APIs (`/apis/<name>/…`, see partner/apis/), an OAuth2 authorization
+ * server with a protected API (`/oauth/token`, `/oauth-api/items`, see partner/oauth/), a ledger
  * counting every request served and fault injection. Resolves once listening; rejects on
  * invalid options or a bind error (e.g. EADDRINUSE). Side effects: binds a port; with `ledgerFile`, appends to that file.
  */
@@ -220,6 +242,7 @@ export async function startPartner(options: PartnerOptions = {}): Promise<Partne
       ...(options.apiRecordCount ? { recordCount: options.apiRecordCount } : {}),
       ...(options.apiTokens ? { tokens: options.apiTokens } : {}),
     }),
+    oauth: createOAuth(options.oauth),
     ratePairCount: options.ratePairCount ?? (() => DEFAULT_RATE_PAIRS),
     ratesToken: options.ratesToken,
     catalogToken: options.catalogToken ?? DEFAULT_CATALOG_TOKEN,
@@ -258,6 +281,7 @@ export async function startPartner(options: PartnerOptions = {}): Promise<Partne
     submissions: ctx.submissions,
     journal: ctx.journal,
     apis: ctx.apis,
+    oauth: ctx.oauth,
     close: () => {
       // Order matters: cancel delayed responses first so none fires into a closing server, then
       // stop accepting, then drop every socket (idle keep-alive ones would otherwise hold close()).
