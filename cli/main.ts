@@ -9,6 +9,7 @@ import type { CliContext } from './context.ts';
 import { registerBreakers } from './commands/breakers.ts';
 import { registerCleanup } from './commands/cleanup.ts';
 import { registerCompensations } from './commands/compensations.ts';
+import { registerCredentials } from './commands/credentials.ts';
 import { registerDlq } from './commands/dlq/index.ts';
 import { registerMigrate } from './commands/migrate.ts';
 import { registerOutbox } from './commands/outbox.ts';
@@ -38,6 +39,7 @@ export function buildProgram(ctx: () => CliContext): Command {
   registerPublisher(program, ctx);
   registerOutbox(program, ctx);
   registerCompensations(program, ctx);
+  registerCredentials(program, ctx);
   registerDlq(program, ctx);
   registerReconcile(program, ctx);
   registerStatus(program, ctx);

@@ -23,6 +23,11 @@ export const DOWNSTREAM_CRASH_POINTS = [
 ] as const;
 
 /** Crash points of the outbox publisher. */
+export const CREDENTIAL_CRASH_POINTS = [
+  /** A token endpoint answered (a refresh token may have rotated); the answer is not saved yet. */
+  'credential-after-token-response',
+] as const;
+
 export const PUBLISHER_CRASH_POINTS = [
   /** A sink acknowledged an event; the publisher has not marked it published. */
   'publisher-after-ack',
@@ -31,6 +36,7 @@ export const PUBLISHER_CRASH_POINTS = [
 export const CRASH_POINTS = [
   ...WORKER_CRASH_POINTS,
   ...DOWNSTREAM_CRASH_POINTS,
+  ...CREDENTIAL_CRASH_POINTS,
   ...PUBLISHER_CRASH_POINTS,
 ] as const;
 

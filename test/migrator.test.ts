@@ -13,6 +13,7 @@ const EXPECTED_TABLES = [
   '_prisma_migrations',
   'audit_entry',
   'breaker',
+  'credential',
   'dead_letter',
   'downstream',
   'downstream_action',
