@@ -7,6 +7,8 @@ import type { Logger } from '../runtime/logger.ts';
 import { defaultJobs } from '../jobs/registry.ts';
 import { createMetrics, type Metrics } from '../runtime/metrics/metrics.ts';
 import { cachedDownstreams } from '../db/ledger/downstreams.ts';
+import { parseMasterKey } from '../runtime/credential-cipher.ts';
+import { createTokenProvider } from './credentials/token-provider.ts';
 
 // The shape of credentials references lives in runtime/ (jobs check it too); re-exported here.
 export { isSecretRef, SECRET_REF_PREFIX, SECRET_REF_RE } from '../runtime/secret-refs.ts';
@@ -23,6 +25,10 @@ export function createActivityDeps(
   metrics: Metrics = createMetrics(),
   jobs: JobRegistry = defaultJobs(),
 ): ActivityDeps {
+  const secret = (ref: string) => (isSecretRef(ref) ? process.env[ref] : undefined);
+  // OAuth2 tokens need the credentials key; a bad one stops the process here, at start.
+  const keyText = process.env.DF_SECRET_CREDENTIALS_KEY;
+  const tokens = keyText ? createTokenProvider({ prisma, key: parseMasterKey(keyText), secret }) : undefined;
   return {
     metrics,
     prisma,
@@ -30,7 +36,8 @@ export function createActivityDeps(
     http: createHttpClient(config.http),
     log,
     now: () => new Date(),
-    secret: (ref) => (isSecretRef(ref) ? process.env[ref] : undefined),
+    secret,
+    ...(tokens ? { tokens } : {}),
     leaseTtlMs: config.runs.leaseTtlMs,
     idempotencyRetentionMs: config.runs.idempotencyRetentionMs,
     downstreams: cachedDownstreams(prisma),

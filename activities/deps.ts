@@ -5,6 +5,7 @@ import type { DownstreamSettings } from '../db/ledger/downstreams.ts';
 import type { CrashPoint } from '../runtime/crash-points.ts';
 import type { HttpClient } from './http.ts';
 import type { JobRegistry } from './job-api/registry.ts';
+import type { TokenProvider } from './credentials/token-provider.ts';
 
 /** What activities need from the outside world, injected so tests can pass real or fake parts. */
 export interface ActivityDeps {
@@ -17,6 +18,8 @@ export interface ActivityDeps {
   now: () => Date;
   /** Resolves a source's credentials reference (an env var name) to the secret at run time (R2). */
   secret: (ref: string) => string | undefined;
+  /** OAuth2 access tokens (docs/credentials.md); absent without a credentials key. */
+  tokens?: TokenProvider;
   /** How long a claim stays valid without progress; every stored page renews it (R1). */
   leaseTtlMs: number;
   /** How long idempotency records are kept (the dedupe window of a step). */

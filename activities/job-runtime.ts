@@ -48,15 +48,26 @@ export function jobOf(
 
 /** Partner access for one call: the source's token resolved now (R2), the activity's signal. */
 export function partnerAccess(
-  deps: Pick<ActivityDeps, 'http' | 'secret' | 'log'>,
+  deps: Pick<ActivityDeps, 'http' | 'secret' | 'log' | 'tokens'>,
   source: Source,
   signal: AbortSignal,
 ): PartnerAccess {
+  const { tokens } = deps;
   return {
     http: deps.http,
     signal,
     token: bearerToken(source, deps.secret),
     secret: deps.secret,
+    oauthToken: (id, request) =>
+      tokens
+        ? tokens.accessToken(id, request)
+        : Promise.reject(
+            failure(
+              'PermissionDenied',
+              'CREDENTIALS_KEY_MISSING',
+              `source '${source.id}' uses OAuth2 credential ${id}, and this process has no credentials key (DF_SECRET_CREDENTIALS_KEY)`,
+            ),
+          ),
     log: deps.log,
   };
 }

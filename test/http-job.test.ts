@@ -36,6 +36,7 @@ function ctxFor(
     pagesFetched: 0,
     token: 'source-token',
     secret: (ref) => (ref === 'DF_SECRET_OTHER' ? 'other-secret' : undefined),
+    oauthToken: () => Promise.reject(new Error('no OAuth2 credential in this test')),
     signal: AbortSignal.timeout(1000),
     http: undefined as never,
     log: undefined as never,

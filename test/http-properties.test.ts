@@ -278,6 +278,7 @@ async function run(p: Partner): Promise<Outcome> {
         pagesFetched: pages,
         token: 'tok',
         secret: () => undefined,
+        oauthToken: () => Promise.reject(new Error('no OAuth2 credential in this test')),
         signal: AbortSignal.timeout(5000),
         http,
         log: undefined as never,

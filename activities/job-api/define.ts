@@ -39,6 +39,12 @@ export interface PartnerAccess {
   token: string | undefined;
   /** Resolves another `DF_SECRET_*` reference named in the job's config, at call time. */
   secret: (ref: string) => string | undefined;
+  /**
+   * A valid access token of OAuth2 credential `id` (docs/credentials.md): shared by every worker,
+   * refreshed once per expiry. Pass the token a partner just refused with 401 as `rejected` to get
+   * a new one (one refresh however many callers ask). Never store, log or return it.
+   */
+  oauthToken: (id: string, request?: { rejected?: string }) => Promise<string>;
   log: Logger;
 }
 

@@ -6,8 +6,13 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { classify } from '../../activities/errors.ts';
 import type { AnyJob, DownstreamContext, DownstreamEffect } from '../../activities/job-api/define.ts';
-import { checkedPage, idOf, jobOf, MAX_RECORDS_PER_RESPONSE } from '../../activities/job-runtime.ts';
-import { bearerToken } from '../../activities/sources.ts';
+import {
+  checkedPage,
+  idOf,
+  jobOf,
+  MAX_RECORDS_PER_RESPONSE,
+  partnerAccess,
+} from '../../activities/job-runtime.ts';
 import type { Source } from '../../prisma/generated/client.ts';
 import { errorMessage } from '../../runtime/errors.ts';
 import { defaultJobs } from '../../jobs/registry.ts';
@@ -53,11 +58,11 @@ export class PartnerReader {
     return {
       job,
       source: view,
-      http: this.ctx.http,
-      signal: this.signal(),
-      token: bearerToken(this.source, this.ctx.secret),
-      secret: this.ctx.secret,
-      log: QUIET,
+      ...partnerAccess(
+        { http: this.ctx.http, secret: this.ctx.secret, log: QUIET },
+        this.source,
+        this.signal(),
+      ),
     };
   }
 

@@ -67,6 +67,11 @@ const authSchema = z
       secret: secretRef.optional(),
     }),
     z.strictObject({
+      /** A bearer access token of an OAuth2 credential (`durable-fetch credentials set`). */
+      type: z.literal('oauth2'),
+      credential: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'expected a credential id'),
+    }),
+    z.strictObject({
       type: z.literal('basic'),
       /** Not a secret (it is sent in the clear of the header's base64). */
       username: z

@@ -171,16 +171,28 @@ async function fetchHttpPage(ctx: FetchContext<HttpJobConfig>): Promise<FetchedP
     );
   }
   const here = decodePosition(ctx.cursor, what);
-  const request = buildRequest(ctx, here);
-  const res = await ctx.http.readResponse(request.url, {
-    method: request.method,
-    ...(request.body === undefined ? {} : { body: request.body }),
-    headers: request.headers,
-    signal: ctx.signal,
-    what,
-    maxResponseBytes: config.limits.maxResponseBytes,
-    redirects: { ...config.redirects, credential: request.credential },
-  });
+  const { auth } = config;
+  const credential = auth.type === 'oauth2' ? auth.credential : undefined;
+  let token = credential === undefined ? undefined : await ctx.oauthToken(credential);
+  const send = (request: ReturnType<typeof buildRequest>) =>
+    ctx.http.readResponse(request.url, {
+      method: request.method,
+      ...(request.body === undefined ? {} : { body: request.body }),
+      headers: request.headers,
+      signal: ctx.signal,
+      what,
+      maxResponseBytes: config.limits.maxResponseBytes,
+      redirects: { ...config.redirects, credential: request.credential },
+    });
+  let request = buildRequest(ctx, here, token);
+  let res = await send(request);
+  if (res.status === 401 && credential !== undefined && token !== undefined) {
+    // The partner refused a token that has not expired (revoked, rotated elsewhere): one new
+    // token, shared with every caller that saw the same refusal, and one more try.
+    token = await ctx.oauthToken(credential, { rejected: token });
+    request = buildRequest(ctx, here, token);
+    res = await send(request);
+  }
   const verdict = verdictOf(res, config, {
     what,
     // Every form the credential took in this request (a bearer token, a Basic pair's password, a

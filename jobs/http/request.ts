@@ -27,7 +27,7 @@ function withSlash(base: string): string {
 
 /** The secret of `auth`: its own reference, else the source's (already resolved as `ctx.token`). */
 function credential(
-  auth: Exclude<Auth, { type: 'none' }>,
+  auth: Exclude<Auth, { type: 'none' | 'oauth2' }>,
   ctx: FetchContext<HttpJobConfig>,
 ): string | undefined {
   if (auth.secret === undefined) return ctx.token;
@@ -41,8 +41,14 @@ function applyAuth(
   ctx: FetchContext<HttpJobConfig>,
   url: URL,
   headers: Record<string, string>,
+  oauthToken: string | undefined,
 ): void {
   if (auth.type === 'none') return;
+  if (auth.type === 'oauth2') {
+    // Without its token (a request built only for its URL) the header is all that is missing.
+    if (oauthToken !== undefined) headers.authorization = `Bearer ${oauthToken}`;
+    return;
+  }
   const secret = credential(auth, ctx);
   if (secret === undefined) {
     // Sending no credential where the config asks for one would only fail later, as a 401.
@@ -67,8 +73,15 @@ export function askFor(config: HttpJobConfig, limit: number): number {
   return Math.min(limit, p.limit ?? limit);
 }
 
-/** The request for `position` (see paging.ts). */
-export function buildRequest(ctx: FetchContext<HttpJobConfig>, position: Position): BuiltRequest {
+/**
+ * The request for `position` (see paging.ts); `oauthToken`: the access token of an `oauth2` auth
+ * (fetched by the caller: `ctx.oauthToken`).
+ */
+export function buildRequest(
+  ctx: FetchContext<HttpJobConfig>,
+  position: Position,
+  oauthToken?: string,
+): BuiltRequest {
   const { config } = ctx.source;
   const p = config.pagination;
   const asked = askFor(config, ctx.limit);
@@ -113,7 +126,7 @@ export function buildRequest(ctx: FetchContext<HttpJobConfig>, position: Positio
     headers[name.toLowerCase()] = render(template, values);
   }
   headers['idempotency-key'] = ctx.idempotencyKey;
-  applyAuth(config.auth, ctx, url, headers);
+  applyAuth(config.auth, ctx, url, headers, oauthToken);
   const method = config.request.method;
   const { auth } = config;
   return {

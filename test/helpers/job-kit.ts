@@ -26,8 +26,8 @@ export interface JobKitOptions {
   jobs?: readonly AnyJob[];
   /** `DF_SECRET_*` references and the secrets they resolve to, for this kit's worker only. */
   secrets?: Record<string, string>;
-  /** Anything else of the activities' dependencies (e.g. `partnerPageLimit`, `crashPoint`). */
-  deps?: Partial<ActivityDeps>;
+  /** Anything else of the activities' dependencies (e.g. `partnerPageLimit`, `crashPoint`), or what makes it from the kit's database. */
+  deps?: Partial<ActivityDeps> | ((prisma: PrismaClient) => Partial<ActivityDeps>);
 }
 
 export interface KitSource {
@@ -77,7 +77,7 @@ export async function jobTestKit(options: JobKitOptions = {}): Promise<JobKit> {
   const deps = testDeps(db.prisma, {
     ...(options.jobs ? { jobs: createJobRegistry(options.jobs) } : {}),
     secret: (ref) => secrets[ref],
-    ...options.deps,
+    ...(typeof options.deps === 'function' ? options.deps(db.prisma) : options.deps),
   });
   const worker = await testWorker(deps);
   const ctx = { temporal: client, prisma: db.prisma, taskQueue: worker.taskQueue };
