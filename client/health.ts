@@ -259,6 +259,7 @@ export function startSampler(options: {
     metrics.outboxOldestPendingAge.set(db.outboxOldestPendingAgeSeconds);
     metrics.deadLettersOpen.set(db.deadLettersOpen);
     metrics.compensationsNeedsManual.set(db.compensationsNeedsManual);
+    metrics.credentialsNeedingReauthorization.set(db.credentialsNeedingReauthorization);
     metrics.downstreamStraysUnsettled.set(db.straysUnsettled);
     metrics.orphanedActions.set((await readOrphanedActions(prisma, { limit: 1 })).count);
     // R8's breakers live in PostgreSQL: every worker reports the state they all share.

@@ -175,6 +175,12 @@ export async function readStatus(
       `${database.compensationsNeedsManual} compensations need a human (compensations list --state needs_manual)`,
     );
   }
+  if (database.credentialsNeedingReauthorization > 0) {
+    const n = database.credentialsNeedingReauthorization;
+    problems.push(
+      `${n} OAuth2 ${n === 1 ? 'credential needs' : 'credentials need'} reauthorization: the runs that use ${n === 1 ? 'it' : 'them'} fail (credentials list; credentials set)`,
+    );
+  }
   if (stuck.stuck.length > 0) {
     const n = stuck.stuck.length;
     problems.push(

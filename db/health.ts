@@ -1,6 +1,6 @@
 /**
  * Health statements (R10): the database's own health counts (outbox, dead letters,
- * compensations) and the `queue_sample` history the sampler keeps for `status`.
+ * compensations, credentials) and the `queue_sample` history the sampler keeps for `status`.
  */
 import type { PrismaClient } from '../prisma/generated/client.ts';
 
@@ -13,6 +13,8 @@ export interface DatabaseHealth {
   compensationsNeedsManual: number;
   /** Strays (effects at a partner the ledger did not expect) not yet voided or settled. */
   straysUnsettled: number;
+  /** OAuth2 credentials whose provider refused their refresh token: runs using them fail. */
+  credentialsNeedingReauthorization: number;
 }
 
 /** The database's health counts (one round trip). Read-only. */
@@ -26,6 +28,7 @@ export async function databaseHealth(prisma: Pick<PrismaClient, '$queryRaw'>): P
       letters: bigint;
       manual: bigint;
       strays: bigint;
+      reauth: bigint;
     }[]
   >`
     SELECT (SELECT count(*) FROM outbox_event WHERE status = 'pending') AS pending,
@@ -35,7 +38,8 @@ export async function databaseHealth(prisma: Pick<PrismaClient, '$queryRaw'>): P
            (SELECT count(*) FROM dead_letter WHERE status = 'open') AS letters,
            (SELECT count(*) FROM downstream_action WHERE state = 'needs_manual') AS manual,
            (SELECT count(*) FROM downstream_action
-             WHERE stray_of IS NOT NULL AND state NOT IN ('compensated', 'not_applied', 'resolved')) AS strays`;
+             WHERE stray_of IS NOT NULL AND state NOT IN ('compensated', 'not_applied', 'resolved')) AS strays,
+           (SELECT count(*) FROM credential WHERE status = 'needs_reauthorization') AS reauth`;
   return {
     outboxPending: Number(row?.pending ?? 0),
     outboxOldestPendingAgeSeconds: Math.max(0, row?.oldest ?? 0),
@@ -44,6 +48,7 @@ export async function databaseHealth(prisma: Pick<PrismaClient, '$queryRaw'>): P
     deadLettersOpen: Number(row?.letters ?? 0),
     compensationsNeedsManual: Number(row?.manual ?? 0),
     straysUnsettled: Number(row?.strays ?? 0),
+    credentialsNeedingReauthorization: Number(row?.reauth ?? 0),
   };
 }
 

@@ -173,6 +173,7 @@ void describe('alerts', () => {
         'DurableFetchDeadLetterRatio',
         'DurableFetchOutboxLag',
         'DurableFetchCompensationsNeedManual',
+        'DurableFetchCredentialNeedsReauthorization',
         'DurableFetchStrayEffects',
         'DurableFetchDownstreamFailing',
         'DurableFetchRunsStuck',

@@ -12,6 +12,7 @@ import { PROJECT_ROOT } from '../runtime/config.ts';
 import { openValue, parseMasterKey } from '../runtime/credential-cipher.ts';
 import { type CliResult, fieldsOf } from './helpers/cli.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
+import { temporalAddress } from './helpers/temporal.ts';
 
 const KEY_TEXT = randomBytes(32).toString('base64');
 const TOKEN = `rt-${randomBytes(12).toString('hex')}`;
@@ -144,6 +145,15 @@ void describe('credentials CLI', () => {
       },
     });
     assert.match((await cli(['credentials', 'list'], '')).stdout, /crm\s+needs_reauthorization/);
+    // status says so, as one of its problems.
+    const status = await cli(['status', '--json'], '', { TEMPORAL_ADDRESS: temporalAddress() });
+    const { problems } = JSON.parse(status.stdout) as { problems: string[] };
+    assert.ok(
+      problems.includes(
+        '1 OAuth2 credential needs reauthorization: the runs that use it fail (credentials list; credentials set)',
+      ),
+      status.stdout,
+    );
     const again = await cli(SET, 'rt-new', { DF_SECRET_CREDENTIALS_KEY: KEY_TEXT });
     assert.equal(again.code, 0, again.stderr);
     const row = await findCredential(db.prisma, 'crm');

@@ -98,6 +98,7 @@ function print(m: Impl, s: Status): void {
     `dead letters open${of}: ${lettersOpen}; compensations needing a human: ${d.compensationsNeedsManual}; strays not yet voided: ${d.straysUnsettled}`,
   );
   console.log(`downstream actions unsettled with no live run: ${s.orphans.count}`);
+  console.log(`OAuth2 credentials needing reauthorization: ${d.credentialsNeedingReauthorization}`);
   if (s.jobs.length > 0) {
     console.log('');
     console.log(

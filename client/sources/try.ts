@@ -18,11 +18,14 @@ import { createLogger } from '../../runtime/logger.ts';
 import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { errorMessage, UserFacingError } from '../../runtime/errors.ts';
 import { notFound, removedError } from './common.ts';
+import type { TokenProvider } from '../../activities/credentials/token-provider.ts';
 
 export interface TryDeps {
   prisma: PrismaClient;
   http: HttpClient;
   secret: (ref: string) => string | undefined;
+  /** OAuth2 access tokens, for a source whose auth is a credential (absent without the key). */
+  tokens?: TokenProvider;
   jobs: JobRegistry;
   /** Records asked per partner request at most (the worker's `partner.pageLimit`). */
   pageLimit: number;

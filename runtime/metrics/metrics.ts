@@ -126,6 +126,11 @@ export function createMetrics() {
       help: 'Downstream actions in needs_manual: compensation gave up, a human must settle them.',
       registers: r,
     }),
+    credentialsNeedingReauthorization: new Gauge({
+      name: 'durable_fetch_credentials_needing_reauthorization',
+      help: 'OAuth2 credentials whose provider refused their refresh token: runs using them fail until `credentials set`.',
+      registers: r,
+    }),
     downstreamStrays: new Counter({
       name: 'durable_fetch_downstream_strays_total',
       help: 'Effects found at a partner that the ledger did not expect (strays, voided by the compensation path), by source.',

@@ -48,7 +48,7 @@ export function registerSourcesTry(sources: Command, ctx: () => CliContext): voi
   sources
     .command('try')
     .description(
-      "fetch a source's first pages with its real config and print what a run would store (writes nothing)",
+      "fetch a source's first pages with its real config and print what a run would store (writes nothing but a refreshed OAuth2 token)",
     )
     .argument('<id>', 'source id')
     .requiredOption('--date <YYYY-MM-DD>', 'business date to fetch')
@@ -69,13 +69,22 @@ export function registerSourcesTry(sources: Command, ctx: () => CliContext): voi
       const c = ctx();
       const prisma = await c.prisma();
       const http = m.createHttpClient(c.config.http);
+      const secret = (ref: string) => (m.isSecretRef(ref) ? process.env[ref] : undefined);
+      // An OAuth2 source's token, as a worker gets it: refreshed and saved for every worker.
+      const keyText = process.env.DF_SECRET_CREDENTIALS_KEY;
+      const { createTokenProvider } = await import('../../../activities/credentials/token-provider.ts');
+      const { parseMasterKey } = await import('../../../runtime/credential-cipher.ts');
+      const tokens = keyText
+        ? createTokenProvider({ prisma, key: parseMasterKey(keyText), secret })
+        : undefined;
       let report: TryReport;
       try {
         report = await m.trySource(
           {
             prisma,
             http,
-            secret: (ref) => (m.isSecretRef(ref) ? process.env[ref] : undefined),
+            secret,
+            ...(tokens ? { tokens } : {}),
             jobs: defaultJobs(),
             pageLimit: c.config.partner.pageLimit,
             requestTimeoutMs: c.config.http.responseTimeoutMs + c.config.http.connectTimeoutMs,
