@@ -28,7 +28,14 @@ export function createActivityDeps(
   const secret = (ref: string) => (isSecretRef(ref) ? process.env[ref] : undefined);
   // OAuth2 tokens need the credentials key; a bad one stops the process here, at start.
   const keyText = process.env.DF_SECRET_CREDENTIALS_KEY;
-  const tokens = keyText ? createTokenProvider({ prisma, key: parseMasterKey(keyText), secret }) : undefined;
+  const tokens = keyText
+    ? createTokenProvider({
+        prisma,
+        key: parseMasterKey(keyText),
+        secret,
+        ...(config.crashPoint ? { crashPoint: config.crashPoint } : {}),
+      })
+    : undefined;
   return {
     metrics,
     prisma,

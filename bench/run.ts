@@ -19,6 +19,7 @@ import { PROJECT_ROOT } from '../runtime/config.ts';
 import { benchBreaker } from './breaker.ts';
 import { benchCapacity } from './capacity.ts';
 import { benchCli } from './cli.ts';
+import { benchCredentials } from './credentials.ts';
 import { benchFetch } from './fetch.ts';
 import { benchLimits } from './limits.ts';
 import { benchOutbox } from './outbox.ts';
@@ -34,6 +35,7 @@ const SECTIONS: Record<string, (opts: BenchOptions) => Promise<BenchSection>> = 
   store: benchStore,
   outbox: benchOutbox,
   breaker: benchBreaker,
+  credentials: benchCredentials,
   overhead: benchOverhead,
   scale: benchScale,
   fetch: benchFetch,

@@ -52,3 +52,10 @@ export const RUN_ENDED = 'RUN_ENDED';
  * up the downstream actions the database no longer knows of before acting (db/ledger/intent.ts).
  */
 export const COMPLETED_UNRECORDED = 'WORKFLOW_COMPLETED_UNRECORDED';
+
+/**
+ * The code of the `PermissionDenied` every caller of an OAuth2 credential gets while its provider
+ * has refused the refresh token for good (activities/credentials/token-provider.ts). A run waits
+ * for an operator's `credentials set` instead of failing (workflows/database-outage.ts).
+ */
+export const NEEDS_REAUTHORIZATION = 'CREDENTIAL_NEEDS_REAUTHORIZATION';

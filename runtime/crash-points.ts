@@ -22,12 +22,13 @@ export const DOWNSTREAM_CRASH_POINTS = [
   'after-submit',
 ] as const;
 
-/** Crash points of the outbox publisher. */
+/** Crash points of a worker's OAuth2 token refresh (activities/credentials/token-provider.ts). */
 export const CREDENTIAL_CRASH_POINTS = [
   /** A token endpoint answered (a refresh token may have rotated); the answer is not saved yet. */
   'credential-after-token-response',
 ] as const;
 
+/** Crash points of the outbox publisher. */
 export const PUBLISHER_CRASH_POINTS = [
   /** A sink acknowledged an event; the publisher has not marked it published. */
   'publisher-after-ack',

@@ -3,12 +3,14 @@
  * scenario takes and returns, the recording's business date and wait budget, and the steps the
  * scenarios share (create a source, run a fetch to its end, wait for the partner's faults).
  */
+import { randomBytes } from 'node:crypto';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { type DurableFetchContext, startFetch } from '../client/start-fetch.ts';
 import type { PartnerServer } from '../partner/server.ts';
 import type { Prisma } from '../prisma/generated/client.ts';
 import { createSource } from '../test/helpers/deps.ts';
 import { PLANTED_SECRET_REF } from '../test/helpers/history-fixtures.ts';
+import { parseMasterKey } from '../runtime/credential-cipher.ts';
 
 /** One workflow execution to record (continued executions are followed from it). */
 export interface Execution {
@@ -35,6 +37,9 @@ export interface Scenario {
 export const DATE = '2026-06-01';
 /** How long a scenario waits for one thing it expects (a held request, a status) before failing. */
 export const WAIT_MS = 60_000;
+
+/** The recording's credentials key: its worker's token provider opens what scenarios seal with it. */
+export const HISTORY_CREDENTIALS_KEY = parseMasterKey(randomBytes(32).toString('base64'));
 
 /** Creates source `id`, served by the demo partner: pages of 10, the planted credential by reference. */
 export async function source(

@@ -21,6 +21,7 @@ import {
   retries,
   submit,
 } from './history-scenarios-fetch.ts';
+import { reauthorization } from './history-scenarios-credentials.ts';
 import { isolated } from './history-scenarios-downstream.ts';
 import { genericNames } from './history-scenarios-generic.ts';
 import {
@@ -78,4 +79,5 @@ export const SCENARIOS: readonly Scenario[] = [
   localFetchTimer,
   localDatabaseOutage,
   genericNames,
+  reauthorization,
 ];

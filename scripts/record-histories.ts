@@ -31,6 +31,8 @@ import {
 import { startTestServices, type TestServices } from '../test/helpers/services.ts';
 import { testClient, testWorker } from '../test/helpers/temporal.ts';
 import { SECRET_REF_PREFIX } from '../activities/create-deps.ts';
+import { createTokenProvider } from '../activities/credentials/token-provider.ts';
+import { HISTORY_CREDENTIALS_KEY } from './history-scenario-steps.ts';
 import { DEFAULT_RECORDS, type Execution, RECORDS, SCENARIOS } from './history-scenarios.ts';
 
 const say = (line: string) => console.error(`[record-histories] ${line}`);
@@ -120,7 +122,9 @@ async function main(options: Options): Promise<number> {
     stops.push(() => client.connection.close());
     const secret = (ref: string) => (ref === PLANTED_SECRET_REF ? PLANTED_SECRET : process.env[ref]);
     // Polling the downstreams' queues too: a scenario's isolated downstream fetches there.
-    const worker = await testWorker(testDeps(db.prisma, { secret }), { downstreams: true });
+    // OAuth2 tokens too: a scenario's source uses a credential sealed with the recording's key.
+    const tokens = createTokenProvider({ prisma: db.prisma, key: HISTORY_CREDENTIALS_KEY, secret });
+    const worker = await testWorker(testDeps(db.prisma, { secret, tokens }), { downstreams: true });
     const ctx = { temporal: client, prisma: db.prisma, taskQueue: worker.taskQueue };
 
     const recorded = new Map<string, string>();

@@ -182,6 +182,36 @@ void describe('OAuth2 credentials (issue 38)', () => {
     assert.equal((await findCredential(db.prisma, 'crm-killed'))?.refreshIntent, null);
   });
 
+  it('a client secret missing from the environment: one clear refusal naming the reference, no intent left open, no call', async () => {
+    const { family } = await newCredential('crm-no-secret', 'strict');
+    await db.prisma.credential.update({
+      where: { id: 'crm-no-secret' },
+      data: { clientSecretRef: 'DF_SECRET_OAUTH_ABSENT' },
+    });
+    const err = await provider(db.prisma)
+      .accessToken('crm-no-secret')
+      .then(
+        () => assert.fail('no token without the client secret'),
+        (e: unknown) => e,
+      );
+    assert.equal(codeOf(err), 'CREDENTIALS_MISSING');
+    assert.ok(err instanceof ApplicationFailure);
+    assert.equal(err.type, 'PermissionDenied');
+    assert.match(err.message, /DF_SECRET_OAUTH_ABSENT/);
+    assert.ok(!err.message.includes(SECRET), 'names the reference, never a value');
+    const row = await findCredential(db.prisma, 'crm-no-secret');
+    assert.equal(row?.refreshIntent, null, 'no refresh intent left open');
+    assert.equal(row?.refreshes, 0, 'no refresh counted');
+    assert.deepEqual(outcomes(family), [], 'the token endpoint was not called');
+    // Once the secret is there, the next caller refreshes at once: nothing to wait out.
+    const present = provider(db.prisma, {
+      secret: (ref) => (ref === 'DF_SECRET_OAUTH_ABSENT' ? SECRET : undefined),
+      intentTimeoutMs: 60_000,
+    });
+    assert.ok(await present.accessToken('crm-no-secret'));
+    assert.deepEqual(outcomes(family), ['issued']);
+  });
+
   it('tokens are sealed at rest: the row holds neither in clear, and another key cannot open them', async () => {
     const { refreshToken } = await newCredential('crm-sealed', 'strict');
     const access = await provider(db.prisma).accessToken('crm-sealed');

@@ -3,14 +3,12 @@
 // missing credentials key or a bad value is one clear refusal that writes nothing; setting a
 // credential that needed reauthorization makes it active again.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { findCredential } from '../db/credentials/credentials.ts';
-import { PROJECT_ROOT } from '../runtime/config.ts';
 import { openValue, parseMasterKey } from '../runtime/credential-cipher.ts';
 import { type CliResult, fieldsOf } from './helpers/cli.ts';
+import { credentialsCli } from './helpers/credentials-cli.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { temporalAddress } from './helpers/temporal.ts';
 
@@ -20,26 +18,8 @@ const TOKEN = `rt-${randomBytes(12).toString('hex')}`;
 let db: TestDatabase;
 
 /** `durable-fetch <args>` with `stdin` written to it, like `… < file`. */
-function cli(args: string[], stdin: string, env: Record<string, string> = {}): Promise<CliResult> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [path.join(PROJECT_ROOT, 'bin', 'durable-fetch.js'), ...args], {
-      cwd: PROJECT_ROOT,
-      env: {
-        PATH: process.env.PATH,
-        HOME: process.env.HOME,
-        DATABASE_URL: db.url,
-        LOG_LEVEL: 'warn',
-        ...env,
-      },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(stdin);
-  });
-}
+const cli = (args: string[], stdin: string, env: Record<string, string> = {}): Promise<CliResult> =>
+  credentialsCli(db.url, args, stdin, env);
 
 const SET = [
   'credentials',

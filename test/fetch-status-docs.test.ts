@@ -1,6 +1,6 @@
 // FetchStatus, the search attribute operators filter runs on in the Web UI (issue 37): every value
 // the workflows write is listed in docs/runs.md, exactly those, and a run's values are its row's
-// own words (`fetch_run.status`) but for the two the row has no word for.
+// own words (`fetch_run.status`) but for the ones the row has no word for.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -21,10 +21,16 @@ test('fetch-status: docs/runs.md lists every FetchStatus value the workflows wri
   assert.deepEqual(await documented(), [...FETCH_STATUSES]);
 });
 
-test("fetch-status: the values are the run row's words, but for paused, duplicate and the compensation's", () => {
+test("fetch-status: the values are the run row's words, but for paused, awaiting_reauthorization, duplicate and the compensation's", () => {
   const rowWords = new Set<string>(Object.values(RunStatus));
   const notRowWords = FETCH_STATUSES.filter((s) => !rowWords.has(s));
-  assert.deepEqual(notRowWords, ['paused', 'duplicate', 'compensating', 'needs_manual']);
+  assert.deepEqual(notRowWords, [
+    'paused',
+    'awaiting_reauthorization',
+    'duplicate',
+    'compensating',
+    'needs_manual',
+  ]);
   // The one that differed: a run that failed for good is `dead_lettered`, as its row.
   assert.ok((FETCH_STATUSES as readonly string[]).includes('dead_lettered'));
   assert.ok(!(FETCH_STATUSES as readonly string[]).includes('failed'));

@@ -187,18 +187,21 @@ async function fetchAndStore(
     if (pagesThisExecution >= pagesPerExecution || workflowInfo().continueAsNewSuggested) {
       return continueAsNew<typeof fetchRunWorkflow>({ ...input, resume: state });
     }
-    const page = await outlastingOutages('fetchPage', (rerun) =>
-      partner.fetchPage({
-        ...jobOf(state),
-        fetchRunId: state.fetchRunId,
-        leaseToken: state.leaseToken,
-        sourceId: input.sourceId,
-        businessDate: input.businessDate,
-        pageNo: state.pagesStored,
-        cursor: state.cursor,
-        pageSize: state.pageSize,
-        ...(rerun ? { rerun } : {}),
-      }),
+    const page = await outlastingOutages(
+      'fetchPage',
+      (rerun) =>
+        partner.fetchPage({
+          ...jobOf(state),
+          fetchRunId: state.fetchRunId,
+          leaseToken: state.leaseToken,
+          sourceId: input.sourceId,
+          businessDate: input.businessDate,
+          pageNo: state.pagesStored,
+          cursor: state.cursor,
+          pageSize: state.pageSize,
+          ...(rerun ? { rerun } : {}),
+        }),
+      { status: 'running' },
     );
     const stored = await outlastingOutages('storePage', () =>
       dbSteps().storePage({

@@ -13,9 +13,11 @@ import {
 /**
  * Every value of `FetchStatus` (docs/runs.md lists them; a test holds the two together). A run's
  * workflow shows its run's status in the run row's own words (`fetch_run.status`), plus `paused`
- * (running, waiting at a page boundary while its source is paused; the row says `running`) and
- * `duplicate` (not a run of its own: the key's run belongs to another workflow). A compensation
- * workflow shows its progress in the ledger's words (`compensating`, `needs_manual`, `compensated`).
+ * (running, waiting at a page boundary while its source is paused; the row says `running`),
+ * `awaiting_reauthorization` (running, a step waiting for an operator to set a new token of the
+ * OAuth2 credential it uses; the row says `running`) and `duplicate` (not a run of its own: the
+ * key's run belongs to another workflow). A compensation workflow shows its progress in the
+ * ledger's words (`compensating`, `needs_manual`, `compensated`).
  * `retry_wait` is never shown: a step waiting for its next attempt is an activity retry inside a
  * `running` workflow (the Web UI shows the pending attempt).
  */
@@ -23,6 +25,7 @@ export const FETCH_STATUSES = [
   'queued',
   'running',
   'paused',
+  'awaiting_reauthorization',
   'succeeded',
   'duplicate',
   'dead_lettered',

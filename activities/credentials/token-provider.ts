@@ -27,10 +27,11 @@ import {
 } from '../../db/credentials/credentials.ts';
 import { type CrashPoint, crashPoint } from '../../runtime/crash-points.ts';
 import { type MasterKey, openValue, sealValue } from '../../runtime/credential-cipher.ts';
+import { NEEDS_REAUTHORIZATION } from '../../contract/error-types.ts';
 import { failure } from '../errors.ts';
 
-/** The code of the failure every caller gets while a credential needs reauthorization. */
-export const NEEDS_REAUTHORIZATION = 'CREDENTIAL_NEEDS_REAUTHORIZATION';
+// The code of the failure every caller gets while a credential needs reauthorization.
+export { NEEDS_REAUTHORIZATION } from '../../contract/error-types.ts';
 
 export interface TokenProviderOptions {
   prisma: PrismaClient;
@@ -110,8 +111,26 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
     );
   }
 
+  /**
+   * The client secret of `row` from its reference, undefined when it names none. Checked before
+   * an intent is recorded: a refusal here must leave nothing for the other refreshers to wait out.
+   * @throws ApplicationFailure PermissionDenied `CREDENTIALS_MISSING`, naming the reference only.
+   */
+  function clientSecret(row: Credential): string | undefined {
+    if (!row.clientSecretRef) return undefined;
+    const secret = options.secret(row.clientSecretRef);
+    if (secret === undefined) {
+      throw failure(
+        'PermissionDenied',
+        'CREDENTIALS_MISSING',
+        `credential ${row.id}: its client secret ${row.clientSecretRef} is not set in this process's environment`,
+      );
+    }
+    return secret;
+  }
+
   /** One token call; `unknown` when it may have reached the provider without an answer here. */
-  async function call(row: Credential, refreshToken: string | undefined) {
+  async function call(row: Credential, refreshToken: string | undefined, secret: string | undefined) {
     const body = new URLSearchParams();
     const headers: Record<string, string> = {
       'content-type': 'application/x-www-form-urlencoded',
@@ -127,14 +146,6 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
     if (row.audience) body.set('audience', row.audience);
     for (const [name, value] of Object.entries((row.extraParams ?? {}) as Record<string, string>))
       body.set(name, value);
-    const secret = row.clientSecretRef ? options.secret(row.clientSecretRef) : undefined;
-    if (row.clientSecretRef && secret === undefined) {
-      throw failure(
-        'PermissionDenied',
-        'CREDENTIALS_MISSING',
-        `credential ${row.id}: ${row.clientSecretRef} is not set`,
-      );
-    }
     if (row.clientAuth === 'post') {
       body.set('client_id', row.clientId);
       if (secret !== undefined) body.set('client_secret', secret);
@@ -160,15 +171,24 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
 
   /** Refreshes under `intent`; returns the new token, or throws. */
   async function refreshUnder(row: Credential, intent: string): Promise<Cached> {
+    let secret: string | undefined;
+    try {
+      // The row as claimed: re-registered since it was read, it may name another reference.
+      secret = clientSecret(row);
+    } catch (err) {
+      await releaseRefresh(prisma, row.id, intent);
+      throw err;
+    }
     const stored = row.refreshToken ? openValue(key, row.id, REFRESH, row.refreshToken) : undefined;
     if (row.grantType === 'refresh_token' && stored === undefined) {
       await refuseRefresh(prisma, row.id, intent, 'no refresh token is stored');
       return needsReauthorization({ ...row, statusReason: 'no refresh token is stored' });
     }
-    let outcome = await call(row, stored);
+    let outcome = await call(row, stored, secret);
     // Unknown outcome: the stored token may be spent. Try it once more at once, as a taker-over
     // would: a provider with a reuse interval answers with the same pair.
-    if (outcome.status === undefined && row.grantType === 'refresh_token') outcome = await call(row, stored);
+    if (outcome.status === undefined && row.grantType === 'refresh_token')
+      outcome = await call(row, stored, secret);
     crashPoint(options.crashPoint, 'credential-after-token-response');
     const { status, answer } = outcome;
     if (status === 200 && typeof answer.access_token === 'string') {
@@ -232,6 +252,8 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
         cache.set(id, fresh);
         return fresh.token;
       }
+      // Refused here, before an intent is recorded, when this process lacks the client secret.
+      clientSecret(row);
       const claim = await claimRefresh(
         prisma,
         id,

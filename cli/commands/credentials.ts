@@ -26,8 +26,10 @@ its tokens in PostgreSQL sealed with the credentials key (DF_SECRET_CREDENTIALS_
 bytes in base64, e.g. \`openssl rand -base64 32\`; every worker and this command need the same).
 Secrets never go on the command line: the client secret by reference (--client-secret-ref, a
 DF_SECRET_* variable the workers resolve), the refresh token on stdin. A credential whose refresh
-token the provider refused (invalid_grant) needs reauthorization: runs that need it fail with
-\`CREDENTIAL_NEEDS_REAUTHORIZATION\` until \`credentials set\` gives it a new token.
+token the provider refused (invalid_grant) needs reauthorization: runs that need it wait (their
+FetchStatus \`awaiting_reauthorization\`) until \`credentials set\` gives it a new token, then go on
+by themselves (after about a day, or their maximum run time, they fail with
+\`CREDENTIAL_NEEDS_REAUTHORIZATION\`).
 
 Examples:
   durable-fetch credentials set crm --grant refresh_token --token-url https://login.example/oauth/token \\

@@ -16,8 +16,11 @@ export const OAUTH_ITEMS_PATH = '/oauth-api/items';
 /** The scope its list needs. */
 export const ITEMS_SCOPE = 'items:read';
 
-/** What the list holds: a fixed handful, enough to tell an answer from a refusal. */
-const ITEMS = Array.from({ length: 5 }, (_, i) => ({ id: `oauth-item-${i + 1}`, name: `Item ${i + 1}` }));
+/** What the list holds: a fixed handful, enough to tell an answer from a refusal (tests judge by it). */
+export const OAUTH_ITEMS: readonly { id: string; name: string }[] = Array.from({ length: 5 }, (_, i) => ({
+  id: `oauth-item-${i + 1}`,
+  name: `Item ${i + 1}`,
+}));
 
 /** A refusal's status, RFC 6750 §3 challenge and ledger outcome. */
 function refusal(
@@ -80,7 +83,7 @@ export function handleOAuthApi(
       entry.outcome = 'insufficient_scope';
       entry.clientId = check.clientId;
     } else {
-      answer = { status: 200, body: { items: ITEMS }, headers: {} };
+      answer = { status: 200, body: { items: OAUTH_ITEMS }, headers: {} };
       entry.clientId = check.clientId;
     }
   }

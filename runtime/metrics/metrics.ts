@@ -128,7 +128,7 @@ export function createMetrics() {
     }),
     credentialsNeedingReauthorization: new Gauge({
       name: 'durable_fetch_credentials_needing_reauthorization',
-      help: 'OAuth2 credentials whose provider refused their refresh token: runs using them fail until `credentials set`.',
+      help: 'OAuth2 credentials whose provider refused their refresh token: runs using them wait until `credentials set`.',
       registers: r,
     }),
     downstreamStrays: new Counter({

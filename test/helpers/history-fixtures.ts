@@ -265,6 +265,18 @@ export const EXPECTED_FIXTURES: readonly ExpectedFixture[] = [
     shows: 'the fetchRunWorkflow run a Schedule’s trigger started, completed',
     check: all(completed, hasParent),
   },
+  {
+    file: 'fetch-run-reauthorization.json',
+    workflowType: RUN,
+    shows:
+      'a page fetch refused for a credential that needs reauthorization, a wait (patched), the page fetched again once a new token was set, completed',
+    check: all(
+      completed,
+      patchedWith('wait-for-reauthorization'),
+      has('TIMER_FIRED'),
+      (events) => events.filter(is('ACTIVITY_TASK_FAILED')).length >= 1,
+    ),
+  },
 ];
 
 export {
