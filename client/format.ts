@@ -39,3 +39,12 @@ export function failureSummary(err: unknown): string {
   const type = (e as { type?: unknown }).type;
   return typeof type === 'string' && type ? `${type}: ${e.message}` : e.message;
 }
+
+/**
+ * An incremental run's window in words: `since 2026-01-01T00:00:00.000Z until … (head: moves the
+ * watermark)`.
+ */
+export function windowText(w: { since: string; until: string | null; head: boolean }): string {
+  const bounds = `since ${w.since}${w.until === null ? '' : ` until ${w.until}`}`;
+  return `${bounds} (${w.head ? 'head: moves the watermark' : 'leaves the watermark: an older date, or moved by an operator since'})`;
+}

@@ -15,6 +15,14 @@ import { handleEvents, type EventsContext } from './events-route.ts';
 import { EventStore } from './events.ts';
 import { MAX_DELAY_MS } from './fault-kinds.ts';
 import { FaultInjector } from './faults.ts';
+import {
+  GITHUB_ORG_ADMIN_PATH,
+  GITHUB_ORG_PREFIX,
+  type GithubOrgOptions,
+  handleGithubOrg,
+  handleGithubOrgAdmin,
+  PartnerGithubOrg,
+} from './apis/github-org.ts';
 import { HttpError, sendError, sendJson } from './http-io.ts';
 import { handleJournal, isJournalPath, type JournalContext } from './journal-route.ts';
 import { JournalStore } from './journal.ts';
@@ -22,6 +30,14 @@ import { Ledger } from './ledger.ts';
 import { OAUTH_ADMIN_PREFIX, handleOAuthAdmin } from './oauth/admin.ts';
 import { handleOAuthApi, OAUTH_API_PREFIX } from './oauth/api-route.ts';
 import { createOAuth, type OAuthOptions, type PartnerOAuth } from './oauth/index.ts';
+import {
+  CHANGES_ADMIN_PATH,
+  CHANGES_PREFIX,
+  type ChangesOptions,
+  handleChanges,
+  handleChangesAdmin,
+  PartnerChanges,
+} from './changes.ts';
 import { handleToken, OAUTH_TOKEN_PATH } from './oauth/token-route.ts';
 import { handleRates, RATES_PATH, type RatesContext } from './rates-route.ts';
 import { DEFAULT_RATE_PAIRS } from './rates.ts';
@@ -79,6 +95,10 @@ export interface PartnerOptions {
    * `OAuthOptions`; default: client `demo-oauth-client`, 60 s tokens, no delay, no reuse interval).
    */
   oauth?: OAuthOptions;
+  /** The "updated since" export (`/changes/api/v2/incremental/tickets.json`, partner/changes.ts). */
+  changes?: ChangesOptions;
+  /** The parent → child imitation (`/apis/github-org/…`, partner/apis/github-org.ts). */
+  githubOrg?: GithubOrgOptions;
 }
 
 export interface PartnerServer {
@@ -112,6 +132,10 @@ export interface PartnerServer {
    * faults and settings (same instance as `/_admin/oauth…`).
    */
   oauth: PartnerOAuth;
+  /** The "updated since" export's tickets, request log and switches (same instance as its admin route). */
+  changes: PartnerChanges;
+  /** The parent → child imitation: what it holds per repository, its request log and switches. */
+  githubOrg: PartnerGithubOrg;
   /** Stops accepting, ends keep-alive sockets and pending delayed responses; resolves when closed. */
   close(): Promise<void>;
 }
@@ -122,7 +146,12 @@ type PartnerContext = RecordsContext &
   SubmissionsContext &
   RatesContext &
   JournalContext &
-  CatalogContext & { apis: PartnerApis; oauth: PartnerOAuth };
+  CatalogContext & {
+    apis: PartnerApis;
+    oauth: PartnerOAuth;
+    changes: PartnerChanges;
+    githubOrg: PartnerGithubOrg;
+  };
 
 /** The catalog's token when the options name none. */
 const DEFAULT_CATALOG_TOKEN = 'demo-catalog-token';
@@ -152,11 +181,19 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: PartnerCont
   if (url.pathname === OAUTH_ADMIN_PREFIX || url.pathname.startsWith(`${OAUTH_ADMIN_PREFIX}/`)) {
     return handleOAuthAdmin(req, res, url, ctx.oauth);
   }
+  if (url.pathname === CHANGES_ADMIN_PATH) return handleChangesAdmin(req, res, ctx.changes);
+  if (url.pathname === GITHUB_ORG_ADMIN_PATH || url.pathname.startsWith(`${GITHUB_ORG_ADMIN_PATH}/`)) {
+    return handleGithubOrgAdmin(req, res, url, ctx.githubOrg);
+  }
   if (url.pathname.startsWith('/_admin/')) return handleAdmin(req, res, url, ctx);
+  if (url.pathname.startsWith(`${CHANGES_PREFIX}/`)) return handleChanges(req, res, url, ctx.changes);
   // The authorization server answers in OAuth's words and keeps its own request ledger too.
   if (url.pathname === OAUTH_TOKEN_PATH) return handleToken(req, res, url, ctx);
   if (url.pathname.startsWith(OAUTH_API_PREFIX)) return handleOAuthApi(req, res, url, ctx.oauth, ctx.ledger);
   // The imitated APIs answer in their own words and keep their own request log.
+  if (url.pathname.startsWith(`${GITHUB_ORG_PREFIX}/`)) {
+    return handleGithubOrg(req, res, url, ctx.githubOrg, ctx.delay);
+  }
   if (isApiPath(url.pathname)) return handleApi(req, res, url, ctx.apis, ctx.ledger);
   const key = req.headers['idempotency-key'];
   const base = {
@@ -220,7 +257,8 @@ function listen(server: Server, port: number, host: string): Promise<number> {
  * deterministic exchange rates as a Stripe-style list (`GET /rates`, see `handleRates`), a
  * non-idempotent journal API (`/journal-entries`, see `handleJournal`), a catalog served in
  * every common pagination style and auth kind (`/catalog/:auth/…`, see `handleCatalog`), imitations
- * of twelve widely used list APIs (`/apis/<name>/…`, see partner/apis/), an OAuth2 authorization
+ * of twelve widely used list APIs (`/apis/<name>/…`, see partner/apis/) and a parent → child one
+ * (`/apis/github-org/…`, partner/apis/github-org.ts), an OAuth2 authorization
  * server with a protected API (`/oauth/token`, `/oauth-api/items`, see partner/oauth/), a ledger
  * counting every request served and fault injection. Resolves once listening; rejects on
  * invalid options or a bind error (e.g. EADDRINUSE). Side effects: binds a port; with `ledgerFile`, appends to that file.
@@ -243,6 +281,8 @@ export async function startPartner(options: PartnerOptions = {}): Promise<Partne
       ...(options.apiTokens ? { tokens: options.apiTokens } : {}),
     }),
     oauth: createOAuth(options.oauth),
+    changes: new PartnerChanges(options.changes),
+    githubOrg: new PartnerGithubOrg(options.githubOrg),
     ratePairCount: options.ratePairCount ?? (() => DEFAULT_RATE_PAIRS),
     ratesToken: options.ratesToken,
     catalogToken: options.catalogToken ?? DEFAULT_CATALOG_TOKEN,
@@ -282,6 +322,8 @@ export async function startPartner(options: PartnerOptions = {}): Promise<Partne
     journal: ctx.journal,
     apis: ctx.apis,
     oauth: ctx.oauth,
+    changes: ctx.changes,
+    githubOrg: ctx.githubOrg,
     close: () => {
       // Order matters: cancel delayed responses first so none fires into a closing server, then
       // stop accepting, then drop every socket (idle keep-alive ones would otherwise hold close()).

@@ -27,6 +27,7 @@ const EXPECTED_TABLES = [
   'queue_sample',
   'run_cursor',
   'source',
+  'source_watermark',
 ];
 
 /** Rows of `sql` on a session whose search_path is the engine's (its schema, then public). */

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { Prisma } from '../../prisma/generated/client.ts';
 import type { HttpClient } from '../http.ts';
+import type { RunWindow, WatermarkSpec } from './watermark.ts';
 
 /** What a job sees of its source: the row's settings and its validated job config. */
 export interface JobSource<Config> {
@@ -71,6 +72,12 @@ export interface FetchContext<Config> extends PartnerAccess {
    * reached before (`CURSOR_LOOP`), so a job need not track its cursors itself.
    */
   pagesFetched: number;
+  /**
+   * The window of an incremental source's run (the job's `watermark` hook names one): what
+   * changed since the source's watermark, fixed before the run's first partner call and the same
+   * for every call of the run. Undefined for a source that reads by business date only.
+   */
+  window?: RunWindow;
 }
 
 /**
@@ -235,6 +242,13 @@ export interface JobDefinition<Config = Record<string, never>, R = Record<string
   /** How `durable-fetch reconcile` reads a run's records back; absent: only its ledger is checked. */
   reconcile?: RecordsReconcile;
   downstream?: DownstreamAction<Config>;
+  /**
+   * Makes a source's runs incremental (docs/http-sources.md, "Incremental windows"): how a
+   * record's cursor value is read and where a first window starts. Undefined for a source that
+   * reads by business date only. With it, every `fetchPage` gets `ctx.window`, and the engine
+   * moves the source's watermark in the transaction of the page that carries it.
+   */
+  watermark?(config: Config): WatermarkSpec<R> | undefined;
 }
 
 /** A job of any config and record type, as the engine holds it. */

@@ -7,6 +7,15 @@
  * the readers of waits (`parseRetryAfter`, `parseRateLimitReset`).
  */
 export * from './define.ts';
+export {
+  compareWatermarks,
+  type RunWindow,
+  type StoredWatermark,
+  WATERMARK_KINDS,
+  type WatermarkKind,
+  type WatermarkSpec,
+  watermarkText,
+} from './watermark.ts';
 export { failure, headerOf, partnerMessageOf, partnerText, responseFailure } from '../errors.ts';
 export type { HttpResponse } from '../http.ts';
 export { parseRateLimitReset, parseRetryAfter } from '../retry/delay.ts';

@@ -18,6 +18,7 @@ import {
 } from '../../db/pages/staging.ts';
 import { breakerScope } from '../../db/ledger/downstreams.ts';
 import { renewAndStartPage } from '../../db/pages/stored-page.ts';
+import { pageWatermarkOf, runWindow } from './window.ts';
 import { engineSql, type EngineSql } from '../../db/transaction.ts';
 import { jobTypeOf, pageKeyFor } from '../../contract/business-key.ts';
 import type { FetchPageInput, FetchPageResult } from '../../contract/types.ts';
@@ -30,7 +31,7 @@ import { heartbeatEvery, heartbeatNow } from '../run/heartbeat.ts';
 import { partnerCallSignal } from './local-stop.ts';
 import { observed } from '../observe.ts';
 import { currentRunId, lostLease, renewLease } from '../run/lease.ts';
-import { checkedPage, inJob, jobOf, MAX_RECORDS_PER_RESPONSE, partnerAccess } from '../job-runtime.ts';
+import { checkedPage, idOf, inJob, jobOf, MAX_RECORDS_PER_RESPONSE, partnerAccess } from '../job-runtime.ts';
 import { carriedPageOf, spreadResponse } from './carried-pages.ts';
 import { enabledSource } from '../sources.ts';
 
@@ -93,6 +94,11 @@ export function createFetchPage(deps: ActivityDeps) {
       ctx.log.info('page stored already by this claim', { pageNo: input.pageNo });
       return start.stored;
     }
+    const spec = job.watermark?.(view.config);
+    const window =
+      spec === undefined
+        ? undefined
+        : await runWindow(db, fence, start, spec, input, source.timezone, deps.now());
     let staged = start.staged;
     // Partner pages the run staged before this call: what a job's page limit counts.
     let pagesFetched = start.pagesFetched;
@@ -173,12 +179,15 @@ export function createFetchPage(deps: ActivityDeps) {
                 limit,
                 idempotencyKey: key,
                 pagesFetched,
+                ...(window === undefined ? {} : { window }),
               }),
             ),
           ),
         );
         // A partner may send more than `limit`: what does not fit is staged as the next pages.
         const page = checkedPage(job, fetched, MAX_RECORDS_PER_RESPONSE, what);
+        // Refused before it is staged: a record the window cannot place would be missed later.
+        if (spec !== undefined) pageWatermarkOf(spec, page.records, (r) => idOf(job, r, what), false, what);
         crashPoint(deps.crashPoint, 'after-fetch');
         if (page.warnings?.length) {
           // What the job saw amiss without failing the page (a cursor path that never resolved).

@@ -12,6 +12,8 @@ import { crashPoint } from '../../runtime/crash-points.ts';
 import { fingerprint } from '../ids.ts';
 import { currentRunId, lostLease } from '../run/lease.ts';
 import type { StoreResult } from '../job-api/index.ts';
+import type { PageWatermark } from '../../db/pages/watermark.ts';
+import { pageWatermarkOf } from './window.ts';
 import { byRecordId, inJob, jobOf } from '../job-runtime.ts';
 import { jobEventRows } from '../outbox.ts';
 import { sourceNotFound } from '../sources.ts';
@@ -86,6 +88,17 @@ export function createStorePage(deps: ActivityDeps) {
         };
         const page = await inJob(job, 'storePage', () => job.storePage(tx, records, ctx));
         const recordCount = checkedStoreResult(page, records.length, what);
+        const spec = job.watermark?.(view.config);
+        const watermark =
+          spec === undefined
+            ? undefined
+            : pageWatermarkOf(
+                spec,
+                records.map((r) => r.record),
+                (_, i) => records[i]?.id ?? '?',
+                input.nextCursor === null,
+                what,
+              );
         const { result, commit } = pageCommitOf(input, {
           key,
           stagedRecords: staged.records,
@@ -95,6 +108,7 @@ export function createStorePage(deps: ActivityDeps) {
           retentionMs: deps.idempotencyRetentionMs,
           leaseTtlMs: deps.leaseTtlMs,
           workflowRunId: currentRunId(),
+          ...(watermark === undefined ? {} : { watermark }),
         });
         const committed = await commitPage(sql, commit);
         if (!committed.advanced) throw await lostLease(tx, input);
@@ -125,6 +139,7 @@ export function pageCommitOf(
     retentionMs: number;
     leaseTtlMs: number;
     workflowRunId: string | undefined;
+    watermark?: PageWatermark;
   },
 ): { result: StoredResult; commit: PageCommit } {
   const { key, now } = page;
@@ -147,6 +162,7 @@ export function pageCommitOf(
     run: { pagesStored: input.pageNo + 1, recordCount: page.recordCount, cursor: input.nextCursor },
     leaseTtlMs: page.leaseTtlMs,
     workflowRunId: page.workflowRunId,
+    ...(page.watermark === undefined ? {} : { watermark: page.watermark }),
   };
   return { result, commit };
 }

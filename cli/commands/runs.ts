@@ -1,7 +1,7 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import { UserFacingError } from '../../runtime/errors.ts';
 import type { CliContext } from '../context.ts';
-import { duration, table, workflowUrl } from '../../client/format.ts';
+import { duration, table, windowText, workflowUrl } from '../../client/format.ts';
 import { RunStatus } from '../../prisma/generated/enums.ts';
 import { cancelRun, type FetchRun, formatDate, getRun, listRuns } from '../../client/runs.ts';
 import { parseJobType, parseLimit, printJson } from './output.ts';
@@ -100,6 +100,16 @@ export function registerRuns(program: Command, ctx: () => CliContext): void {
         ['started', run.startedAt?.toISOString() ?? ''],
         ['finished', run.finishedAt?.toISOString() ?? ''],
         ['lease until', run.leaseUntil?.toISOString() ?? ''],
+        // An incremental source's run: the window it reads and the highest value it stored.
+        ...(run.windowHead === null || run.windowSince === null
+          ? []
+          : ([
+              [
+                'window',
+                windowText({ since: run.windowSince, until: run.windowUntil, head: run.windowHead }),
+              ],
+              ['highest stored', run.watermarkSeen ?? 'none yet'],
+            ] as [string, string][])),
         ['next attempt', nextAttempt(run, new Date())],
         [
           // A live run's error is its last failed attempt's; an ended run's is why it ended.

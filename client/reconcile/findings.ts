@@ -36,7 +36,12 @@ export const MISMATCH_CODES = [
 export type MismatchCode = (typeof MISMATCH_CODES)[number];
 
 /** Information only, never a mismatch. */
-export const NOTE_CODES = ['IN_PROGRESS', 'OUTBOX_PENDING', 'ACTION_RESOLVED'] as const;
+export const NOTE_CODES = [
+  'IN_PROGRESS',
+  'OUTBOX_PENDING',
+  'ACTION_RESOLVED',
+  'INCREMENTAL_NOT_COMPARED',
+] as const;
 export type NoteCode = (typeof NOTE_CODES)[number];
 
 export interface Finding<C extends string = MismatchCode | NoteCode> {

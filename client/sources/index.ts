@@ -46,4 +46,5 @@ export {
   type SourcesFile,
 } from './file.ts';
 export { sourcesJsonSchema } from './file-schema.ts';
+export { getWatermark, setSourceWatermark, type SourceWatermark } from './watermark.ts';
 export type { PlanAction, PlannedChange } from './plan.ts';

@@ -19,6 +19,8 @@ import type { PrismaClient } from '../../prisma/generated/client.ts';
 import { errorMessage, UserFacingError } from '../../runtime/errors.ts';
 import { notFound, removedError } from './common.ts';
 import type { TokenProvider } from '../../activities/credentials/token-provider.ts';
+import { type RunWindow, windowFor } from '../../activities/job-api/watermark.ts';
+import { findWatermark } from '../../db/pages/watermark.ts';
 
 export interface TryDeps {
   prisma: PrismaClient;
@@ -56,6 +58,8 @@ export interface TryReport {
   end?: string;
   /** The warnings seen on every page tried, once each, with that number of pages. */
   warnings: { warning: string; pages: number }[];
+  /** An incremental source's window, as a run of the date would read it now. */
+  window?: RunWindow;
   /** What would fail the run: the failure's type, code and (safe) message. */
   failure?: { type: string; code: string; message: string };
 }
@@ -88,6 +92,13 @@ export async function trySource(
   try {
     const { job, view } = jobOf(deps, source);
     const what = `partner ${source.id} (job ${job.type}) page`;
+    // The window a run would fix now (read only: a try fixes nothing).
+    const spec = job.watermark?.(view.config);
+    if (spec !== undefined) {
+      const watermark = await findWatermark(deps.prisma, source.id);
+      const run = { businessDate: opts.businessDate, timezone: source.timezone };
+      report.window = windowFor(spec, watermark, run, new Date());
+    }
     for (let page = 1; page <= opts.pages; page++) {
       const limit = Math.min(deps.pageLimit, source.pageSize);
       const access = partnerAccess(
@@ -103,6 +114,7 @@ export async function trySource(
         limit,
         idempotencyKey: `try:${source.id}:${opts.businessDate}:page:${page - 1}`,
         pagesFetched: page - 1,
+        ...(report.window === undefined ? {} : { window: report.window }),
       });
       // The engine's own checks, as a run makes them (job-runtime.ts, fetch-page.ts): a response
       // larger than asked is a run's too, stored over as many pages as it needs.

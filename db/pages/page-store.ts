@@ -4,10 +4,11 @@
  * statement that writes the page's events and idempotency record and advances the run under its
  * lease. Few statements on purpose: each is a round trip inside an open transaction.
  */
-import type { PrismaClient, Source } from '../../prisma/generated/client.ts';
+import { Prisma, type PrismaClient, type Source } from '../../prisma/generated/client.ts';
 import { heldBy, type Fence, renewedLease } from '../fence.ts';
 import { insertIdempotencyRecordSql, type NewIdempotencyRecord } from './idempotency.ts';
 import { insertOutboxEventsSql, type NewOutboxEvent } from '../outbox/outbox.ts';
+import { advanceWatermarkSql, type PageWatermark, watermarkSeenSql } from './watermark.ts';
 
 type Tx = Pick<PrismaClient, '$queryRaw'>;
 
@@ -98,11 +99,14 @@ export interface PageCommit {
   leaseTtlMs: number;
   /** The execution that holds the run now (recorded on the row), when known. */
   workflowRunId: string | undefined;
+  /** An incremental source's page: its highest cursor value, and whether it moves the watermark. */
+  watermark?: PageWatermark;
 }
 
 /**
  * One statement: inserts the page's outbox events and its idempotency record, and advances the run
- * (pages, records, cursor) while renewing its lease — the run's part fenced by `heldBy`. Returns
+ * (pages, records, cursor, and an incremental source's highest value and watermark) while renewing
+ * its lease — the run's part fenced by `heldBy`, the watermark's by the run's. Returns
  * whether the run was advanced (false: the fence no longer holds, and the caller must roll back)
  * and whether the source is paused now. Not idempotent by itself: a second commit of the key
  * fails on the record's (and the events') primary key.
@@ -115,9 +119,15 @@ export async function commitPage(tx: Tx, c: PageCommit): Promise<{ advanced: boo
          run AS (
            UPDATE fetch_run
               SET pages_stored = ${c.run.pagesStored}, records_stored = records_stored + ${c.run.recordCount},
-                  cursor = ${c.run.cursor}, updated_at = now(), ${renewedLease(c.leaseTtlMs, c.workflowRunId)}
+                  cursor = ${c.run.cursor}, updated_at = now(), ${renewedLease(c.leaseTtlMs, c.workflowRunId)},
+                  ${watermarkSeenSql(c.watermark)}
             WHERE ${heldBy(c.fence)}
-           RETURNING 1)
+           RETURNING watermark_seen, window_head, business_date)${
+             c.watermark === undefined
+               ? Prisma.empty
+               : Prisma.sql`,
+         mark AS (${advanceWatermarkSql(c.sourceId, c.fence.fetchRunId, c.watermark)})`
+           }
     SELECT EXISTS (SELECT 1 FROM run) AS advanced,
            (SELECT paused_at IS NOT NULL FROM source WHERE id = ${c.sourceId}) AS paused`;
   return { advanced: row?.advanced ?? false, paused: row?.paused ?? false };

@@ -29,6 +29,28 @@ export interface PageStart {
    * memory readied as db/pages/staging.ts `startPageCursors` readies it when nothing is staged.
    */
   pagesFetched: number;
+  /** The run's window, when an incremental source's run fixed one. */
+  window: FixedWindow | undefined;
+  /** The source's watermark, when it has one. */
+  watermark: StoredWatermark | undefined;
+}
+
+/** A run's window as fetch_run keeps it (activities/job-api/watermark.ts `RunWindow`). */
+export interface FixedWindow {
+  /** The lower bound, inclusive. */
+  since: string;
+  /** The upper bound, exclusive; null for an integer cursor. */
+  until: string | null;
+  /** Whether the run moves the source's watermark. */
+  head: boolean;
+}
+
+/** A source's watermark as source_watermark keeps it. */
+export interface StoredWatermark {
+  kind: string;
+  value: string;
+  /** `YYYY-MM-DD`: the business date of the run that moved it last. */
+  businessDate: string;
 }
 
 interface StartRow {
@@ -41,6 +63,12 @@ interface StartRow {
   complete: boolean | null;
   recordCount: number | null;
   pages_fetched: number;
+  window_since: string | null;
+  window_until: string | null;
+  window_head: boolean | null;
+  wm_kind: string | null;
+  wm_value: string | null;
+  wm_date: string | null;
 }
 
 /**
@@ -61,16 +89,19 @@ export async function renewAndStartPage(
   const [row] = await db.$queryRaw<(StartRow & Record<string, unknown>)[]>`
     WITH run AS (
       UPDATE fetch_run SET ${renewedLease(ttlMs, workflowRunId)} WHERE ${heldBy(fence)}
-      RETURNING pages_stored, cursor),
+      RETURNING pages_stored, cursor, window_since, window_until, window_head),
          -- After the renewal, which holds the run's row lock by then (see forgetCursorsSql).
          forgotten AS (${forgetCursorsSql(key, fence, Prisma.sql`EXISTS (SELECT 1 FROM run WHERE run.pages_stored = ${fence.pageNo})`)})
     SELECT ${cursorsLeftSql(fence.fetchRunId)} AS pages_fetched, run.pages_stored, run.cursor AS run_cursor, i.result,
            p.key AS staged_key, p.start_cursor AS "startCursor", p.cursor, p.complete, p.record_count AS "recordCount",
+           run.window_since, run.window_until, run.window_head,
+           w.kind AS wm_kind, w.value AS wm_value, to_char(w.business_date, 'YYYY-MM-DD') AS wm_date,
            ${sourceColumns('s')}
       FROM run
       LEFT JOIN idempotency_record i ON run.pages_stored > ${fence.pageNo} AND i.key = ${key}
       LEFT JOIN fetched_page p ON p.key = ${key}
-      LEFT JOIN source s ON s.id = ${sourceId}`;
+      LEFT JOIN source s ON s.id = ${sourceId}
+      LEFT JOIN source_watermark w ON w.source_id = ${sourceId}`;
   if (!row) return undefined;
   const staged =
     row.staged_key === null
@@ -87,6 +118,14 @@ export async function renewAndStartPage(
     staged,
     source: sourceOfRow(row),
     pagesFetched: row.pages_fetched,
+    window:
+      row.window_head === null || row.window_since === null
+        ? undefined
+        : { since: row.window_since, until: row.window_until, head: row.window_head },
+    watermark:
+      row.wm_kind === null || row.wm_value === null || row.wm_date === null
+        ? undefined
+        : { kind: row.wm_kind, value: row.wm_value, businessDate: row.wm_date },
   };
 }
 

@@ -10,6 +10,8 @@ import { CREDENTIAL_HEADERS } from '../../activities/http.ts';
 import { MAX_RECORDS_PER_RESPONSE } from '../../activities/job-api/index.ts';
 import { SECRET_REF_RE } from '../../runtime/secret-refs.ts';
 import { pathSchema as bodyPath } from './path.ts';
+import { childrenIssues } from './children-config.ts';
+import { incrementalIssues, incrementalSchema } from './incremental.ts';
 import { templateProblems, templateStrings } from './template.ts';
 
 /** A `DF_SECRET_*` reference: the name of the environment variable holding a secret, never the secret. */
@@ -336,8 +338,26 @@ export const httpJobConfigSchema = z
       ),
     redirects: redirectsSchema,
     limits: limitsSchema,
+    /** Each run reads what changed since the source's watermark (incremental.ts). */
+    incremental: incrementalSchema.optional(),
+    /**
+     * Parent → child lists: the list above is of parents, and this list is read once per parent,
+     * its templates naming the parent's values as `{parent.<path>}` (children.ts).
+     */
+    children: z
+      .strictObject({
+        request: requestSchema,
+        records: recordsSchema.default({ id: [['id']], idSeparator: ':' }),
+        pagination: paginationSchema,
+      })
+      .optional()
+      .describe(
+        'parent → child lists: the list read once per parent record (request, records, pagination); templates may name {parent.<path>}',
+      ),
   })
   .superRefine((config, ctx) => {
+    for (const issue of childrenIssues(config)) ctx.addIssue(issue);
+    for (const issue of incrementalIssues(config)) ctx.addIssue(issue);
     const pg = config.pagination;
     if (pg.type === 'offset' && pg.totalPath === undefined && pg.limit === undefined) {
       // A short page ends the run: asking for more than the partner serves would end it early.

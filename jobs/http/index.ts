@@ -14,8 +14,11 @@ import { fetchedRecordsReconcile, storeFetchedRecords } from '../fetched-records
 import { type HttpJobConfig, httpJobConfigSchema } from './config.ts';
 import { decodePosition, encodePosition, nextPosition, type Position } from './paging.ts';
 import { formatPath, notFoundText, readPath, valueAt } from './path.ts';
+import { fetchParentChildPage } from './children.ts';
+import { watermarkSpecOf } from './incremental.ts';
 import { buildRequest } from './request.ts';
 import { type Verdict, verdictOf } from './responses.ts';
+import type { ParentValues } from './template.ts';
 
 /** A partner record with the id the source's config gives it. */
 export interface KeyedRecord {
@@ -56,10 +59,10 @@ export function withoutQueryCredential(link: string, auth: HttpJobConfig['auth']
 }
 
 /** True when a next-page link of a link-paged source is the run's first request again. */
-function isFirstPage(ctx: FetchContext<HttpJobConfig>, link: string): boolean {
+function isFirstPage(ctx: FetchContext<HttpJobConfig>, link: string, parent?: ParentValues): boolean {
   const { pagination, auth } = ctx.source.config;
   if (pagination.type !== 'next_url' && pagination.type !== 'link_header') return false;
-  const first = buildRequest(ctx, { at: null, skip: 0 }).url;
+  const first = buildRequest(ctx, { at: null, skip: 0 }, undefined, parent).url;
   const other = new URL(link);
   // The query credential is the worker's, never in the partner's link: compare without it.
   if (auth.type === 'api_key' && auth.in === 'query') first.searchParams.delete(auth.name);
@@ -160,7 +163,14 @@ function ignored(
   return { records: [], nextCursor: null, end: verdict.why };
 }
 
-async function fetchHttpPage(ctx: FetchContext<HttpJobConfig>): Promise<FetchedPage<KeyedRecord>> {
+/**
+ * One partner response of the list `ctx.source.config` describes (a child list's reader passes its
+ * own view of the config and its `parent` values: children.ts). A read: repeat-safe.
+ */
+export async function fetchHttpPage(
+  ctx: FetchContext<HttpJobConfig>,
+  parent?: ParentValues,
+): Promise<FetchedPage<KeyedRecord>> {
   const { config } = ctx.source;
   const what = `partner ${ctx.source.id} (http)`;
   if (ctx.pagesFetched >= config.limits.maxPages) {
@@ -184,13 +194,13 @@ async function fetchHttpPage(ctx: FetchContext<HttpJobConfig>): Promise<FetchedP
       maxResponseBytes: config.limits.maxResponseBytes,
       redirects: { ...config.redirects, credential: request.credential },
     });
-  let request = buildRequest(ctx, here, token);
+  let request = buildRequest(ctx, here, token, parent);
   let res = await send(request);
   if (res.status === 401 && credential !== undefined && token !== undefined) {
     // The partner refused a token that has not expired (revoked, rotated elsewhere): one new
     // token, shared with every caller that saw the same refusal, and one more try.
     token = await ctx.oauthToken(credential, { rejected: token });
-    request = buildRequest(ctx, here, token);
+    request = buildRequest(ctx, here, token, parent);
     res = await send(request);
   }
   const verdict = verdictOf(res, config, {
@@ -222,7 +232,7 @@ async function fetchHttpPage(ctx: FetchContext<HttpJobConfig>): Promise<FetchedP
       url: res.url,
       asked: request.limitSent ? request.asked : undefined,
     },
-    { baseUrl: ctx.source.baseUrl, what },
+    { baseUrl: ctx.source.baseUrl, what, ...(parent === undefined ? {} : { childList: true }) },
   );
   let next = step.next;
   if (
@@ -231,7 +241,7 @@ async function fetchHttpPage(ctx: FetchContext<HttpJobConfig>): Promise<FetchedP
   ) {
     next = { ...next, at: withoutQueryCredential(next.at, config.auth) };
   }
-  if (typeof next?.at === 'string' && isFirstPage(ctx, next.at)) {
+  if (typeof next?.at === 'string' && isFirstPage(ctx, next.at, parent)) {
     // Back to the first request, which the run's cursors never hold (it has none).
     throw failure('InvalidResponse', 'CURSOR_LOOP', `${what}: the next page's link is the first page's`);
   }
@@ -249,7 +259,8 @@ export const httpJob = defineJob<HttpJobConfig, KeyedRecord>({
     'any REST or GraphQL partner, described by configuration (request, auth, records, pagination, responses), into fetched_record',
   config: httpJobConfigSchema,
   recordId: (r) => r.id,
-  fetchPage: fetchHttpPage,
+  fetchPage: (ctx) =>
+    ctx.source.config.children === undefined ? fetchHttpPage(ctx) : fetchParentChildPage(ctx, fetchHttpPage),
   storePage: (_tx, records, ctx) =>
     storeFetchedRecords(
       ctx.sql,
@@ -257,4 +268,5 @@ export const httpJob = defineJob<HttpJobConfig, KeyedRecord>({
       ctx,
     ),
   reconcile: fetchedRecordsReconcile,
+  watermark: (config) => watermarkSpecOf(config.incremental),
 });

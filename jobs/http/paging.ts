@@ -92,6 +92,12 @@ export function sameOriginUrl(next: string, requestUrl: URL, baseUrl: string, wh
   return url.href;
 }
 
+/**
+ * The warning of a child list's first page that is full and has no next cursor or link: the end,
+ * or a cursor path (or rel) that reads nothing — children.ts judges it over the run's child lists.
+ */
+export const FULL_FIRST_PAGE = 'a full first page without a next cursor or link';
+
 /** What one partner response says about paging. */
 export interface Response {
   body: unknown;
@@ -192,7 +198,7 @@ export function nextPosition(
   pagination: Pagination,
   here: Position,
   res: Response,
-  ctx: { baseUrl: string; what: string },
+  ctx: { baseUrl: string; what: string; childList?: boolean },
 ): Step {
   const { what } = ctx;
   const shape = (detail: string) => failure('InvalidResponse', 'PAGE_SHAPE', `${what}: ${detail}`);
@@ -246,6 +252,8 @@ export function nextPosition(
         // send looks just like this, so it is refused, never taken as the end.
         const first = here.at === null;
         if (first && total === undefined && flag === undefined && isFull(res)) {
+          // One child list of many may end on a full page: the run tells which (children.ts).
+          if (ctx.childList === true) return ended(found.end, [FULL_FIRST_PAGE]);
           throw failure(
             'InvalidResponse',
             'NEXT_CURSOR_MISSING',
@@ -253,8 +261,10 @@ export function nextPosition(
               'which no page of this run has held: check it (sources try), or give pagination.totalPath',
           );
         }
-        // A cursor that never resolves reads as the end on every page: `sources try` says so.
-        return ended(found.end, first ? [`${name} did not resolve (read as the end)`] : undefined);
+        // A cursor that never resolves reads as the end on every page: `sources try` says so. (Not
+        // of a child list: most end on their first page.)
+        const warn = first && ctx.childList !== true;
+        return ended(found.end, warn ? [`${name} did not resolve (read as the end)`] : undefined);
       }
       let at: string;
       if (pagination.type === 'cursor') {

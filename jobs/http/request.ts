@@ -6,7 +6,7 @@
 import { credentialsMissing, failure, type FetchContext } from '../../activities/job-api/index.ts';
 import type { Auth, HttpJobConfig } from './config.ts';
 import { type Position, sameOriginUrl } from './paging.ts';
-import { render, renderJson, type TemplateValues } from './template.ts';
+import { type ParentValues, render, renderJson, type TemplateValues } from './template.ts';
 
 export interface BuiltRequest {
   url: URL;
@@ -75,12 +75,13 @@ export function askFor(config: HttpJobConfig, limit: number): number {
 
 /**
  * The request for `position` (see paging.ts); `oauthToken`: the access token of an `oauth2` auth
- * (fetched by the caller: `ctx.oauthToken`).
+ * (fetched by the caller: `ctx.oauthToken`); `parent`: the parent's values of a child request.
  */
 export function buildRequest(
   ctx: FetchContext<HttpJobConfig>,
   position: Position,
   oauthToken?: string,
+  parent?: ParentValues,
 ): BuiltRequest {
   const { config } = ctx.source;
   const p = config.pagination;
@@ -93,6 +94,8 @@ export function buildRequest(
     page: p.type === 'page_number' ? (typeof position.at === 'number' ? position.at : p.start) : null,
     offset: p.type === 'offset' ? (typeof position.at === 'number' ? position.at : 0) : null,
     limit: asked,
+    ...(ctx.window === undefined ? {} : { window: ctx.window }),
+    ...(parent === undefined ? {} : { parent }),
   };
   const followsLink = (p.type === 'next_url' || p.type === 'link_header') && typeof position.at === 'string';
   let url: URL;

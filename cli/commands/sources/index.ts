@@ -10,6 +10,7 @@ import { registerSourcesAdd } from './add.ts';
 import { registerSourcesApply } from './apply.ts';
 import { registerSourcesTry } from './try.ts';
 import { registerSourcesUpdate } from './update.ts';
+import { registerSourcesWatermark, watermarkLine } from './watermark.ts';
 
 /** The implementation, imported only when a subcommand runs: help loads none of it. */
 const impl = async () => {
@@ -114,10 +115,12 @@ export function registerSources(program: Command, ctx: () => CliContext): void {
     .action(async (id: string, opts: { json?: boolean }) => {
       const m = await impl();
       const c = ctx();
-      const found = await m.getSource({ prisma: await c.prisma() }, id);
+      const prisma = await c.prisma();
+      const found = await m.getSource({ prisma }, id);
       if (!found) throw new UserFacingError(`no source '${id}'`, 'NOT_FOUND');
+      const incremental = await m.getWatermark({ prisma }, id);
       const scheduleId = m.scheduleIdFor(c.config.temporal.taskQueue, found);
-      if (opts.json) return printJson({ ...found, scheduleId });
+      if (opts.json) return printJson({ ...found, scheduleId, watermark: incremental.watermark ?? null });
       const fields: [string, string][] = [
         ['id', found.id],
         ['name', found.name],
@@ -136,6 +139,10 @@ export function registerSources(program: Command, ctx: () => CliContext): void {
         ['max run time', `${duration(found.maxRunTimeMs)} (then DeadlineExceeded)`],
         ['local fetch', found.localFetch ? 'yes (ignored while its downstream is isolated)' : 'no'],
         ['downstream', found.downstream],
+        [
+          'watermark',
+          incremental.kind === undefined ? 'not incremental' : watermarkLine(incremental.watermark),
+        ],
         ['schedule', m.scheduleSummary(found.schedule)],
         ['schedule config', found.schedule === null ? '' : JSON.stringify(found.schedule)],
         ['schedule id', found.schedule === null ? '' : scheduleId],
@@ -213,4 +220,5 @@ export function registerSources(program: Command, ctx: () => CliContext): void {
   registerSourcesUpdate(sources, ctx);
   registerSourcesTry(sources, ctx);
   registerSourcesApply(sources, ctx);
+  registerSourcesWatermark(sources, ctx);
 }

@@ -4,6 +4,7 @@ import { UserFacingError } from '../../../runtime/errors.ts';
 import type { CliContext } from '../../context.ts';
 import type { TryReport } from '../../../client/sources/try.ts';
 import { printJson } from '../output.ts';
+import { windowText } from '../../../client/format.ts';
 import { integerArg } from './args.ts';
 
 /** The implementation, imported only when a subcommand runs: help loads none of it. */
@@ -23,11 +24,19 @@ function shownIds(ids: readonly string[]): string {
   return `${ids.slice(0, 2).join(', ')}, … ${ids.at(-1)}`;
 }
 
+/** A cursor as a line shows it: a long one (a parent → child source's, a long link) cut short. */
+function shownCursor(cursor: string | null): string {
+  if (cursor === null) return 'none (last page)';
+  if (cursor.length <= 160) return cursor;
+  return `${cursor.slice(0, 120)}… (${cursor.length} characters; --json shows it whole)`;
+}
+
 function printReport(r: TryReport): void {
   process.stdout.write(`source ${r.sourceId} (job ${r.jobType}), business date ${r.businessDate}\n`);
+  if (r.window) process.stdout.write(`window: ${windowText(r.window)}\n`);
   for (const p of r.pages) {
     process.stdout.write(
-      `page ${p.page}: ${p.records} record(s)${p.ids.length > 0 ? ` [${shownIds(p.ids)}]` : ''}; next cursor ${p.nextCursor ?? 'none (last page)'}\n`,
+      `page ${p.page}: ${p.records} record(s)${p.ids.length > 0 ? ` [${shownIds(p.ids)}]` : ''}; next cursor ${shownCursor(p.nextCursor)}\n`,
     );
   }
   for (const w of r.warnings) {
