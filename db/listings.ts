@@ -20,7 +20,9 @@ const RUN_COLUMNS = `id, job_type AS "jobType", source_id AS "sourceId", busines
   next_run_at AS "nextRunAt", lease_token AS "leaseToken", lease_until AS "leaseUntil",
   error_class AS "errorClass", error_message AS "errorMessage", correlation_id AS "correlationId",
   workflow_id AS "workflowId", workflow_run_id AS "workflowRunId", pages_stored AS "pagesStored",
-  records_stored AS "recordsStored", cursor, updated_at AS "updatedAt"`;
+  records_stored AS "recordsStored", cursor, window_since AS "windowSince",
+  window_until AS "windowUntil", window_head AS "windowHead", watermark_seen AS "watermarkSeen",
+  updated_at AS "updatedAt"`;
 
 const LIST_RUNS_SQL = `SELECT ${RUN_COLUMNS} FROM fetch_run
 WHERE ($1::text IS NULL OR job_type = $1)
