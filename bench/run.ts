@@ -16,6 +16,7 @@ import { Command } from 'commander';
 import pg from 'pg';
 import { startTestServices } from '../test/helpers/services.ts';
 import { PROJECT_ROOT } from '../runtime/config.ts';
+import { benchActions } from './actions.ts';
 import { benchBreaker } from './breaker.ts';
 import { benchCapacity } from './capacity.ts';
 import { benchCli } from './cli.ts';
@@ -37,6 +38,7 @@ const SECTIONS: Record<string, (opts: BenchOptions) => Promise<BenchSection>> = 
   breaker: benchBreaker,
   credentials: benchCredentials,
   overhead: benchOverhead,
+  actions: benchActions,
   scale: benchScale,
   fetch: benchFetch,
   oversize: benchOversize,
