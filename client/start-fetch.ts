@@ -207,7 +207,9 @@ export function fetchStartOptions(
       { key: SEARCH_KEYS.source, value: sourceId },
       { key: SEARCH_KEYS.date, value: businessDate },
       { key: SEARCH_KEYS.jobType, value: jobType },
-      { key: SEARCH_KEYS.status, value: 'queued' satisfies FetchStatus },
+      // Shown from the start (free: Temporal Cloud bills an upsert, not attributes given at start);
+      // the run upserts it only when it changes.
+      { key: SEARCH_KEYS.status, value: 'running' satisfies FetchStatus },
     ],
     staticSummary: `${jobType} ${sourceId} ${businessDate}`,
     // The source is the run's fairness key (R8): its workflow tasks and activities take turns

@@ -22,6 +22,7 @@ import {
   submit,
 } from './history-scenarios-fetch.ts';
 import { reauthorization } from './history-scenarios-credentials.ts';
+import { statusAtStart } from './history-scenarios-actions.ts';
 import { isolated } from './history-scenarios-downstream.ts';
 import { genericNames } from './history-scenarios-generic.ts';
 import {
@@ -80,4 +81,5 @@ export const SCENARIOS: readonly Scenario[] = [
   localDatabaseOutage,
   genericNames,
   reauthorization,
+  statusAtStart,
 ];

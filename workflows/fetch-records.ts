@@ -22,7 +22,7 @@ import { outlastingOutages } from './database-outage.ts';
 import { dbSteps } from './db-steps.ts';
 import { RUN_ENDED } from '../contract/error-types.ts';
 import { refuseInvalidInput } from './invalid-input.ts';
-import { errorOf, setStatus } from './outcome.ts';
+import { ensureStatus, errorOf, setStatus } from './outcome.ts';
 import { partnerFetches } from './partner-dispatch.ts';
 import { finish } from './run-end.ts';
 import { deadlineFrom, withinDeadline } from './run-deadline.ts';
@@ -117,7 +117,8 @@ async function takeUp(input: FetchRecordsInput, retaken: boolean): Promise<Fetch
       ...(claim.partnerWeight === undefined ? {} : { partnerWeight: claim.partnerWeight }),
       ...(claim.localFetch === undefined ? {} : { localFetch: claim.localFetch }),
     };
-    setStatus('running');
+    // Its starter shows a run `running` from its start (an earlier build's starters, `queued`).
+    ensureStatus('running');
     pausedAtStart = claim.sourcePaused;
   }
   try {

@@ -8,7 +8,9 @@ import {
   patched,
   TimeoutFailure,
   upsertSearchAttributes,
+  workflowInfo,
 } from '@temporalio/workflow';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 
 /**
  * Every value of `FetchStatus` (docs/runs.md lists them; a test holds the two together). A run's
@@ -75,4 +77,28 @@ export function setStatus(status: FetchStatus): void {
   const value =
     status === 'dead_lettered' && !patched(RUN_STATUS_WORDS) ? LEGACY_DEAD_LETTERED_STATUS : status;
   upsertSearchAttributes([{ key: { name: 'FetchStatus', type: 'KEYWORD' }, value }]);
+}
+
+/** The `FetchStatus` search attribute's key, for starters and readers in workflow code. */
+export const FETCH_STATUS_KEY = defineSearchAttributeKey('FetchStatus', SearchAttributeType.KEYWORD);
+
+/** Patch id: child runs started before it showed `queued` until their claim. */
+const RUNNING_AT_START = 'run-status-running-at-start';
+
+/** The `FetchStatus` a workflow gives a run it starts: `running` (`queued` in earlier histories). */
+export function statusAtStart(): FetchStatus {
+  return patched(RUNNING_AT_START) ? 'running' : 'queued';
+}
+
+/** Patch id: histories recorded before it upserted the status whatever the execution showed. */
+const STATUS_SHOWN = 'status-upsert-only-when-changed';
+
+/**
+ * Sets `FetchStatus` to `status` unless the execution shows it already: a starter that gives it
+ * at start saves the upsert, which Temporal Cloud bills as an Action (attributes given at start are
+ * free). Deterministic: the attributes an execution shows are its start's and its own upserts'.
+ */
+export function ensureStatus(status: FetchStatus): void {
+  const shown = workflowInfo().typedSearchAttributes.get(FETCH_STATUS_KEY) === status;
+  if (!(shown && patched(STATUS_SHOWN))) setStatus(status);
 }

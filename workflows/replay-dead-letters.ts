@@ -25,7 +25,7 @@ import type { FetchActivities } from '../activities/index.ts';
 import type { ReplayTarget } from '../db/dead-letters/replay.ts';
 import { jobTypeOf, workflowIdFor } from '../contract/business-key.ts';
 import type { fetchRunWorkflow } from './fetch-records.ts';
-import type { FetchStatus } from './outcome.ts';
+import { statusAtStart } from './outcome.ts';
 import { childRunType } from './run-type.ts';
 import {
   MAX_REPLAY_LETTERS,
@@ -175,7 +175,8 @@ async function restart(
           { key: FETCH_SOURCE, value: target.sourceId },
           { key: FETCH_DATE, value: target.businessDate },
           { key: JOB_TYPE, value: key.jobType },
-          { key: FETCH_STATUS, value: 'queued' satisfies FetchStatus },
+          // Shown from the start, as every starter does (the run then has no upsert to make).
+          { key: FETCH_STATUS, value: statusAtStart() },
         ],
       });
       await db.markReplayed({

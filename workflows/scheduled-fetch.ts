@@ -24,7 +24,7 @@ import {
 import { addDays, dateInTimeZone } from '../contract/business-date.ts';
 import { jobTypeOf, workflowIdFor } from '../contract/business-key.ts';
 import type { fetchRunWorkflow } from './fetch-records.ts';
-import type { FetchStatus } from './outcome.ts';
+import { statusAtStart } from './outcome.ts';
 import { childRunType } from './run-type.ts';
 import type { FetchRecordsResult } from '../contract/types.ts';
 
@@ -99,7 +99,8 @@ export async function scheduledFetchWorkflow(input: ScheduledFetchInput): Promis
         { key: FETCH_SOURCE, value: input.sourceId },
         { key: FETCH_DATE, value: businessDate },
         { key: JOB_TYPE, value: jobType },
-        { key: FETCH_STATUS, value: 'queued' satisfies FetchStatus },
+        // Shown from the start, as every starter does (the run then has no upsert to make).
+        { key: FETCH_STATUS, value: statusAtStart() },
       ],
       staticSummary: `${jobType} ${input.sourceId} ${businessDate} (scheduled)`,
     });

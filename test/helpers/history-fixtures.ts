@@ -277,7 +277,34 @@ export const EXPECTED_FIXTURES: readonly ExpectedFixture[] = [
       (events) => events.filter(is('ACTIVITY_TASK_FAILED')).length >= 1,
     ),
   },
+  {
+    file: 'scheduled-fetch-status-at-start.json',
+    workflowType: 'scheduledFetchWorkflow',
+    shows: 'a Schedule’s trigger starting its child run showing FetchStatus running (patched), completed',
+    check: all(completed, childStarted(RUN), patchedWith('run-status-running-at-start')),
+  },
+  {
+    file: 'fetch-run-status-at-start.json',
+    workflowType: RUN,
+    shows:
+      'a run started showing FetchStatus running: no upsert after its claim (patched), one at its end, completed',
+    check: all(
+      completed,
+      hasParent,
+      patchedWith('status-upsert-only-when-changed'),
+      (events) => statusUpserts(events) === 1,
+    ),
+  },
 ];
+
+/** The run's own upserts of `FetchStatus` (the SDK's `TemporalChangeVersion` ones aside). */
+function statusUpserts(events: HistoryEvent[]): number {
+  return events.filter(is('UPSERT_WORKFLOW_SEARCH_ATTRIBUTES')).filter((e) => {
+    const a = e.upsertWorkflowSearchAttributesEventAttributes as
+      { searchAttributes?: { indexedFields?: Record<string, unknown> } } | undefined;
+    return a?.searchAttributes?.indexedFields?.FetchStatus !== undefined;
+  }).length;
+}
 
 export {
   HISTORIES_DIR,
