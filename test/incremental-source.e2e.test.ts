@@ -307,6 +307,14 @@ void describe('an incremental http source (updated since its watermark)', () => 
     assert.equal(await watermarkOf('tickets'), null);
     const source = await runCliInProcess(['sources', 'show', 'tickets'], env);
     assert.match(source.stdout, /watermark +none \(the next run starts from the start\)/);
+    // `sources try` shows the window a run would read now: from the start again, after the reset.
+    const tried = await runCliInProcess(
+      ['sources', 'try', 'tickets', '--date', '2026-10-06', '--pages', '1', '--json'],
+      { ...env, [SECRET_REF]: partner.changes.token },
+    );
+    assert.equal(tried.code, 0, tried.stderr);
+    const report = JSON.parse(tried.stdout) as { window?: { since: string; head: boolean }; records: number };
+    assert.deepEqual([report.window?.since, report.window?.head, report.records], [START, true, 10]);
   });
 
   it("a live run whose window an operator's move overrode no longer moves the watermark; a run whose window came after does", async () => {
