@@ -58,9 +58,9 @@ function typeOf(e: ActionEvent): string {
   return typeof e.eventType === 'string' ? e.eventType.replace(/^EVENT_TYPE_/, '') : '';
 }
 
-/** Counts the billable Actions of one execution's history (see the module's comment). */
-export function billableActions(events: readonly ActionEvent[]): ActionCount {
-  const n: ActionCount = {
+/** A count of nothing. */
+function noActions(): ActionCount {
+  return {
     total: 0,
     started: 0,
     activityAttempts: 0,
@@ -71,6 +71,11 @@ export function billableActions(events: readonly ActionEvent[]): ActionCount {
     children: 0,
     steps: 0,
   };
+}
+
+/** Counts the billable Actions of one execution's history (see the module's comment). */
+export function billableActions(events: readonly ActionEvent[]): ActionCount {
+  const n = noActions();
   // Local activities are recorded as markers in the commands of the workflow task that follows
   // their completion: all of a task's markers come after its WORKFLOW_TASK_COMPLETED event.
   let markersThisTask = false;
@@ -124,17 +129,7 @@ export function billableActions(events: readonly ActionEvent[]): ActionCount {
 
 /** Adds the counts of several executions (a run continued as new). */
 export function sumActions(counts: readonly ActionCount[]): ActionCount {
-  const sum: ActionCount = {
-    total: 0,
-    started: 0,
-    activityAttempts: 0,
-    localActivityTasks: 0,
-    timers: 0,
-    upserts: 0,
-    signals: 0,
-    children: 0,
-    steps: 0,
-  };
+  const sum = noActions();
   for (const c of counts) for (const k of Object.keys(sum) as (keyof ActionCount)[]) sum[k] += c[k];
   return sum;
 }

@@ -1,7 +1,8 @@
 /**
  * What every workflow history scenario (scripts/history-scenarios.ts) is made of: the types a
  * scenario takes and returns, the recording's business date and wait budget, and the steps the
- * scenarios share (create a source, run a fetch to its end, wait for the partner's faults).
+ * scenarios share (create a source, run a fetch to its end, trigger a source's Schedule, wait for
+ * the partner's faults).
  */
 import { randomBytes } from 'node:crypto';
 import type { Client, WorkflowHandle } from '@temporalio/client';
@@ -11,6 +12,9 @@ import type { Prisma } from '../prisma/generated/client.ts';
 import { createSource } from '../test/helpers/deps.ts';
 import { PLANTED_SECRET_REF } from '../test/helpers/history-fixtures.ts';
 import { parseMasterKey } from '../runtime/credential-cipher.ts';
+import { scheduleIdFor, syncSchedules } from '../client/schedules.ts';
+import { waitFor } from '../test/helpers/outbox.ts';
+import type { ScheduledFetchResult } from '../workflows/scheduled-fetch.ts';
 
 /** One workflow execution to record (continued executions are followed from it). */
 export interface Execution {
@@ -79,4 +83,42 @@ export async function fetchOf(
   const started = await startFetch(s.ctx, { sourceId, date, requestedBy: 'test' });
   await settled(started.handle);
   return { name, workflowId: started.workflowId, runId: started.runId };
+}
+
+/**
+ * A source with a Schedule that never comes due while recording, triggered once: the trigger's
+ * execution and the child run it started, both ended, named as `names` says.
+ */
+export async function triggeredRun(
+  s: ScenarioContext,
+  sourceId: string,
+  jobType: string,
+  names: { trigger: string; run: string },
+): Promise<Execution[]> {
+  // A cron that never comes due while recording: only the trigger starts it.
+  await source(s, sourceId, { schedule: { cron: '0 2 1 1 *' } });
+  await syncSchedules(s.ctx);
+  const schedule = s.client.schedule.getHandle(scheduleIdFor(s.ctx.taskQueue, { id: sourceId, jobType }));
+  try {
+    await schedule.trigger();
+    let action: { workflowId: string; firstExecutionRunId: string } | undefined;
+    await waitFor(
+      async () => {
+        action = (await schedule.describe()).info.recentActions[0]?.action.workflow;
+        return action !== undefined;
+      },
+      'the triggered start',
+      WAIT_MS,
+    );
+    const trigger = action as { workflowId: string; firstExecutionRunId: string };
+    const handle = s.client.workflow.getHandle(trigger.workflowId, trigger.firstExecutionRunId);
+    const result = (await handle.result()) as ScheduledFetchResult;
+    if (result.outcome !== 'ran') throw new Error(`the trigger ${result.outcome}, it did not run the child`);
+    return [
+      { name: names.trigger, workflowId: trigger.workflowId, runId: trigger.firstExecutionRunId },
+      { name: names.run, workflowId: result.workflowId, runId: await runIdOf(s.client, result.workflowId) },
+    ];
+  } finally {
+    await schedule.delete();
+  }
 }

@@ -4,12 +4,10 @@
  * schedule's start with the fetch it runs as a child.
  */
 import { startReplay } from '../client/dead-letters/replay.ts';
-import { scheduleIdFor, syncSchedules } from '../client/schedules.ts';
 import { startFetch } from '../client/start-fetch.ts';
 import { waitFor } from '../test/helpers/outbox.ts';
 import { compensationWorkflowIdFor, FETCH_RECORDS } from '../contract/business-key.ts';
 import { replayWorkflowId } from '../workflows/replay-api.ts';
-import type { ScheduledFetchResult } from '../workflows/scheduled-fetch.ts';
 import {
   DATE,
   type Execution,
@@ -20,6 +18,7 @@ import {
   type ScenarioContext,
   settled,
   source,
+  triggeredRun,
   WAIT_MS,
 } from './history-scenario-steps.ts';
 
@@ -103,40 +102,10 @@ export const deadLetterReplay: Scenario = {
 
 export const scheduled: Scenario = {
   name: 'scheduled',
-  async run(s) {
-    const sourceId = 'hist-sched';
-    // A cron that never comes due while recording: only the trigger starts it.
-    await source(s, sourceId, { schedule: { cron: '0 2 1 1 *' } });
-    await syncSchedules(s.ctx);
-    const schedule = s.client.schedule.getHandle(
-      scheduleIdFor(s.ctx.taskQueue, { id: sourceId, jobType: 'fetch-records' }),
-    );
-    try {
-      await schedule.trigger();
-      let action: { workflowId: string; firstExecutionRunId: string } | undefined;
-      await waitFor(
-        async () => {
-          action = (await schedule.describe()).info.recentActions[0]?.action.workflow;
-          return action !== undefined;
-        },
-        'the triggered start',
-        WAIT_MS,
-      );
-      const trigger = action as { workflowId: string; firstExecutionRunId: string };
-      const handle = s.client.workflow.getHandle(trigger.workflowId, trigger.firstExecutionRunId);
-      const result = (await handle.result()) as ScheduledFetchResult;
-      if (result.outcome !== 'ran')
-        throw new Error(`the trigger ${result.outcome}, it did not run the child`);
-      return [
-        { name: 'scheduled-fetch', workflowId: trigger.workflowId, runId: trigger.firstExecutionRunId },
-        {
-          name: 'scheduled-fetch-records',
-          workflowId: result.workflowId,
-          runId: await runIdOf(s.client, result.workflowId),
-        },
-      ];
-    } finally {
-      await schedule.delete();
-    }
+  run(s) {
+    return triggeredRun(s, 'hist-sched', FETCH_RECORDS, {
+      trigger: 'scheduled-fetch',
+      run: 'scheduled-fetch-records',
+    });
   },
 };
