@@ -22,7 +22,7 @@ import {
   submit,
 } from './history-scenarios-fetch.ts';
 import { reauthorization } from './history-scenarios-credentials.ts';
-import { statusAtStart } from './history-scenarios-actions.ts';
+import { deadlineWhenNear, statusAtStart } from './history-scenarios-actions.ts';
 import { isolated } from './history-scenarios-downstream.ts';
 import { genericNames } from './history-scenarios-generic.ts';
 import {
@@ -82,4 +82,5 @@ export const SCENARIOS: readonly Scenario[] = [
   genericNames,
   reauthorization,
   statusAtStart,
+  deadlineWhenNear,
 ];

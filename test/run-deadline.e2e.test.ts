@@ -244,4 +244,41 @@ describe('run deadline', { concurrency: true }, () => {
       'and disarmed when the run ended',
     );
   });
+
+  it('a run far from its max run time (the default 24 h) starts no deadline timer at all, a billed action saved', async () => {
+    const sourceId = 'rdl-far';
+    await createSource(stack.db.prisma, sourceId, stack.partner.url, { pageSize: 100 });
+    const started = await start(sourceId);
+    const result = await outcomeOf(started.workflowId);
+    assert.equal((result as { status?: string }).status, 'succeeded');
+    assert.equal((await runOf(sourceId)).recordsStored, RECORDS);
+    assert.deepEqual(
+      await timersOf(started.workflowId, started.runId),
+      [],
+      'no step could end past the deadline',
+    );
+  });
+
+  it('a deadline starts its timer at the first step that could end past it, not before', async () => {
+    const sourceId = 'rdl-near';
+    // Partner calls of at most 2 min (their preset's deadline) leave a 5 min deadline unreached;
+    // a page's store (at most 10 min, a local database step) could pass it.
+    await createSource(stack.db.prisma, sourceId, stack.partner.url, {
+      pageSize: 100,
+      retryPolicy: 'partnerHttpQuick',
+      maxRunTimeMs: 300_000,
+    });
+    const started = await start(sourceId);
+    const result = await outcomeOf(started.workflowId);
+    assert.equal((result as { status?: string }).status, 'succeeded');
+    const history = await stack.client.workflow.getHandle(started.workflowId, started.runId).fetchHistory();
+    const events = history.events ?? [];
+    const firstFetch = events.findIndex((e) => e.activityTaskScheduledEventAttributes);
+    const timer = events.findIndex((e) => e.timerStartedEventAttributes);
+    assert.ok(firstFetch >= 0 && timer > firstFetch, `timer at event ${timer}, first fetch at ${firstFetch}`);
+    const [armed, ...others] = await timersOf(started.workflowId, started.runId);
+    assert.deepEqual(others, []);
+    // What was left of the 5 min when the first page's store was about to start.
+    assert.ok(armed !== undefined && armed <= 300_000 && armed > 200_000, String(armed));
+  });
 });

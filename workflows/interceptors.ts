@@ -4,10 +4,13 @@
  * and child workflow it starts gets both in its headers, so that their log lines carry them too
  * (activities/log-context.ts reads them).
  *
+ * They also check every step a run starts against its maximum run time before it is started, so
+ * that the deadline's timer is started only when a step could end past it (workflows/run-deadline.ts).
+ *
  * Registered by worker/worker.ts (`interceptors.workflowModules`); a pre-built bundle must include
  * this module (`bundleWorkflowCode({ workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES })`).
- * Deterministic: headers and log attributes add no commands, and the sink call is not replayed
- * into history.
+ * Deterministic: headers and log attributes add no commands, the sink call is not replayed into
+ * history, and the deadline's timer is started from workflow time and the step's own options.
  */
 import {
   type ActivateInput,
@@ -20,6 +23,7 @@ import {
   type Payload,
   proxySinks,
   type StartChildWorkflowExecutionInput,
+  type TimerInput,
   type WorkflowExecuteInput,
   type WorkflowInboundCallsInterceptor,
   type WorkflowInterceptorsFactory,
@@ -35,6 +39,7 @@ import {
   type LogContextSinks,
   type RunLogContext,
 } from '../contract/log-context.ts';
+import { beforeStep, checkStepsAgainstDeadline, durationMs } from './run-deadline.ts';
 
 const text = (value: unknown): string | undefined =>
   typeof value === 'string' && value.length > 0 ? value : undefined;
@@ -81,6 +86,7 @@ const sameContext = (a: RunLogContext, b: RunLogContext) =>
 
 /** One instance per workflow execution (the SDK calls the factory for each). */
 export const interceptors: WorkflowInterceptorsFactory = () => {
+  checkStepsAgainstDeadline();
   let context: RunLogContext = {};
   const { logContext } = proxySinks<LogContextSinks>();
   const remember = (next: RunLogContext) => {
@@ -134,19 +140,27 @@ export const interceptors: WorkflowInterceptorsFactory = () => {
     ) {
       return next({ ...input, ...context });
     },
+    // A step lasts at most its schedule-to-close (none set: no bound known).
     scheduleActivity(input: ActivityInput, next: Next<WorkflowOutboundCallsInterceptor, 'scheduleActivity'>) {
+      beforeStep(durationMs(input.options.scheduleToCloseTimeout));
       return next({ ...input, headers: withContext(input.headers) });
     },
     scheduleLocalActivity(
       input: LocalActivityInput,
       next: Next<WorkflowOutboundCallsInterceptor, 'scheduleLocalActivity'>,
     ) {
+      beforeStep(durationMs(input.options.scheduleToCloseTimeout));
       return next({ ...input, headers: withContext(input.headers) });
+    },
+    startTimer(input: TimerInput, next: Next<WorkflowOutboundCallsInterceptor, 'startTimer'>) {
+      beforeStep(input.durationMs);
+      return next(input);
     },
     startChildWorkflowExecution(
       input: StartChildWorkflowExecutionInput,
       next: Next<WorkflowOutboundCallsInterceptor, 'startChildWorkflowExecution'>,
     ) {
+      beforeStep(undefined);
       return next({ ...input, headers: withContext(input.headers) });
     },
   };

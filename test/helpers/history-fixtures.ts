@@ -295,6 +295,26 @@ export const EXPECTED_FIXTURES: readonly ExpectedFixture[] = [
       (events) => statusUpserts(events) === 1,
     ),
   },
+  {
+    file: 'fetch-run-deadline-far.json',
+    workflowType: RUN,
+    shows:
+      'a run of the default 24 h maximum run time: its deadline timer never started (patched), completed',
+    check: all(completed, patchedWith('run-deadline-armed-when-near'), not(has('TIMER_STARTED'))),
+  },
+  {
+    file: 'fetch-run-deadline-near.json',
+    workflowType: RUN,
+    shows:
+      'a run of a 5 min maximum run time: its deadline timer started after the first page fetch (patched), cancelled at the end; completed',
+    check: all(
+      completed,
+      patchedWith('run-deadline-armed-when-near'),
+      (events) => events.findIndex(is('TIMER_STARTED')) > events.findIndex(is('ACTIVITY_TASK_SCHEDULED')),
+      has('ACTIVITY_TASK_SCHEDULED'),
+      has('TIMER_CANCELED'),
+    ),
+  },
 ];
 
 /** The run's own upserts of `FetchStatus` (the SDK's `TemporalChangeVersion` ones aside). */
