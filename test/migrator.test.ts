@@ -21,6 +21,7 @@ const EXPECTED_TABLES = [
   'exchange_rate',
   'fetch_run',
   'fetched_page',
+  'fetched_page_part',
   'fetched_record',
   'idempotency_record',
   'outbox_event',

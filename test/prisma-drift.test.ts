@@ -50,7 +50,7 @@ void describe('prisma drift', () => {
         'column fetch_run.workflow_id: nullable in the database, the Prisma schema expects NOT NULL',
         'column idempotency_record.expires_at: type is timestamp(3) without time zone in the database, the Prisma schema expects timestamp(3) with time zone',
         'column source.legacy_flag exists in the database but not in the Prisma schema',
-        'column source.page_size: default is none in the database, the Prisma schema expects 200',
+        'column source.page_size: default is none in the database, the Prisma schema expects 1000',
         'index on outbox_event(status, seq) is missing from the database (expected name outbox_event_status_seq_idx)',
       ]);
     } finally {

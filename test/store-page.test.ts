@@ -209,9 +209,68 @@ describe('store-page', () => {
       'not applied',
       'not applied',
     ]);
-    const row = await db.prisma.fetchedPage.findUniqueOrThrow({ where: { key } });
+    const row = await db.prisma.fetchedPage.findUniqueOrThrow({ where: { key }, include: { parts: true } });
     assert.equal(row.recordCount, 11);
-    assert.equal((row.records as unknown[]).length, 11);
+    // The first staging write's 10 records on the page, the one append that applied as its one part.
+    assert.equal((row.records as unknown[]).length, 10);
+    assert.deepEqual(
+      row.parts.map((p) => [p.seq, (p.records as unknown[]).length]),
+      [[11, 1]],
+    );
+  });
+
+  it('a page staged by several appends (its first write and its parts) is stored whole, in order, and its parts go with it', async () => {
+    const { base, ...claim } = await claimed('s6p');
+    const all = records('s6p', 12);
+    await stage(base, 0, all.slice(0, 5), 'c1');
+    const key = pageKeyFor({ jobType: 'fetch-records', sourceId: 's6p', businessDate: DATE }, 0);
+    const fence = { fetchRunId: claim.fetchRunId, leaseToken: claim.leaseToken, pageNo: 0 };
+    const now = new Date();
+    const expiresAt = new Date(now.getTime() + 60_000);
+    const at = { key, fence, startCursor: null, now, expiresAt };
+    assert.ok(
+      await appendToStagedPage(db.prisma, {
+        ...at,
+        from: { cursor: 'c1', recordCount: 5 },
+        records: all.slice(5, 9),
+        cursor: 'c2',
+        complete: false,
+      }),
+    );
+    // A response with no records (the partner's last, empty) adds no part.
+    assert.ok(
+      await appendToStagedPage(db.prisma, {
+        ...at,
+        from: { cursor: 'c2', recordCount: 9 },
+        records: [],
+        cursor: 'c3',
+        complete: false,
+      }),
+    );
+    assert.ok(
+      await appendToStagedPage(db.prisma, {
+        ...at,
+        from: { cursor: 'c3', recordCount: 9 },
+        records: all.slice(9),
+        cursor: null,
+        complete: true,
+      }),
+    );
+    assert.equal(await db.prisma.fetchedPagePart.count({ where: { key } }), 2);
+    const stored = await acts.storePage({ ...base, pageNo: 0, recordCount: 12, nextCursor: null });
+    assert.equal(stored.recordCount, 12);
+    const event = await db.prisma.outboxEvent.findUniqueOrThrow({ where: { id: stored.eventId! } });
+    assert.deepEqual(
+      (event.payload as { externalIds: string[] }).externalIds,
+      all.map((r) => r.id),
+      'every record once, in the order the partner sent them',
+    );
+    assert.equal((await effects('s6p')).rows, 12);
+    assert.equal(
+      await db.prisma.fetchedPagePart.count({ where: { key } }),
+      0,
+      'the parts went with the page',
+    );
   });
 
   it('a late fetch attempt cannot stage a page that is already stored, nor under a lost lease', async () => {

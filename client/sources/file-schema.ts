@@ -20,7 +20,7 @@ export const DEFAULT_JOB = FETCH_RECORDS;
 export const SOURCE_DEFAULTS = {
   credentialsRef: null,
   timezone: 'UTC',
-  pageSize: 200,
+  pageSize: 1000,
   retryPolicy: 'partnerHttp',
   downstream: 'default',
   enabled: true,

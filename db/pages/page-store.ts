@@ -55,7 +55,7 @@ export interface PriorRecord {
 }
 
 /**
- * Deletes the staged page of `key` and returns it, with the key's idempotency record and whether
+ * Deletes the staged page of `key` (with its parts) and returns it, with the key's idempotency record and whether
  * the source is paused. Under {@link lockRunWithSource}'s lock only; a caller that refuses the
  * page throws, and the rollback puts the staged page back.
  */
@@ -69,13 +69,16 @@ export async function takeStagedPage(
       cursor: string | null;
       record_count: number | null;
       records: unknown[] | null;
+      parts: unknown[][] | null;
       fingerprint: string | null;
       result: unknown;
       paused: boolean | null;
     }[]
   >`
-    WITH staged AS (DELETE FROM fetched_page WHERE key = ${key} RETURNING cursor, record_count, records)
-    SELECT st.cursor, st.record_count, st.records, i.fingerprint, i.result,
+    WITH staged AS (DELETE FROM fetched_page WHERE key = ${key} RETURNING cursor, record_count, records),
+         parts AS (DELETE FROM fetched_page_part WHERE key = ${key} RETURNING seq, records)
+    SELECT st.cursor, st.record_count, st.records,
+           (SELECT json_agg(p.records ORDER BY p.seq) FROM parts p) AS parts, i.fingerprint, i.result,
            (SELECT paused_at IS NOT NULL FROM source WHERE id = ${sourceId}) AS paused
       FROM (SELECT 1) AS one
       LEFT JOIN staged st ON true
@@ -83,7 +86,12 @@ export async function takeStagedPage(
   const staged =
     row?.record_count == null
       ? undefined
-      : { cursor: row.cursor, recordCount: row.record_count, records: row.records ?? [] };
+      : {
+          cursor: row.cursor,
+          recordCount: row.record_count,
+          // The first staging write's records, then each later append's part, in order.
+          records: [...(row.records ?? []), ...(row.parts ?? []).flat()],
+        };
   const prior = row?.fingerprint == null ? undefined : { fingerprint: row.fingerprint, result: row.result };
   return { staged, prior, paused: row?.paused ?? false };
 }

@@ -79,7 +79,8 @@ function unseen(fence: PageFence, digest: string | null): Prisma.Sql {
 }
 
 /**
- * Appends records fetched from `from.cursor` to a staged page, stages the pages its response
+ * Appends records fetched from `from.cursor` to a staged page (the first append writes the page's
+ * row, each later one a part: `fetched_page_part`), stages the pages its response
  * carried over (`carried`), and remembers the partner's new cursor for the run. Conditional three
  * times over (R1):
  * - fenced: the run must still be held by `fence.leaseToken` and be at page `fence.pageNo` (a page
@@ -121,16 +122,25 @@ export async function appendToStagedPage(
           RETURNING ${STAGED_COLUMNS}`
       : Prisma.sql`
           UPDATE fetched_page
-             SET records = records || ${records}::jsonb, record_count = record_count + ${a.records.length},
+             SET record_count = record_count + ${a.records.length},
                  cursor = ${a.cursor}, complete = ${a.complete}, updated_at = ${a.now}, expires_at = ${a.expiresAt}
            WHERE key = ${a.key} AND cursor IS NOT DISTINCT FROM ${a.from.cursor}
              AND record_count = ${a.from.recordCount} AND NOT complete
              AND ${runAtPage(a.fence)} AND ${unseen(a.fence, digest)}
           RETURNING ${STAGED_COLUMNS}`;
-  // Data-modifying CTEs always run to completion, read or not: the carried pages and the cursor row
-  // go in exactly when the staging write applied.
+  // A later append's records are a part of the page of their own, keyed by the page's record count
+  // after them: the page's JSON so far is not rewritten (that made a page's staging quadratic).
+  const part =
+    a.from === undefined || a.records.length === 0
+      ? Prisma.sql`SELECT 1`
+      : Prisma.sql`
+          INSERT INTO fetched_page_part (key, seq, records)
+          SELECT key, "recordCount", ${records}::jsonb FROM staged`;
+  // Data-modifying CTEs always run to completion, read or not: the part, the carried pages and the
+  // cursor row go in exactly when the staging write applied.
   const [row] = await db.$queryRaw<StagedPage[]>`
     WITH staged AS (${staged}),
+         part AS (${part}),
          carried AS (${carriedSql(carried, a)}),
          remembered AS (
            INSERT INTO run_cursor (fetch_run_id, digest, page_no)
