@@ -124,7 +124,7 @@ describe('sources add', { timeout: 300_000 }, () => {
         demo.pageSize,
         demo.schedule,
       ],
-      ['fetch-records', {}, 'sadd-demo', 'DF_SECRET_SADD', 'UTC', 200, null],
+      ['fetch-records', {}, 'sadd-demo', 'DF_SECRET_SADD', 'UTC', 1000, null],
     );
     const [entry, ...more] = await auditOf('sadd-demo');
     assert.equal(more.length, 0);

@@ -44,7 +44,7 @@ describe('sources update --config', { timeout: 300_000 }, () => {
     const row = await t.db.prisma.source.findUniqueOrThrow({ where: { id } });
     assert.deepEqual(
       [row.jobType, row.pageSize, row.config],
-      ['exchange-rates', 200, { account: 'fx:rates-imported', counterAccount: 'fx:suspense' }],
+      ['exchange-rates', 1000, { account: 'fx:rates-imported', counterAccount: 'fx:suspense' }],
     );
     assert.equal((await auditOf(id)).length, 1, 'only the add is audited');
 
