@@ -292,6 +292,26 @@ void describe('carried-pages: fetchPage', () => {
     );
   });
 
+  void it('a carried page replaced by a new response of the page before it keeps no part of the page it replaces', async () => {
+    const s = await scripted(
+      'cp-parts',
+      new Map([
+        ['x', { records: ids(0, 60), nextCursor: 'px' }],
+        ['y', { records: ids(100, 60), nextCursor: 'py' }],
+      ]),
+    );
+    await s.fetch(0, 'x');
+    // As if page 1 had been appended to after it was carried (a part of its own).
+    await db.prisma.fetchedPagePart.create({ data: { key: s.key(1), seq: 99, records: ids(900, 3) } });
+    await s.fetch(0, 'y');
+    assert.equal(await db.prisma.fetchedPagePart.count({ where: { key: s.key(1) } }), 0);
+    const staged = await s.staged();
+    assert.deepEqual(
+      staged.flatMap((p) => p.records as { id: string }[]).map((r) => r.id),
+      ids(100, 60).map((r) => r.id),
+    );
+  });
+
   void it('a carried page that is gone (expired) fails NotFound CARRIED_PAGE_MISSING, asking the partner nothing', async () => {
     const s = await scripted('cp-gone', new Map([[null, { records: ids(0, 60), nextCursor: 'p1' }]]));
     const page0 = await s.fetch(0, null);

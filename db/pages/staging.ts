@@ -136,11 +136,19 @@ export async function appendToStagedPage(
       : Prisma.sql`
           INSERT INTO fetched_page_part (key, seq, records)
           SELECT key, "recordCount", ${records}::jsonb FROM staged`;
+  // A carried page replaced whole (see carriedSql) takes no parts of the page it replaces.
+  const staleParts =
+    carried.length === 0
+      ? Prisma.sql`SELECT 1`
+      : Prisma.sql`
+          DELETE FROM fetched_page_part
+           WHERE key = ANY(${carried.map((c) => c.key)}::text[]) AND EXISTS (SELECT 1 FROM staged)`;
   // Data-modifying CTEs always run to completion, read or not: the part, the carried pages and the
   // cursor row go in exactly when the staging write applied.
   const [row] = await db.$queryRaw<StagedPage[]>`
     WITH staged AS (${staged}),
          part AS (${part}),
+         stale_parts AS (${staleParts}),
          carried AS (${carriedSql(carried, a)}),
          remembered AS (
            INSERT INTO run_cursor (fetch_run_id, digest, page_no)
