@@ -6,6 +6,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { HttpClient } from '../activities/http.ts';
 import { createActivities } from '../activities/index.ts';
+import { setBreaker } from '../db/retry/breaker.ts';
 import { carryCursor } from '../activities/pages/carried-pages.ts';
 import { MAX_CURSOR_LENGTH, MAX_RECORDS_PER_RESPONSE } from '../activities/job-runtime.ts';
 import type { FetchPageResult } from '../contract/types.ts';
@@ -104,6 +105,48 @@ void describe('fetch-page', () => {
       assert.equal(await stagedPages(id), 0);
     });
   }
+
+  // R8: every partner call of a page is admitted by the downstream's breaker once, before it is
+  // made; the admission of each call after the first rides on the append of the response before it.
+  /** Answers five responses of 20 records (cursor c-1 … c-5, then none); `onCall(n)` before the n-th. */
+  function fivePages(onCall: (n: number) => Promise<unknown> = () => Promise.resolve()) {
+    const http = stubHttp(undefined);
+    http.getJson = async () => {
+      const n = ++http.calls;
+      await onCall(n);
+      const records = Array.from({ length: 20 }, (_, i) => ({ id: `r${n}-${i}` }));
+      return { records, nextCursor: n < 5 ? `c-${n + 1}` : null };
+    };
+    return http;
+  }
+  const callsCounted = async (downstream: string) => {
+    const [row] = await db.prisma.$queryRaw<{ n: number }[]>`
+      SELECT COALESCE(sum(calls), 0)::int AS n FROM downstream_calls WHERE downstream = ${downstream}`;
+    return row?.n ?? 0;
+  };
+
+  void it('a page of five partner calls is admitted by the breaker five times, once a call', async () => {
+    const http = fivePages();
+    const page = await fetchWith('fp-admit', http);
+    assert.deepEqual(page, { recordCount: 100, nextCursor: null });
+    assert.equal(http.calls, 5);
+    assert.equal(await callsCounted('default.fp-admit'), 5);
+  });
+
+  void it('a breaker opened between two partner calls of a page refuses the next one; what came before stays staged', async () => {
+    const id = 'fp-admit-open';
+    const http = fivePages(async (n) => {
+      // While the second call is out: its answer's append then asks for the third call.
+      if (n === 2) await setBreaker(db.prisma, `default.${id}`, 'open', { actor: 'test', reason: 'test' });
+    });
+    assert.equal(failureCode(await fetchWith(id, http)), 'CircuitOpen/BREAKER_FORCED_OPEN');
+    assert.equal(http.calls, 2, 'the third call was never made');
+    const [staged] = await db.prisma.fetchedPage.findMany({
+      where: { key: { startsWith: `fetch-records:${id}:` } },
+    });
+    assert.equal(staged?.recordCount, 40, 'both answers staged');
+    assert.equal(await callsCounted(`default.${id}`), 2);
+  });
 
   void it('a partner cursor that does not advance fails the page as InvalidResponse instead of looping', async () => {
     const http = stubHttp({ records: [{ id: 'x1' }], nextCursor: 'c-1' });

@@ -17,6 +17,8 @@ import {
   startPageCursors,
 } from '../../db/pages/staging.ts';
 import { breakerScope } from '../../db/ledger/downstreams.ts';
+import { type Admission, admissionOf, admitCallSql, releaseTrial } from '../../db/retry/breaker.ts';
+import { errorMessage } from '../../runtime/errors.ts';
 import { renewAndStartPage } from '../../db/pages/stored-page.ts';
 import { pageWatermarkOf, runWindow } from './window.ts';
 import { engineSql, type EngineSql } from '../../db/transaction.ts';
@@ -156,6 +158,8 @@ export function createFetchPage(deps: ActivityDeps) {
     // Nothing between these and the `try` may throw: the `finally` stops them.
     const stopHeartbeats = heartbeatEvery(ctx, progress);
     const calls = partnerCallSignal(ctx, deps.stopping);
+    // The breaker's answer for the next partner call, asked by the append of the response before.
+    let admitted: Admission | undefined;
     try {
       // A staged page that ends at a carry cursor is whole: the rest of its response is staged as
       // the page after it (a run that comes back with a larger page size must not hand the
@@ -165,24 +169,30 @@ export function createFetchPage(deps: ActivityDeps) {
         const limit = Math.min(deps.partnerPageLimit, room);
         const guard = { settings, retry, what, onAnswered: asked };
         retry = false;
-        const fetched = await throughBreaker(deps, guard, () =>
-          observed(
-            deps,
-            source.id,
-            inJob(job, 'fetchPage', () =>
-              job.fetchPage({
-                ...access,
-                signal: calls.signal,
-                source: view,
-                businessDate: input.businessDate,
-                cursor: at.cursor,
-                limit,
-                idempotencyKey: key,
-                pagesFetched,
-                ...(window === undefined ? {} : { window }),
-              }),
+        const given = admitted;
+        admitted = undefined;
+        const fetched = await throughBreaker(
+          deps,
+          guard,
+          () =>
+            observed(
+              deps,
+              source.id,
+              inJob(job, 'fetchPage', () =>
+                job.fetchPage({
+                  ...access,
+                  signal: calls.signal,
+                  source: view,
+                  businessDate: input.businessDate,
+                  cursor: at.cursor,
+                  limit,
+                  idempotencyKey: key,
+                  pagesFetched,
+                  ...(window === undefined ? {} : { window }),
+                }),
+              ),
             ),
-          ),
+          given,
         );
         // A partner may send more than `limit`: what does not fit is staged as the next pages.
         const page = checkedPage(job, fetched, MAX_RECORDS_PER_RESPONSE, what);
@@ -215,6 +225,12 @@ export function createFetchPage(deps: ActivityDeps) {
         const now = deps.now();
         const from = staged ? { cursor: at.cursor, recordCount: at.recordCount } : undefined;
         const spread = spreadResponse(page, room, input.pageSize, input.pageNo);
+        // The page goes on after this response (the loop's condition, on the state the append
+        // leaves): the append asks the breaker for the next call too, in the same statement.
+        const goesOn =
+          !spread.complete &&
+          at.recordCount + spread.records.length < input.pageSize &&
+          carriedPageOf(spread.cursor) === undefined;
         const appended = await appendToStagedPage(db, {
           key,
           fence,
@@ -232,8 +248,10 @@ export function createFetchPage(deps: ActivityDeps) {
           })),
           now,
           expiresAt: new Date(now.getTime() + deps.idempotencyRetentionMs),
+          ...(goesOn ? { admitNext: admitCallSql(settings, false) } : {}),
         });
         if (appended) {
+          if (appended.admission) admitted = admissionOf(appended.admission, settings);
           // Applied under the fence: the lease held just now, and the page is where the append
           // left it. The lease is renewed again once a quarter of its time has gone by (a page of
           // many partner calls), not after every call.
@@ -265,6 +283,8 @@ export function createFetchPage(deps: ActivityDeps) {
     } finally {
       stopHeartbeats();
       calls.release();
+      // A trial place taken for a call that will not be made goes to the next call.
+      if (admitted?.admitted === true && admitted.trial) await releaseUnusedTrial(deps, settings.id);
     }
     return { recordCount: at.recordCount, nextCursor: at.complete ? null : at.cursor };
   };
@@ -291,5 +311,14 @@ async function refuseLoop(db: EngineSql, fence: PageFence, cursor: string, what:
       'CURSOR_LOOP',
       `${what}: the partner's next cursor is one this run reached before (a pagination loop)`,
     );
+  }
+}
+
+/** Frees a breaker trial place this attempt was given and did not use (logged when it cannot). */
+async function releaseUnusedTrial(deps: ActivityDeps, downstream: string): Promise<void> {
+  try {
+    await releaseTrial(engineSql(deps.prisma), downstream);
+  } catch (err) {
+    deps.log.warn({ downstream, err: errorMessage(err) }, 'could not free an unused breaker trial place');
   }
 }

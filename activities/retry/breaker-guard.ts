@@ -8,6 +8,7 @@
  */
 import { ApplicationFailure, type Info } from '@temporalio/activity';
 import {
+  type Admission,
   admitCall,
   type BreakerHold,
   readHold,
@@ -154,10 +155,12 @@ export interface AdmittedCall {
 export async function admitPartnerCall(
   deps: Pick<ActivityDeps, 'prisma' | 'metrics'>,
   guard: GuardedCall,
+  /** The breaker's answer for this call, when a statement before it asked already (with `guard.retry` false). */
+  given?: Admission,
 ): Promise<AdmittedCall> {
   const { settings } = guard;
   const downstream = settings.id;
-  const admission = await admitCall(engineSql(deps.prisma), settings, guard.retry);
+  const admission = given ?? (await admitCall(engineSql(deps.prisma), settings, guard.retry));
   guard.onAnswered?.();
   if (admission.admitted) return { settings, trial: admission.trial };
   deps.metrics.breakerRefusedCalls.inc({ downstream, reason: admission.refusal });
@@ -215,8 +218,9 @@ export async function throughBreaker<T>(
   deps: Pick<ActivityDeps, 'prisma' | 'metrics' | 'log'>,
   guard: GuardedCall,
   call: () => Promise<T>,
+  given?: Admission,
 ): Promise<T> {
-  return settledCall(deps, await admitPartnerCall(deps, guard), call);
+  return settledCall(deps, await admitPartnerCall(deps, guard, given), call);
 }
 
 /**

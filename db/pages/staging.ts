@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import { Prisma, type PrismaClient } from '../../prisma/generated/client.ts';
 import { heldAtPage, type PageFence } from '../fence.ts';
+import type { AdmissionRow } from '../retry/breaker.ts';
 
 /** Where a staged page stands; its records stay in the table (storePage takes them). */
 export interface StagedPage {
@@ -48,7 +49,17 @@ export interface Append {
   carried?: readonly CarriedRow[];
   now: Date;
   expiresAt: Date;
+  /**
+   * The breaker's admission of the page's next partner call (db/retry/breaker.ts `admitCallSql`),
+   * asked in the same statement once the append applied: one round trip less per partner call.
+   * An attempt that stops before making that call leaves it counted as a call in the retry
+   * budget's window (a trial place it was given, it frees).
+   */
+  admitNext?: Prisma.Sql;
 }
+
+/** A staged page as an append left it, with the breaker's answer for the next call when asked. */
+export type AppendedPage = StagedPage & { admission?: AdmissionRow | null };
 
 /** A page staged whole by the append of the page before it (see {@link Append.carried}). */
 export interface CarriedRow {
@@ -101,7 +112,7 @@ function unseen(fence: PageFence, digest: string | null): Prisma.Sql {
 export async function appendToStagedPage(
   db: Pick<PrismaClient, '$queryRaw'>,
   a: Append,
-): Promise<StagedPage | undefined> {
+): Promise<AppendedPage | undefined> {
   const records = JSON.stringify(a.records);
   // The partner's cursor is the last carried page's, when the response spilled over: the cursors
   // of this page and of the carried pages before the last are the engine's own (carry cursors),
@@ -145,7 +156,12 @@ export async function appendToStagedPage(
            WHERE key = ANY(${carried.map((c) => c.key)}::text[]) AND EXISTS (SELECT 1 FROM staged)`;
   // Data-modifying CTEs always run to completion, read or not: the part, the carried pages and the
   // cursor row go in exactly when the staging write applied.
-  const [row] = await db.$queryRaw<StagedPage[]>`
+  // In the select list: evaluated only for the row the applied append returns.
+  const admission =
+    a.admitNext === undefined
+      ? Prisma.empty
+      : Prisma.sql`, (SELECT to_json(n) FROM ${a.admitNext} AS n) AS admission`;
+  const [row] = await db.$queryRaw<AppendedPage[]>`
     WITH staged AS (${staged}),
          part AS (${part}),
          stale_parts AS (${staleParts}),
@@ -154,7 +170,7 @@ export async function appendToStagedPage(
            INSERT INTO run_cursor (fetch_run_id, digest, page_no)
            SELECT ${a.fence.fetchRunId}::uuid, ${digest}, ${reachedAt} FROM staged WHERE ${digest}::text IS NOT NULL
            ON CONFLICT DO NOTHING)
-    SELECT * FROM staged`;
+    SELECT staged.*${admission} FROM staged`;
   return row;
 }
 
