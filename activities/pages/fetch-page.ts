@@ -17,7 +17,8 @@ import {
   startPageCursors,
 } from '../../db/pages/staging.ts';
 import { breakerScope } from '../../db/ledger/downstreams.ts';
-import { type Admission, admissionOf, admitCallSql, releaseTrial } from '../../db/retry/breaker.ts';
+import { admitCallSql } from '../../db/retry/admission-sql.ts';
+import { type Admission, admissionOf, releaseTrial } from '../../db/retry/breaker.ts';
 import { errorMessage } from '../../runtime/errors.ts';
 import { renewAndStartPage } from '../../db/pages/stored-page.ts';
 import { pageWatermarkOf, runWindow } from './window.ts';

@@ -50,7 +50,7 @@ export interface Append {
   now: Date;
   expiresAt: Date;
   /**
-   * The breaker's admission of the page's next partner call (db/retry/breaker.ts `admitCallSql`),
+   * The breaker's admission of the page's next partner call (db/retry/admission-sql.ts),
    * asked in the same statement once the append applied: one round trip less per partner call.
    * An attempt that stops before making that call leaves it counted as a call in the retry
    * budget's window (a trial place it was given, it frees).

@@ -5,7 +5,7 @@
  * succeeds while the breaker is closed writes nothing more than its admission. Every statement
  * uses the database's clock, so workers with skewed clocks agree on the window.
  */
-import { Prisma, type PrismaClient } from '../../prisma/generated/client.ts';
+import type { PrismaClient } from '../../prisma/generated/client.ts';
 import type { DownstreamSettings } from '../ledger/downstreams.ts';
 
 type Db = Pick<PrismaClient, '$queryRaw'>;
@@ -35,9 +35,13 @@ const secs = (ms: number) => ms / 1000;
  * downstream (an advisory lock in the function): retries refused together come back together.
  */
 export async function admitCall(db: Db, settings: DownstreamSettings, retry: boolean): Promise<Admission> {
-  const rows = await db.$queryRaw<
-    AdmissionRow[]
-  >`SELECT verdict, wait_ms FROM ${admitCallSql(settings, retry)}`;
+  const { id, breaker, retryBudget } = settings;
+  // The same call as db/retry/admission-sql.ts `admitCallSql` (kept apart: this module loads no
+  // Prisma runtime, for the CLI's start-up).
+  const rows = await db.$queryRaw<AdmissionRow[]>`
+    SELECT verdict, wait_ms FROM df_admit_call(${id}, ${retry}, ${breaker.trialCalls}::int,
+      ${breaker.openMs}::int, ${retryBudget.ratio}::float8, ${retryBudget.minRetries}::int,
+      ${retryBudget.windowMs}::int)`;
   const row = rows[0];
   if (!row) throw new Error('df_admit_call returned no row');
   return admissionOf(row, settings);
@@ -47,18 +51,6 @@ export async function admitCall(db: Db, settings: DownstreamSettings, retry: boo
 export interface AdmissionRow {
   verdict: string;
   wait_ms: number | null;
-}
-
-/**
- * The call of `df_admit_call` for {@link admitCall}, as a FROM item: for a statement that admits
- * the next partner call along with other work (db/pages/staging.ts: the append of a page's
- * previous response), read back with {@link admissionOf}.
- */
-export function admitCallSql(settings: DownstreamSettings, retry: boolean): Prisma.Sql {
-  const { id, breaker, retryBudget } = settings;
-  return Prisma.sql`df_admit_call(${id}, ${retry}, ${breaker.trialCalls}::int,
-      ${breaker.openMs}::int, ${retryBudget.ratio}::float8, ${retryBudget.minRetries}::int,
-      ${retryBudget.windowMs}::int)`;
 }
 
 /** What a row of `df_admit_call` decided. */
