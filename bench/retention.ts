@@ -98,6 +98,7 @@ const KEPT: Record<string, string> = {
   outbox_event: 'published: DURABLE_FETCH_OUTBOX_RETENTION_DAYS',
   idempotency_record: 'DURABLE_FETCH_IDEMPOTENCY_RETENTION_DAYS, ≥ 1 day',
   fetched_page: 'until stored; expired: idempotency retention',
+  fetched_page_part: 'with its staged page',
   queue_sample: '1 day (db/health.ts)',
   downstream_calls: '2 h (CALL_COUNT_RETENTION_MS)',
   fetch_run: 'no retention',
