@@ -58,7 +58,13 @@ describe('a failed trial on the last attempt (R7, R8)', { timeout: WAIT_MS + 60_
       id: DS,
       breaker: { failureRate: 0.5, minCalls: 4, windowMs: 60_000, openMs: OPEN_MS, trialCalls: 1 },
     });
-    await createSource(db.prisma, SOURCE, partner.url, { downstream: DS, retryPolicy: 'partnerHttpQuick' });
+    // Its page fetches as activity tasks (as an isolated downstream's are): the test watches the
+    // pending activity's attempts to let the breaker's trial through exactly at the last one.
+    await createSource(db.prisma, SOURCE, partner.url, {
+      downstream: DS,
+      retryPolicy: 'partnerHttpQuick',
+      localFetch: false,
+    });
     await setBreaker(db.prisma, DS, 'open', { actor: 'test', reason: 'partner maintenance' });
     // The partner's outage as its calls see it: the first call that reaches it (the trial) gets a
     // 503; the next finds it back.

@@ -12,6 +12,7 @@ import { setBreaker } from '../db/retry/breaker.ts';
 import { downstreamSettingsSchema, rowOf } from '../db/ledger/downstreams.ts';
 import { createSource } from './helpers/deps.ts';
 import { waitFor } from './helpers/outbox.ts';
+import { fetchSteps } from './helpers/page-fetches.ts';
 import { within } from './helpers/process.ts';
 import { useWorkerStack } from './helpers/worker-stack.ts';
 
@@ -36,13 +37,14 @@ describe('an open breaker outlasted (R8)', { timeout: 240_000 }, () => {
     const prepared = await prepareFetch(ctx, { sourceId: 'bol-a', date: DATE, requestedBy: 'test' });
     const handle = await launchFetch(ctx, prepared);
     // The step's six attempts spent (each refused, a second or so apart) and the workflow waiting
-    // to run it again: its history shows the failed activity and a timer after it.
+    // to run it again: its history shows the failed page fetch (a local activity's marker, or an
+    // activity task's failure) and a timer after it.
     await waitFor(
       async () => {
         const history = await client.workflow.getHandle(handle.workflowId).fetchHistory();
         const events = history.events ?? [];
-        const failed = events.findIndex((e) => e.activityTaskFailedEventAttributes);
-        return failed >= 0 && events.slice(failed).some((e) => e.timerStartedEventAttributes);
+        const failed = fetchSteps(events).find((step) => step.failureType === 'CircuitOpen')?.failedAt;
+        return failed != null && events.slice(failed).some((e) => e.timerStartedEventAttributes);
       },
       'the step to end with CircuitOpen and the workflow to wait',
       90_000,

@@ -4,7 +4,8 @@
 // Timeout failure instead of being cancelled. The interleaving is made deterministic in the HTTP
 // layer the activities are given: the partner call (real, over a socket) is not aborted by the
 // cancellation; instead it fails with the Timeout failure the client's response timeout throws,
-// at the moment the cancellation arrives. The run must still end `cancelled`, no dead letter.
+// at the moment the cancellation arrives. The run must still end `cancelled`, no dead letter:
+// with its page fetches as local activities (the default) and as activity tasks.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Client } from '@temporalio/client';
@@ -17,7 +18,6 @@ import { createSource, testDeps } from './helpers/deps.ts';
 import { waitFor } from './helpers/outbox.ts';
 import { testClient, testWorker } from './helpers/temporal.ts';
 
-const SOURCE = 'race-src';
 const DATE = '2026-04-04';
 
 let db: TestDatabase;
@@ -65,42 +65,55 @@ function timingOutOnCancel(http: HttpClient): HttpClient {
 }
 
 describe('cancel racing a timeout', () => {
-  it('a cancel delivered while the awaited partner call times out ends the run cancelled, not dead-lettered', async () => {
-    await createSource(db.prisma, SOURCE, partner.url, { pageSize: 50 });
-    // The second page hangs: the run is waiting on that call when the operator cancels.
-    partner.faults.add({ sourceId: SOURCE, kind: 'delay', delayMs: 60_000, afterRequests: 1 });
-    const http = timingOutOnCancel(createHttpClient({ connectTimeoutMs: 2_000, responseTimeoutMs: 60_000 }));
-    const worker = await testWorker(testDeps(db.prisma, { http }));
-    const handle = await worker.run(async () => {
-      const started = await startFetch(
-        { temporal: client, prisma: db.prisma, taskQueue: worker.taskQueue },
-        { sourceId: SOURCE, date: DATE, requestedBy: 'test' },
+  for (const local of [true, false]) {
+    const what = local ? 'a local fetch (the default)' : 'an activity task';
+    it(`a cancel delivered while the awaited partner call times out ends the run cancelled, not dead-lettered: ${what}`, async () => {
+      const sourceId = local ? 'race-local' : 'race-task';
+      await createSource(db.prisma, sourceId, partner.url, { pageSize: 50, localFetch: local });
+      // The second page hangs: the run is waiting on that call when the operator cancels.
+      partner.faults.add({ sourceId, kind: 'delay', delayMs: 60_000, afterRequests: 1 });
+      const http = timingOutOnCancel(
+        createHttpClient({ connectTimeoutMs: 2_000, responseTimeoutMs: 60_000 }),
       );
-      await waitFor(() => partner.faults.list().length === 0, 'the partner holding the second page', 60_000);
-      await started.handle.cancel();
-      await started.handle.result().then(
-        () => assert.fail('the run must not succeed'),
-        () => undefined,
-      );
-      return started.handle;
+      const worker = await testWorker(testDeps(db.prisma, { http }));
+      const handle = await worker.run(async () => {
+        const started = await startFetch(
+          { temporal: client, prisma: db.prisma, taskQueue: worker.taskQueue },
+          { sourceId, date: DATE, requestedBy: 'test' },
+        );
+        await waitFor(
+          () => partner.faults.list().every((f) => f.sourceId !== sourceId),
+          'the partner holding the second page',
+          60_000,
+        );
+        await started.handle.cancel();
+        await started.handle.result().then(
+          () => assert.fail('the run must not succeed'),
+          () => undefined,
+        );
+        return started.handle;
+      });
+
+      if (!local) {
+        // The interleaving happened: the awaited activity ended with Timeout after the cancel
+        // request. (A local fetch's attempts are inside its workflow task: no event shows them.)
+        const events = (await handle.fetchHistory()).events ?? [];
+        const cancelAt = events.findIndex((e) => e.activityTaskCancelRequestedEventAttributes);
+        const failedAt = events.findIndex(
+          (e, i) =>
+            i > cancelAt &&
+            e.activityTaskFailedEventAttributes?.failure?.applicationFailureInfo?.type === 'Timeout',
+        );
+        assert.ok(
+          cancelAt >= 0 && failedAt > cancelAt,
+          'the activity failed with Timeout after the cancel request',
+        );
+      }
+
+      const run = await db.prisma.fetchRun.findFirstOrThrow({ where: { sourceId } });
+      assert.deepEqual([run.status, run.errorClass, run.pagesStored], ['cancelled', null, 1]);
+      assert.equal(await db.prisma.deadLetter.count({ where: { fetchRunId: run.id } }), 0, 'no dead letter');
+      assert.equal((await handle.describe()).status.name, 'CANCELLED');
     });
-
-    // The interleaving happened: the awaited activity ended with Timeout after the cancel request.
-    const events = (await handle.fetchHistory()).events ?? [];
-    const cancelAt = events.findIndex((e) => e.activityTaskCancelRequestedEventAttributes);
-    const failedAt = events.findIndex(
-      (e, i) =>
-        i > cancelAt &&
-        e.activityTaskFailedEventAttributes?.failure?.applicationFailureInfo?.type === 'Timeout',
-    );
-    assert.ok(
-      cancelAt >= 0 && failedAt > cancelAt,
-      'the activity failed with Timeout after the cancel request',
-    );
-
-    const run = await db.prisma.fetchRun.findFirstOrThrow({ where: { sourceId: SOURCE } });
-    assert.deepEqual([run.status, run.errorClass, run.pagesStored], ['cancelled', null, 1]);
-    assert.equal(await db.prisma.deadLetter.count({ where: { fetchRunId: run.id } }), 0, 'no dead letter');
-    assert.equal((await handle.describe()).status.name, 'CANCELLED');
-  });
+  }
 });

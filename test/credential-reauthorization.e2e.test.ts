@@ -17,6 +17,7 @@ import { parseMasterKey, sealValue } from '../runtime/credential-cipher.ts';
 import { credentialsCli, setArgs } from './helpers/credentials-cli.ts';
 import { jobTestKit, type JobKit } from './helpers/job-kit.ts';
 import { waitFor } from './helpers/outbox.ts';
+import { fetchSteps } from './helpers/page-fetches.ts';
 
 const KEY_TEXT = randomBytes(32).toString('base64');
 const KEY = parseMasterKey(KEY_TEXT);
@@ -73,9 +74,7 @@ const statusOf = async (handle: WorkflowHandle) =>
 /** How many times the workflow asked for the page (each try after a wait is one more). */
 async function fetchTries(handle: WorkflowHandle): Promise<number> {
   const { events } = await handle.fetchHistory();
-  return (events ?? []).filter(
-    (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'fetchPage',
-  ).length;
+  return fetchSteps(events ?? []).length;
 }
 
 void describe('a run whose OAuth2 credential needs reauthorization', { concurrency: true }, () => {

@@ -111,7 +111,14 @@ async function deployWhileOpen(signal: 'SIGTERM' | 'SIGKILL'): Promise<void> {
   const taskQueue = `test-deploy-${tag}-${randomUUID()}`;
   const [pageSource, confirmSource] = [`deploy-${tag}-page`, `deploy-${tag}-confirm`];
   const [buildA, buildB] = [`0.1.0+a-${tag}`, `0.2.0+b-${tag}`];
-  await createSource(db.prisma, pageSource, partner.url, { pageSize: 50 });
+  // Killed, a worker leaves in the history only the workflow tasks it completed: a run whose page
+  // fetches are local (the default) is one workflow task from its claim to the held fetch, which A
+  // never completes, so that run fetches as activity tasks here (a worker killed during a local
+  // fetch: local-fetch.e2e.test.ts). Stopped, A completes that task as it stops the fetch.
+  await createSource(db.prisma, pageSource, partner.url, {
+    pageSize: 50,
+    ...(signal === 'SIGKILL' ? { localFetch: false } : {}),
+  });
   await createSource(db.prisma, confirmSource, partner.url, {
     pageSize: 50,
     submitSummary: true,

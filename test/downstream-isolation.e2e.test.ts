@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createSource } from './helpers/deps.ts';
 import { createDownstream, datesFrom, pageFetches, startRuns } from './helpers/downstream-runs.ts';
+import { fetchSteps } from './helpers/page-fetches.ts';
 import { waitFor } from './helpers/outbox.ts';
 import { within } from './helpers/process.ts';
 import { useWorkerStack } from './helpers/worker-stack.ts';
@@ -57,12 +58,15 @@ const succeeded = async (runs: Awaited<ReturnType<typeof startRuns>>) => {
 };
 
 describe('downstream isolation (R8)', { concurrency: true, timeout: 110_000 }, () => {
-  it("an isolated downstream's source fetches on the downstream's own queue with its weight; others on the workflow's queue", async () => {
+  it("an isolated downstream's source fetches on the downstream's own queue with its weight; others on the workflow's queue, or locally by default", async () => {
     await createSource(stack.db.prisma, 'dsi-weighted', stack.partner.url, {
       pageSize: 50,
       downstream: 'dsi-fast',
     });
-    await createSource(stack.db.prisma, 'dsi-shared', stack.partner.url, { pageSize: 50 });
+    // A source that fetches as activity tasks: on the workflow's queue, keyed; one left at the
+    // default fetches locally, no task at all.
+    await createSource(stack.db.prisma, 'dsi-shared', stack.partner.url, { pageSize: 50, localFetch: false });
+    await createSource(stack.db.prisma, 'dsi-default', stack.partner.url, { pageSize: 50 });
     // Local fetches would bypass the downstream's queue, its slots and rate limits: not for it.
     await createSource(stack.db.prisma, 'dsi-local', stack.partner.url, {
       pageSize: 50,
@@ -73,9 +77,12 @@ describe('downstream isolation (R8)', { concurrency: true, timeout: 110_000 }, (
       ...(await startRuns(stack, 'dsi-weighted', ['2025-05-01'])),
       ...(await startRuns(stack, 'dsi-shared', ['2025-05-01'])),
       ...(await startRuns(stack, 'dsi-local', ['2025-05-01'])),
+      ...(await startRuns(stack, 'dsi-default', ['2025-05-01'])),
     ];
     await succeeded(runs);
-    const [weighted, shared, local] = await Promise.all(runs.map((r) => fetchDispatch(r.workflowId)));
+    const [weighted, shared, local, byDefault] = await Promise.all(
+      runs.map((r) => fetchDispatch(r.workflowId)),
+    );
     assert.deepEqual(weighted, [
       { taskQueue: `${stack.taskQueue}-ds-dsi-fast`, fairnessKey: 'dsi-weighted', fairnessWeight: 3 },
       { taskQueue: `${stack.taskQueue}-ds-dsi-fast`, fairnessKey: 'dsi-weighted', fairnessWeight: 3 },
@@ -88,6 +95,14 @@ describe('downstream isolation (R8)', { concurrency: true, timeout: 110_000 }, (
       { taskQueue: `${stack.taskQueue}-ds-dsi-fast`, fairnessKey: 'dsi-local', fairnessWeight: 1 },
       { taskQueue: `${stack.taskQueue}-ds-dsi-fast`, fairnessKey: 'dsi-local', fairnessWeight: 1 },
     ]);
+    assert.deepEqual(byDefault, [], 'no fetchPage activity task');
+    const defaultRun = runs[3]?.workflowId ?? '';
+    const steps = fetchSteps((await stack.client.workflow.getHandle(defaultRun).fetchHistory()).events ?? []);
+    assert.deepEqual(
+      steps.map((step) => step.local),
+      [true, true],
+      'its two page fetches were local activities',
+    );
     assert.match(stack.worker.output(), /worker polling downstream task queues .*-ds-dsi-fast' \(2 slots\)/);
   });
 

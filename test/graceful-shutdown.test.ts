@@ -66,7 +66,10 @@ async function withWorld<T>(
   const taskQueue = `test-graceful-${scenario.sourceId}-${randomUUID()}`;
   try {
     partner = await startPartner({ port: 0, recordCount: () => RECORDS });
-    await createSource(db.prisma, scenario.sourceId, partner.url, { pageSize: PAGE_SIZE });
+    // Page fetches as activity tasks (an isolated downstream's, or `localFetch: false`): what the
+    // SDK lets finish, then cancels, is an activity. A local fetch (the default) on SIGTERM:
+    // local-fetch.e2e.test.ts.
+    await createSource(db.prisma, scenario.sourceId, partner.url, { pageSize: PAGE_SIZE, localFetch: false });
     await db.prisma.source.update({
       where: { id: scenario.sourceId },
       data: { retryPolicy: 'partnerHttpQuick' },

@@ -196,11 +196,14 @@ describe('reset', { concurrency: true }, () => {
   it('a reset to just before the intent while the submit is in flight (a late effect follows): the call counted by the earlier execution is looked up first, never repeated blindly', async () => {
     const sourceId = 'reset-intent';
     // The held call takes effect 4 s after it was received, though its client gave up at 2 s; the
-    // partner declares 5 s of processing.
+    // partner declares 5 s of processing. Its page fetches are activity tasks: local ones (the
+    // default) make the claim, the pages and the intent one workflow task, with no reset point
+    // between the claim and the intent.
     await createSource(stack.db.prisma, sourceId, stack.partner.url, {
       pageSize: 50,
       submitSummary: true,
       submitMaxProcessingMs: 5_000,
+      localFetch: false,
     });
     stack.partner.faults.add({
       route: 'submissions',

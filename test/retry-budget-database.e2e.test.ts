@@ -58,8 +58,11 @@ describe('retry budget: only calls meant for the partner count (R8)', { timeout:
   it("a page step's database failure before its partner call spends no retry budget; a 503 before its next call does", async () => {
     const { prisma } = stack.db;
     for (const id of [DB_DS, FAIL_DS]) await createDownstream(prisma, { id, breaker: NO_BREAKER });
-    await createSource(prisma, 'rbd-db-a', stack.partner.url, { downstream: DB_DS });
-    await createSource(prisma, 'rbd-503-a', stack.partner.url, { downstream: FAIL_DS });
+    // Page fetches as activity tasks: their heartbeat details carry `partnerAsked` to the next
+    // attempt. A local fetch (the default) has none, and counts every attempt after the first.
+    const tasks = { localFetch: false };
+    await createSource(prisma, 'rbd-db-a', stack.partner.url, { downstream: DB_DS, ...tasks });
+    await createSource(prisma, 'rbd-503-a', stack.partner.url, { downstream: FAIL_DS, ...tasks });
     stack.partner.faults.add({ sourceId: 'rbd-503-a', kind: 'status', status: 503, times: 1 });
     const metricsUrl = await metricsUrlOf(stack.worker);
     const before = (await scrapeMetrics(metricsUrl)).get(DB_RETRIES) ?? 0;

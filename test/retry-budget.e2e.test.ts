@@ -64,7 +64,9 @@ describe('retry budget (R8)', () => {
   before(async () => {
     const { prisma } = stack.db;
     await createDownstream(prisma, { id: DS, breaker: NO_BREAKER, retryBudget: BUDGET });
-    await createSource(prisma, A, stack.partner.url, { downstream: DS });
+    // Page fetches as activity tasks: each held-back retry is a failed attempt the test reads in
+    // Temporal (a local fetch's stay inside its workflow task until the step ends).
+    await createSource(prisma, A, stack.partner.url, { downstream: DS, localFetch: false });
     const metricsUrl = await metricsUrlOf(stack.worker);
     stack.partner.faults.add({ sourceId: A, kind: 'status', status: 503, times: 1_000_000 });
     const ctx = {

@@ -211,7 +211,10 @@ describe('retry-wait (R1)', () => {
 
   it('retry-wait: a run terminated while it waits for its retry is found by the stuck-run sweep and settled, next_run_at cleared', async () => {
     const sourceId = 'rw-terminated';
-    await createSource(db.prisma, sourceId, partner.url);
+    // Page fetches as activity tasks: a local fetch (the default) waits out a 5 s Retry-After
+    // inside the worker, which goes on with the run's local steps until the workflow task it holds
+    // reveals the termination.
+    await createSource(db.prisma, sourceId, partner.url, { localFetch: false });
     partner.faults.add({ sourceId, kind: 'status', status: 429, retryAfter: '5', times: 1 });
     const { handle } = await start(sourceId);
     const waiting = await rowIn(sourceId, 'retry_wait');

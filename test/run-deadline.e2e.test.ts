@@ -78,12 +78,21 @@ async function timersOf(workflowId: string, runId: string): Promise<number[]> {
 
 const reference = (sourceId: string) => `fetch-records:${sourceId}:${DATE}:submit-summary:r1`;
 
+/**
+ * Page fetches as activity tasks, for the tests that read the deadline's timer in the history: a
+ * run whose steps are all local activities (the default) can start and cancel its timer within one
+ * workflow task, and sdk-core then sends neither command (the deadline held all the same: the
+ * tests without it, and rdl-far's).
+ */
+const VISIBLE_STEPS = { localFetch: false };
+
 describe('run deadline', { concurrency: true }, () => {
   it('a run held in a slow page fetch past its max run time ends DeadlineExceeded with a dead letter; no later page is asked for', async () => {
     const sourceId = 'rdl-fetch';
     await createSource(stack.db.prisma, sourceId, stack.partner.url, {
       pageSize: 100,
       maxRunTimeMs: MAX_RUN_TIME_MS,
+      ...VISIBLE_STEPS,
     });
     // Page 1 (in the second execution: one page per execution) hangs at the stack.partner.
     stack.partner.faults.add({ sourceId, cursor: encodeCursor(101), kind: 'delay', delayMs: HOLD_MS });
@@ -225,6 +234,7 @@ describe('run deadline', { concurrency: true }, () => {
     await createSource(stack.db.prisma, sourceId, stack.partner.url, {
       pageSize: 100,
       maxRunTimeMs: 600_000,
+      ...VISIBLE_STEPS,
     });
     const started = await start(sourceId);
     const result = await outcomeOf(started.workflowId);
@@ -267,6 +277,7 @@ describe('run deadline', { concurrency: true }, () => {
       pageSize: 100,
       retryPolicy: 'partnerHttpQuick',
       maxRunTimeMs: 300_000,
+      ...VISIBLE_STEPS,
     });
     const started = await start(sourceId);
     const result = await outcomeOf(started.workflowId);

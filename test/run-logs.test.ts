@@ -185,3 +185,39 @@ describe('run logs', { timeout: 300_000 }, () => {
     assert.ok(!text.includes(TOKEN), 'a log line holds the token');
   });
 });
+
+// sdk-core's own log reaches the same logger (not stderr as text), and its report of a workflow
+// task that lasted over 5 s is an info line: a run's local steps, one after the other, are one
+// long workflow task by design (worker/runtime-logger.ts).
+describe('run logs: a long workflow task', { timeout: 300_000 }, () => {
+  it("sdk-core's [TMPRL1104] is a JSON line at info, never a warning", async () => {
+    const sourceId = 'logs-long';
+    await createSource(db.prisma, sourceId, partner.url, { pageSize: 50 });
+    // Page 2 is held 6 s: its first attempt times out (5 s, testDeps), the retry inside the worker
+    // gets it; the run's steps are local, so its first workflow task lasts over 5 s.
+    partner.faults.add({ sourceId, kind: 'delay', delayMs: 6_000, afterRequests: 1, times: 1 });
+    const taskQueue = `test-${randomUUID()}`;
+    const connection = await NativeConnection.connect({ address: temporalAddress() });
+    try {
+      const worker = await buildWorker({
+        connection,
+        namespace: 'default',
+        taskQueue,
+        deps: testDeps(db.prisma),
+      });
+      const result = await worker.runUntil(async () => {
+        const started = await startFetch(
+          { temporal: client, prisma: db.prisma, taskQueue },
+          { sourceId, date: DATE, requestedBy: 'test' },
+        );
+        return started.handle.result();
+      });
+      assert.equal(result.status, 'succeeded');
+    } finally {
+      await connection.close();
+    }
+    const long = lines().filter((l) => String(l.msg).startsWith('[TMPRL1104]'));
+    assert.ok(long.length > 0, `sdk-core reported the long workflow task:\n${output.join('')}`);
+    for (const line of long) assert.deepEqual([line.level, line.sdk], [30, true], JSON.stringify(line));
+  });
+});

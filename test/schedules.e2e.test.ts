@@ -208,7 +208,10 @@ describe('schedules', () => {
 
   it('a cancelled date runs again when started again, resuming from its stored pages (same FetchRun)', async () => {
     const sourceId = 'sched-rerun';
-    await createSource(db.prisma, sourceId, partner.url, { pageSize: 10 });
+    // Page fetches as activity tasks, so that the cancel lands between steps: as local ones (the
+    // default), the held call times out (5 s, testDeps), its retry inside the worker succeeds and
+    // the run ends within the workflow task that the cancel reaches only when it completes.
+    await createSource(db.prisma, sourceId, partner.url, { pageSize: 10, localFetch: false });
     const date = '2026-10-10';
     // Hold the second page long enough to cancel the run there.
     partner.faults.add({ sourceId, kind: 'delay', delayMs: 60_000, afterRequests: 1, times: 1 });

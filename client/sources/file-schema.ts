@@ -27,7 +27,7 @@ export const SOURCE_DEFAULTS = {
   submitSummary: false,
   submitMaxProcessingMs: 60_000,
   maxRunTimeMs: 86_400_000,
-  localFetch: false,
+  localFetch: true,
   schedule: null,
 } as const;
 

@@ -89,7 +89,11 @@ export function registerSourcesAdd(sources: Command, ctx: () => CliContext): () 
     )
     .option(
       '--local-fetch',
-      "fetch partner pages as local activities, for fast partners: fewer round trips to Temporal, but no heartbeat, fairness key or queue rate limit (R8), and slow calls hold the slots every run's database steps share; ignored when its downstream is isolated (default: activity tasks)",
+      "fetch partner pages as local activities, in the worker that runs the workflow: fewer round trips to Temporal, but no heartbeat, fairness key or queue rate limit (R8), and slow calls hold the slots every run's database steps share; ignored when its downstream is isolated (the default)",
+    )
+    .option(
+      '--no-local-fetch',
+      'fetch partner pages as activity tasks on a task queue: for a partner slow enough to hold up other runs, when it is not isolated',
     )
     .option('--downstream <name>', 'the downstream its actions go to (default "default")')
     .requiredOption('--reason <text>', 'why (1..1000 characters; audited)')

@@ -67,9 +67,12 @@ export function registerSourcesUpdate(sources: Command, ctx: () => CliContext): 
     )
     .option(
       '--local-fetch',
-      "fetch partner pages as local activities, for fast partners: fewer round trips to Temporal, but no heartbeat, fairness key or queue rate limit (R8), and slow calls hold the slots every run's database steps share; ignored when its downstream is isolated (new runs)",
+      "fetch partner pages as local activities, in the worker that runs the workflow (new runs): fewer round trips to Temporal, but no heartbeat, fairness key or queue rate limit (R8), and slow calls hold the slots every run's database steps share; ignored when its downstream is isolated",
     )
-    .option('--no-local-fetch', 'fetch partner pages as activity tasks on a task queue (new runs)')
+    .option(
+      '--no-local-fetch',
+      'fetch partner pages as activity tasks on a task queue (new runs): for a partner slow enough to hold up other runs, when it is not isolated',
+    )
     .option('--config <json|@file>', "the job's settings as JSON, or @file to read them (checked by the job)")
     .option(
       '--schedule <json>',
