@@ -175,10 +175,15 @@ export async function settleAll(started: Started[]): Promise<PromiseSettledResul
   return results;
 }
 
-/** Business dates that never repeat within one bench process: each run is a new business key. */
+/**
+ * Business dates that never repeat within one bench process: each run is a new business key. They
+ * count forward from 1900-01-01, never reaching today (a date in the future is refused): a whole
+ * `npm run bench` starts some 15,000 runs, and counting from 2000 reached the future at the
+ * 9,837th (the capacity and retention sections then failed).
+ */
 let day = 0;
 export function nextDate(): string {
-  return new Date(Date.UTC(2000, 0, 1) + day++ * 86_400_000).toISOString().slice(0, 10);
+  return new Date(Date.UTC(1900, 0, 1) + day++ * 86_400_000).toISOString().slice(0, 10);
 }
 
 /**
