@@ -6,7 +6,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ApplicationFailure } from '@temporalio/activity';
-import { firstCallIsRetry, heldBackFailure, settledCall } from '../activities/retry/breaker-guard.ts';
+import {
+  firstCallIsRetry,
+  heldBackFailure,
+  rememberLocalAsked,
+  settledCall,
+} from '../activities/retry/breaker-guard.ts';
 import { detailsOf, failure } from '../activities/errors.ts';
 import { admitCall, readHold, recordFailure, setBreaker } from '../db/retry/breaker.ts';
 import { type DownstreamSettings, downstreamSettingsSchema } from '../db/ledger/downstreams.ts';
@@ -104,9 +109,26 @@ void describe('which first call is a retry (pure)', () => {
     );
   });
 
-  void it('retry flag: without the flag to go by (a local activity, details of an older build) every later attempt counts, as before', () => {
+  void it('retry flag: without the flag to go by (a local attempt whose last ran elsewhere, details of an older build) every later attempt counts, as before', () => {
     assert.equal(firstCallIsRetry(info(2, undefined, true)), true);
     assert.equal(firstCallIsRetry(info(2, { pageNo: 0, cursor: null, recordCount: 0 })), true);
+  });
+
+  void it('retry flag: a local attempt goes by what its last attempt left in this worker, by execution and activity id', () => {
+    const step = (runId: string, attempt: number) => ({
+      attempt,
+      heartbeatDetails: undefined,
+      isLocal: true,
+      workflowExecution: { workflowId: 'fetch/x', runId },
+      activityId: '4',
+    });
+    rememberLocalAsked(step('run-a', 1), false); // failed on our database before asking
+    rememberLocalAsked(step('run-b', 1), true); // asked, no answer staged
+    assert.equal(firstCallIsRetry(step('run-a', 2)), false);
+    assert.equal(firstCallIsRetry(step('run-b', 2)), true);
+    assert.equal(firstCallIsRetry(step('run-c', 2)), true, 'nothing left here: counted');
+    rememberLocalAsked(step('run-a', 2), undefined); // the step succeeded
+    assert.equal(firstCallIsRetry(step('run-a', 3)), true, 'forgotten');
   });
 });
 

@@ -1,5 +1,6 @@
-// Local page fetches (a source's `localFetch`): the run's fetchPage calls are local activities, run
-// by the worker that runs the workflow, instead of activity tasks. What a regular fetch guarantees
+// Local page fetches (`localFetch`, a new source's default): the run's fetchPage calls are local
+// activities, run by the worker that runs the workflow, instead of activity tasks (as an isolated
+// downstream's, or `localFetch: false`, run). What a regular fetch guarantees
 // must hold all the same (R1, R7, R9): every record stored once, a partner's 503 and 429 retried
 // with R7's timing, a cancel reaching a fetch the partner never answers, and a worker killed in
 // the middle of a fetch taken over by another worker, which asks for the page again. On real

@@ -3,7 +3,8 @@
 // call (the budget's admission waits on a lock past lock_timeout: 55P03, DatabaseUnavailable)
 // makes its first partner call on a later attempt, and that call is no retry; a step whose first
 // call got a 503 makes a retry of its next one. The budget's own counts (`downstream_calls`) and
-// the partner's ledger are the judges. On real processes: a `durable-fetch worker`, the shared
+// the partner's ledger are the judges; with page fetches as local activities (the default) and as
+// activity tasks. On real processes: a `durable-fetch worker`, the shared
 // Temporal dev server, a cloned database and the demo partner. Source ids start with `rbd-`.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -21,8 +22,6 @@ import { engineConnection } from '../db/pool-config.ts';
 
 /** The breaker out of play: only the budget's counts matter here. */
 const NO_BREAKER = { failureRate: 1, minCalls: 100_000 };
-const DB_DS = 'rbd-db';
-const FAIL_DS = 'rbd-503';
 const DATE = '2026-10-11';
 /**
  * A step's attempt waits lock_timeout on the held lock, then retries after at most the preset's
@@ -47,87 +46,96 @@ async function counted(downstream: string): Promise<{ calls: number; retries: nu
   return row ?? assert.fail('no counts');
 }
 
-/** The failure type Temporal holds for the pending fetchPage of `workflowId`, if any. */
-async function lastFetchFailure(workflowId: string): Promise<string | null | undefined> {
-  const { raw } = await stack.client.workflow.getHandle(workflowId).describe();
-  const fetch = raw.pendingActivities?.find((a) => a.activityType?.name === 'fetchPage');
-  return fetch?.lastFailure?.applicationFailureInfo?.type;
+/** The fetchPage attempts after a first one that failed as DatabaseUnavailable, by the worker's metrics. */
+async function databaseRetries(metricsUrl: string): Promise<number> {
+  return (await scrapeMetrics(metricsUrl)).get(DB_RETRIES) ?? 0;
 }
 
-describe('retry budget: only calls meant for the partner count (R8)', { timeout: 3 * WAIT_MS }, () => {
-  it("a page step's database failure before its partner call spends no retry budget; a 503 before its next call does", async () => {
-    const { prisma } = stack.db;
-    for (const id of [DB_DS, FAIL_DS]) await createDownstream(prisma, { id, breaker: NO_BREAKER });
-    // Page fetches as activity tasks: their heartbeat details carry `partnerAsked` to the next
-    // attempt. A local fetch (the default) has none, and counts every attempt after the first.
-    const tasks = { localFetch: false };
-    await createSource(prisma, 'rbd-db-a', stack.partner.url, { downstream: DB_DS, ...tasks });
-    await createSource(prisma, 'rbd-503-a', stack.partner.url, { downstream: FAIL_DS, ...tasks });
-    stack.partner.faults.add({ sourceId: 'rbd-503-a', kind: 'status', status: 503, times: 1 });
-    const metricsUrl = await metricsUrlOf(stack.worker);
-    const before = (await scrapeMetrics(metricsUrl)).get(DB_RETRIES) ?? 0;
+describe('retry budget: only calls meant for the partner count (R8)', { timeout: 6 * WAIT_MS }, () => {
+  // Either way a page is fetched: as a local activity (the default; the next attempt learns in the
+  // worker whether the last one asked) and as an activity task (from its heartbeat details).
+  for (const local of [true, false]) {
+    const tag = local ? 'local' : 'task';
+    it(`a page step's database failure before its partner call spends no retry budget; a 503 before its next call does: ${tag}`, async () => {
+      const { prisma } = stack.db;
+      const [heldDownstream, failedDownstream] = [`rbd-db-${tag}`, `rbd-503-${tag}`];
+      const [heldSource, failedSource] = [`rbd-db-a-${tag}`, `rbd-503-a-${tag}`];
+      for (const id of [heldDownstream, failedDownstream])
+        await createDownstream(prisma, { id, breaker: NO_BREAKER });
+      const dispatch = { localFetch: local };
+      await createSource(prisma, heldSource, stack.partner.url, { downstream: heldDownstream, ...dispatch });
+      await createSource(prisma, failedSource, stack.partner.url, {
+        downstream: failedDownstream,
+        ...dispatch,
+      });
+      stack.partner.faults.add({ sourceId: failedSource, kind: 'status', status: 503, times: 1 });
+      const metricsUrl = await metricsUrlOf(stack.worker);
+      const before = await databaseRetries(metricsUrl);
 
-    // Our database failing the step before its partner call: the budget's per-second count rows of
-    // DB_DS for the next minutes, inserted by a transaction held open, so that every admission to
-    // DB_DS waits on them until lock_timeout (55P03).
-    const hold = new pg.Client(engineConnection(stack.db.url));
-    await hold.connect();
-    let holding = true;
-    try {
-      await hold.query('BEGIN');
-      await hold.query(
-        `INSERT INTO downstream_calls (downstream, second, calls, retries, failures)
+      // Our database failing the step before its partner call: the budget's per-second count rows of
+      // heldDownstream for the next minutes, inserted by a transaction held open, so that every admission to
+      // heldDownstream waits on them until lock_timeout (55P03).
+      const hold = new pg.Client(engineConnection(stack.db.url));
+      await hold.connect();
+      let holding = true;
+      try {
+        await hold.query('BEGIN');
+        await hold.query(
+          `INSERT INTO downstream_calls (downstream, second, calls, retries, failures)
          SELECT $1, date_trunc('second', now()) + make_interval(secs => g), 0, 0, 0
            FROM generate_series(-5, 600) g`,
-        [DB_DS],
-      );
-      const ctx = { temporal: stack.client, prisma, taskQueue: stack.taskQueue };
-      const [held, failed] = await Promise.all(
-        ['rbd-db-a', 'rbd-503-a'].map((sourceId) =>
-          startFetch(ctx, { sourceId, date: DATE, requestedBy: 'test' }),
-        ),
-      );
-      assert.ok(held && failed);
-      await waitFor(
-        async () => (await lastFetchFailure(held.workflowId)) === 'DatabaseUnavailable',
-        'an attempt of the held page step to fail as DatabaseUnavailable',
-        WAIT_MS,
-      );
-      assert.equal(stack.partner.ledger.count({ sourceId: 'rbd-db-a' }), 0, 'no partner call yet');
-      await hold.query('ROLLBACK');
-      holding = false;
+          [heldDownstream],
+        );
+        const ctx = { temporal: stack.client, prisma, taskQueue: stack.taskQueue };
+        const [held, failed] = await Promise.all(
+          [heldSource, failedSource].map((sourceId) =>
+            startFetch(ctx, { sourceId, date: DATE, requestedBy: 'test' }),
+          ),
+        );
+        assert.ok(held && failed);
+        await waitFor(
+          async () => (await databaseRetries(metricsUrl)) > before,
+          'a retried attempt of the held page step to fail as DatabaseUnavailable',
+          WAIT_MS,
+        );
+        assert.equal(stack.partner.ledger.count({ sourceId: heldSource }), 0, 'no partner call yet');
+        await hold.query('ROLLBACK');
+        holding = false;
 
-      const results = await within(Promise.all([held.handle.result(), failed.handle.result()]), WAIT_MS, () =>
-        stack.worker.output(),
+        const results = await within(
+          Promise.all([held.handle.result(), failed.handle.result()]),
+          WAIT_MS,
+          () => stack.worker.output(),
+        );
+        assert.deepEqual(
+          results.map((r) => r.status),
+          ['succeeded', 'succeeded'],
+        );
+      } finally {
+        if (holding) await hold.query('ROLLBACK').catch(() => undefined);
+        await hold.end();
+      }
+
+      const dbRetries = (await databaseRetries(metricsUrl)) - before;
+      const heldCalls = stack.partner.ledger.entries({ sourceId: heldSource });
+      const failedCalls = stack.partner.ledger.entries({ sourceId: failedSource });
+      const [heldCounted, failedCounted] = [await counted(heldDownstream), await counted(failedDownstream)];
+      console.log(
+        `# ${tag}: database retries of fetchPage ${dbRetries}; held step: partner calls ${heldCalls.length}, ` +
+          `counted ${JSON.stringify(heldCounted)}; 503 step: partner statuses ${JSON.stringify(failedCalls.map((c) => c.status))}, ` +
+          `counted ${JSON.stringify(failedCounted)}`,
       );
+      assert.ok(dbRetries >= 1, 'the held step was retried on DatabaseUnavailable');
+      // One call, the first the partner got for that page: counted as a call, not as a retry.
+      assert.deepEqual(retryFlags(heldCalls), [false]);
+      assert.deepEqual(heldCounted, { calls: 1, retries: 0 });
+      // The 503's step: its second call repeats the first, and the budget counted it so.
       assert.deepEqual(
-        results.map((r) => r.status),
-        ['succeeded', 'succeeded'],
+        failedCalls.map((c) => c.status),
+        [503, 200],
       );
-    } finally {
-      if (holding) await hold.query('ROLLBACK').catch(() => undefined);
-      await hold.end();
-    }
-
-    const dbRetries = ((await scrapeMetrics(metricsUrl)).get(DB_RETRIES) ?? 0) - before;
-    const heldCalls = stack.partner.ledger.entries({ sourceId: 'rbd-db-a' });
-    const failedCalls = stack.partner.ledger.entries({ sourceId: 'rbd-503-a' });
-    const [heldCounted, failedCounted] = [await counted(DB_DS), await counted(FAIL_DS)];
-    console.log(
-      `# database retries of fetchPage ${dbRetries}; held step: partner calls ${heldCalls.length}, ` +
-        `counted ${JSON.stringify(heldCounted)}; 503 step: partner statuses ${JSON.stringify(failedCalls.map((c) => c.status))}, ` +
-        `counted ${JSON.stringify(failedCounted)}`,
-    );
-    assert.ok(dbRetries >= 1, 'the held step was retried on DatabaseUnavailable');
-    // One call, the first the partner got for that page: counted as a call, not as a retry.
-    assert.deepEqual(retryFlags(heldCalls), [false]);
-    assert.deepEqual(heldCounted, { calls: 1, retries: 0 });
-    // The 503's step: its second call repeats the first, and the budget counted it so.
-    assert.deepEqual(
-      failedCalls.map((c) => c.status),
-      [503, 200],
-    );
-    assert.deepEqual(retryFlags(failedCalls), [false, true]);
-    assert.deepEqual(failedCounted, { calls: 2, retries: 1 });
-  });
+      assert.deepEqual(retryFlags(failedCalls), [false, true]);
+      assert.deepEqual(failedCounted, { calls: 2, retries: 1 });
+    });
+  }
 });

@@ -73,33 +73,35 @@ after(async () => {
   await db?.drop();
 });
 
+/** One run of `sourceId` on a worker of its own, built as production builds it, with `deps`. */
+async function runOnWorker(sourceId: string, deps: ReturnType<typeof testDeps>, correlationId?: string) {
+  const taskQueue = `test-${randomUUID()}`;
+  const connection = await NativeConnection.connect({ address: temporalAddress() });
+  try {
+    const worker = await buildWorker({ connection, namespace: 'default', taskQueue, deps });
+    return await worker.runUntil(async () => {
+      const started = await startFetch(
+        { temporal: client, prisma: db.prisma, taskQueue },
+        { sourceId, date: DATE, correlationId, requestedBy: 'test' },
+      );
+      return { runId: started.runId, workflowId: started.workflowId, result: await started.handle.result() };
+    });
+  } finally {
+    await connection.close();
+  }
+}
+
 describe('run logs', { timeout: 300_000 }, () => {
   before(async () => {
     await createSource(db.prisma, SOURCE, partner.url, { pageSize: 50, credentialsRef: SECRET_REF });
-    const taskQueue = `test-${randomUUID()}`;
-    const connection = await NativeConnection.connect({ address: temporalAddress() });
-    try {
-      const worker = await buildWorker({
-        connection,
-        namespace: 'default',
-        taskQueue,
-        deps: testDeps(db.prisma, { log, secret: (ref) => (ref === SECRET_REF ? TOKEN : undefined) }),
-      });
-      const result = await worker.runUntil(async () => {
-        const started = await startFetch(
-          { temporal: client, prisma: db.prisma, taskQueue },
-          { sourceId: SOURCE, date: DATE, correlationId: CORRELATION_ID, requestedBy: 'test' },
-        );
-        assert.equal(started.workflowId, WORKFLOW_ID);
-        runId = started.runId;
-        return started.handle.result();
-      });
-      assert.equal(result.status, 'succeeded');
-      assert.ok(result.status === 'succeeded' && result.pages === 3 && result.records === 120);
-      fetchRunId = result.fetchRunId;
-    } finally {
-      await connection.close();
-    }
+    const secret = (ref: string) => (ref === SECRET_REF ? TOKEN : undefined);
+    const run = await runOnWorker(SOURCE, testDeps(db.prisma, { log, secret }), CORRELATION_ID);
+    assert.equal(run.workflowId, WORKFLOW_ID);
+    runId = run.runId;
+    const { result } = run;
+    assert.equal(result.status, 'succeeded');
+    assert.ok(result.status === 'succeeded' && result.pages === 3 && result.records === 120);
+    fetchRunId = result.fetchRunId;
   });
 
   it('the token was really in play: every partner call carried the Authorization header', () => {
@@ -196,26 +198,8 @@ describe('run logs: a long workflow task', { timeout: 300_000 }, () => {
     // Page 2 is held 6 s: its first attempt times out (5 s, testDeps), the retry inside the worker
     // gets it; the run's steps are local, so its first workflow task lasts over 5 s.
     partner.faults.add({ sourceId, kind: 'delay', delayMs: 6_000, afterRequests: 1, times: 1 });
-    const taskQueue = `test-${randomUUID()}`;
-    const connection = await NativeConnection.connect({ address: temporalAddress() });
-    try {
-      const worker = await buildWorker({
-        connection,
-        namespace: 'default',
-        taskQueue,
-        deps: testDeps(db.prisma),
-      });
-      const result = await worker.runUntil(async () => {
-        const started = await startFetch(
-          { temporal: client, prisma: db.prisma, taskQueue },
-          { sourceId, date: DATE, requestedBy: 'test' },
-        );
-        return started.handle.result();
-      });
-      assert.equal(result.status, 'succeeded');
-    } finally {
-      await connection.close();
-    }
+    const { result } = await runOnWorker(sourceId, testDeps(db.prisma));
+    assert.equal(result.status, 'succeeded');
     const long = lines().filter((l) => String(l.msg).startsWith('[TMPRL1104]'));
     assert.ok(long.length > 0, `sdk-core reported the long workflow task:\n${output.join('')}`);
     for (const line of long) assert.deepEqual([line.level, line.sdk], [30, true], JSON.stringify(line));

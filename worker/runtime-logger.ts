@@ -27,10 +27,11 @@ function summary(entry: LogEntry): Record<string, unknown> {
 const LONG_WORKFLOW_TASK = '[TMPRL1104]';
 
 /**
- * Routes the Temporal SDK's own log (worker, activities, workflow sandbox, and sdk-core's, from
- * WARN up, which it would otherwise print as text on stderr) into `log`, from `level` up, and — with `sdkMetricsAddress` (`host:port`) — exports the SDK's own metrics in
- * Prometheus format there (runtime/metrics/metrics.ts serves them with the app's). Must run before the
- * process creates its first Temporal connection.
+ * Routes the Temporal SDK's own log (worker, activities, workflow sandbox, and sdk-core's from
+ * WARN up, which it would otherwise print as text on stderr) into `log`, from `level` up, and —
+ * with `sdkMetricsAddress` (`host:port`) — exports the SDK's own metrics in Prometheus format there
+ * (runtime/metrics/metrics.ts serves them with the app's). Must run before the process creates its
+ * first Temporal connection.
  */
 export function installRuntimeLogger(
   log: Logger,

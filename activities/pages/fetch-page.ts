@@ -27,7 +27,12 @@ import { jobTypeOf, pageKeyFor } from '../../contract/business-key.ts';
 import type { FetchPageInput, FetchPageResult } from '../../contract/types.ts';
 import type { PageFence } from '../../db/fence.ts';
 import type { ActivityDeps } from '../deps.ts';
-import { firstCallIsRetry, type PartnerAsked, throughBreaker } from '../retry/breaker-guard.ts';
+import {
+  firstCallIsRetry,
+  type PartnerAsked,
+  rememberLocalAsked,
+  throughBreaker,
+} from '../retry/breaker-guard.ts';
 import { failure } from '../errors.ts';
 import { crashPoint } from '../../runtime/crash-points.ts';
 import { heartbeatEvery, heartbeatNow } from '../run/heartbeat.ts';
@@ -73,8 +78,15 @@ export interface FetchProgress extends PartnerAsked {
 export function createFetchPage(deps: ActivityDeps) {
   return async function fetchPage(input: FetchPageInput): Promise<FetchPageResult> {
     const ctx = Context.current();
-    // Kept for the next attempt if this one fails before heartbeating anything of its own.
-    if (!ctx.info.isLocal && firstCallIsRetry(ctx.info)) ctx.heartbeat(ctx.info.heartbeatDetails);
+    // R8's budget counts as retries only calls that repeat one asked for before: the first call of
+    // an attempt after one that asked the partner (the breaker answered) and staged no answer, or
+    // of a step run again after a wait. An attempt that failed before asking (our database down)
+    // makes the next one's first call no retry. Kept for the next attempt at once, in case this one
+    // fails before asking anything of its own: as heartbeat details (an activity task), or in this
+    // worker (a local activity).
+    const firstIsRetry = firstCallIsRetry(ctx.info) || input.rerun === true;
+    if (ctx.info.isLocal) rememberLocalAsked(ctx.info, firstIsRetry);
+    else if (firstCallIsRetry(ctx.info)) ctx.heartbeat(ctx.info.heartbeatDetails);
     // The engine's statements skip the Prisma client (db/transaction.ts).
     const db = engineSql(deps.prisma);
     const fence = { fetchRunId: input.fetchRunId, leaseToken: input.leaseToken, pageNo: input.pageNo };
@@ -138,11 +150,7 @@ export function createFetchPage(deps: ActivityDeps) {
     });
     let at = state(staged);
     const settings = breakerScope(await deps.downstreams(source.downstream), source.id);
-    // R8's budget counts as retries only calls that repeat one asked for before: the first call of
-    // an attempt after one that asked the partner (the breaker answered) and staged no answer, or
-    // of a step run again after a wait. An attempt that failed before asking (our database down)
-    // makes the next one's first call no retry.
-    let retry = firstCallIsRetry(ctx.info) || input.rerun === true;
+    let retry = firstIsRetry;
     let partnerAsked = retry;
     const progress = (): FetchProgress => ({
       pageNo: input.pageNo,
@@ -284,9 +292,12 @@ export function createFetchPage(deps: ActivityDeps) {
     } finally {
       stopHeartbeats();
       calls.release();
+      // A local attempt's heartbeat details: for its next attempt in this worker.
+      if (ctx.info.isLocal) rememberLocalAsked(ctx.info, partnerAsked);
       // A trial place taken for a call that will not be made goes to the next call.
       if (admitted?.admitted === true && admitted.trial) await releaseUnusedTrial(deps, settings.id);
     }
+    if (ctx.info.isLocal) rememberLocalAsked(ctx.info, undefined);
     return { recordCount: at.recordCount, nextCursor: at.complete ? null : at.cursor };
   };
 }

@@ -87,16 +87,58 @@ export interface PartnerAsked {
   partnerAsked?: boolean;
 }
 
+/** The identity of a local activity's attempts in their worker: its execution and activity id. */
+type LocalAttempt = Partial<Pick<Info, 'workflowExecution' | 'activityId'>>;
+
+/**
+ * What a local activity's attempt leaves for the next one (`partnerAsked`), kept in the worker: a
+ * local activity has no heartbeat details, but the SDK runs the retries that wait less than its
+ * local retry threshold in the same worker, under the same activity id (a page's fetch after our
+ * database failed before the call: waits of at most 2 s). An attempt that finds nothing here (its
+ * workflow task moved to another worker, or its retry waited on a timer as a new local activity)
+ * counts its first call as a retry. Bounded: past {@link LOCAL_ASKED_MAX} the oldest entry goes.
+ */
+const localAsked = new Map<string, boolean>();
+const LOCAL_ASKED_MAX = 10_000;
+
+const localKey = (info: LocalAttempt): string | undefined =>
+  info.workflowExecution && info.activityId
+    ? `${info.workflowExecution.runId}/${info.activityId}`
+    : undefined;
+
+/**
+ * Records whether this local attempt asked the partner for a call it has no answer for (`asked`),
+ * for its next attempt in this worker; `undefined` forgets it (the step succeeded).
+ */
+export function rememberLocalAsked(info: LocalAttempt, asked: boolean | undefined): void {
+  const key = localKey(info);
+  if (key === undefined) return;
+  localAsked.delete(key);
+  if (asked === undefined) return;
+  localAsked.set(key, asked);
+  if (localAsked.size > LOCAL_ASKED_MAX) {
+    const oldest = localAsked.keys().next().value;
+    if (oldest !== undefined) localAsked.delete(oldest);
+  }
+}
+
 /**
  * Whether the first partner call of the current attempt is a retry for the retry budget (R8): an
  * earlier attempt of the same activity asked for a call it got no answer for. A first attempt, or
- * one after attempts that failed before asking (our database down), is not. A local activity has
- * no heartbeat details: each of its attempts after the first counts, as does an attempt after one
- * that heartbeated without saying (an older build). Pure.
+ * one after attempts that failed before asking (our database down), is not. An activity task
+ * learns it from its heartbeat details; a local one from what its last attempt left in this
+ * worker ({@link rememberLocalAsked}). An attempt with nothing to go by counts: a local one whose
+ * last attempt ran elsewhere, or one after an attempt that heartbeated without saying (an older
+ * build).
  */
-export function firstCallIsRetry(info: Pick<Info, 'attempt' | 'isLocal' | 'heartbeatDetails'>): boolean {
+export function firstCallIsRetry(
+  info: Pick<Info, 'attempt' | 'isLocal' | 'heartbeatDetails'> & LocalAttempt,
+): boolean {
   if (info.attempt <= 1) return false;
-  if (info.isLocal) return true;
+  if (info.isLocal) {
+    const key = localKey(info);
+    return (key === undefined ? undefined : localAsked.get(key)) ?? true;
+  }
   const details: unknown = info.heartbeatDetails;
   if (details === undefined || details === null) return false;
   if (typeof details === 'object' && 'partnerAsked' in details) {
