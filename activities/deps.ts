@@ -39,7 +39,7 @@ export interface ActivityDeps {
   /** The process's Prometheus metrics: runs, retries, partner calls. */
   metrics: Metrics;
   /**
-   * Aborted by the worker once its shutdown grace time is over: the page fetches still running as
+   * Aborted by the worker once its shutdown grace time is over: the partner calls still running as
    * local activities stop then (activities/pages/local-stop.ts). Absent: they are never stopped so.
    */
   stopping?: AbortSignal;

@@ -1,8 +1,9 @@
 /**
  * History scenarios of runs whose database steps are local activities (workflows/db-steps.ts):
  * a plain run, one that submits a summary, and one paused and resumed at a page boundary; and a
- * run of a source whose page fetches are local too (workflows/partner-dispatch.ts); and a run
- * whose claim outlasts its database refusing connections (workflows/database-outage.ts).
+ * run of a source whose page fetches are local too (workflows/partner-dispatch.ts), and one whose
+ * downstream confirm is local with them (workflows/submit-summary.ts); and a run whose claim
+ * outlasts its database refusing connections (workflows/database-outage.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { temporal } from '@temporalio/proto';
@@ -58,6 +59,23 @@ export const localFetchTimer: Scenario = {
     // Past the local retry threshold (10 s): the retry waits on a durable timer, not in the task.
     s.partner.faults.add({ sourceId, kind: 'status', status: 429, retryAfter: '12' });
     return [await fetchOf(s, sourceId, 'fetch-records-local-fetch-timer')];
+  },
+};
+
+export const localConfirm: Scenario = {
+  name: 'local-confirm',
+  async run(s) {
+    const sourceId = 'hist-local-confirm';
+    await source(s, sourceId, { localFetch: true, submitSummary: true });
+    // The first confirm answers 503: the local confirm's own retry confirms again.
+    s.partner.faults.add({
+      route: 'submissions',
+      action: 'confirm',
+      reference: `fetch-records:${sourceId}:${DATE}:submit-summary:r1`,
+      kind: 'status',
+      status: 503,
+    });
+    return [await fetchOf(s, sourceId, 'fetch-run-local-confirm')];
   },
 };
 

@@ -1,12 +1,14 @@
 // Activity-level tests of the downstream step's database work on real PostgreSQL (no Temporal
-// needed: none of these reach the activity context before they answer). The intent is written
+// needed: the confirm runs in a mock activity context, the other steps need none). The intent is written
 // once per claim and an earlier claim's open action is handed back to be settled first (R4); the
 // confirm and the pause check are fenced by the run's lease (R1, R9) and re-read the source in
 // the statement that renews it (R2), so a source disabled after the claim gets no partner call.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities } from '../activities/index.ts';
+import { firstCallIsRetry } from '../activities/retry/breaker-guard.ts';
 import { COMPLETED_UNRECORDED } from '../contract/error-types.ts';
 import { SUBMIT_SUMMARY } from '../contract/types.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
@@ -48,6 +50,12 @@ async function claimed(sourceId: string) {
     });
   return { fence, round: claim.attempt, intent };
 }
+
+type ConfirmInput = Parameters<typeof acts.confirmSubmission>[0];
+
+/** The confirm in an activity context of its own (a regular activity's first attempt by default). */
+const confirmIn = (input: ConfirmInput, env = new MockActivityEnvironment()) =>
+  env.run((i: ConfirmInput) => acts.confirmSubmission(i), input);
 
 /** Rejects with an ApplicationFailure of `type` and `code`. */
 async function refused(work: Promise<unknown>, type: string, code: string): Promise<void> {
@@ -94,15 +102,42 @@ void describe('the downstream step in the database', () => {
     });
     const confirm = { ...fence, sourceId: 'ds-confirm', actionId: action.actionId };
     await refused(
-      acts.confirmSubmission({ ...confirm, leaseToken: '00000000-0000-4000-8000-000000000000' }),
+      confirmIn({ ...confirm, leaseToken: '00000000-0000-4000-8000-000000000000' }),
       'LeaseLost',
       'LEASE_LOST',
     );
     await db.prisma.source.update({ where: { id: 'ds-confirm' }, data: { enabled: false } });
     // Refused before any partner call: a call to the unreachable partner would fail otherwise.
-    await refused(acts.confirmSubmission(confirm), 'PermissionDenied', 'SOURCE_DISABLED');
+    await refused(confirmIn(confirm), 'PermissionDenied', 'SOURCE_DISABLED');
     const row = await db.prisma.downstreamAction.findUniqueOrThrow({ where: { id: action.actionId } });
     assert.equal(row.partnerState, null, 'nothing recorded from a partner');
+  });
+
+  void it("a local confirm refused before it asked the partner leaves its next attempt's first call no retry (R8's budget)", async () => {
+    const { fence, round, intent } = await claimed('ds-local-confirm');
+    const action = await intent(round);
+    assert.ok(!('action' in action));
+    const confirm = { ...fence, sourceId: 'ds-local-confirm', actionId: action.actionId };
+    // A local activity has no heartbeat details: what its attempt leaves is kept in the worker,
+    // by execution and activity id, for the retries the SDK runs there.
+    const local = (activityId: string, attempt: number) => ({
+      isLocal: true,
+      attempt,
+      heartbeatDetails: undefined,
+      activityId,
+      workflowExecution: { workflowId: 'wf-ds-local-confirm', runId: 'run-ds-local-confirm' },
+    });
+    await refused(
+      confirmIn(
+        { ...confirm, leaseToken: '00000000-0000-4000-8000-000000000000' },
+        new MockActivityEnvironment(local('7', 1)),
+      ),
+      'LeaseLost',
+      'LEASE_LOST',
+    );
+    assert.equal(firstCallIsRetry(local('7', 2)), false, 'attempt 1 asked no one: attempt 2 calls afresh');
+    // A local attempt with nothing left for it (its last attempt ran in another worker) counts.
+    assert.equal(firstCallIsRetry(local('8', 2)), true);
   });
 
   void it('the pause check reads the pause and its reason, and is fenced by the lease', async () => {

@@ -7,14 +7,13 @@
 // processes: `durable-fetch worker`s, the shared Temporal dev server, a cloned database and the
 // demo partner, whose ledger and faults are the judge. Source ids start with `lf-`.
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { startFetch, type StartedFetch } from '../client/start-fetch.ts';
 import { waitFor } from './helpers/outbox.ts';
-import { spawnWorker, type Spawned, within } from './helpers/process.ts';
+import { activityTasks, localAttempts } from './helpers/page-fetches.ts';
+import { within } from './helpers/process.ts';
 import { createSource } from './helpers/deps.ts';
-import { temporalAddress } from './helpers/temporal.ts';
-import { useWorkerStack } from './helpers/worker-stack.ts';
+import { takeOverHeldRun, useWorkerStack } from './helpers/worker-stack.ts';
 
 /** Records per source and date: three partner pages of 50 (the stack's partner page limit). */
 const RECORDS = 150;
@@ -42,27 +41,9 @@ const start = (sourceId: string, date: string, taskQueue = stack.taskQueue): Pro
  */
 async function dispatchOf(workflowId: string) {
   const events = (await stack.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
-  const tasks = events.filter(
-    (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'fetchPage',
-  ).length;
-  const local = events.flatMap((e) => {
-    const marker = e.markerRecordedEventAttributes;
-    const data =
-      marker?.markerName === 'core_local_activity' ? marker.details?.data?.payloads?.[0]?.data : null;
-    if (!data) return [];
-    const step = JSON.parse(Buffer.from(data).toString()) as {
-      activity_type?: string;
-      attempt?: number;
-      backoff?: unknown;
-    };
-    if (step.activity_type !== 'fetchPage') return [];
-    const failureType = marker?.failure ? (marker.failure.applicationFailureInfo?.type ?? '?') : null;
-    // A backoff in the marker: the retry waits on a durable timer the workflow starts.
-    const timer = step.backoff != null;
-    return [{ attempt: step.attempt ?? 1, failed: failureType !== null, failureType, timer }];
-  });
+  const local = localAttempts(events, 'fetchPage').map((a) => ({ ...a, failed: a.failureType !== null }));
   const workflowTasksTimedOut = events.filter((e) => e.workflowTaskTimedOutEventAttributes).length;
-  return { tasks, local, workflowTasksTimedOut };
+  return { tasks: activityTasks(events, 'fetchPage'), local, workflowTasksTimedOut };
 }
 
 /**
@@ -205,7 +186,7 @@ describe('local page fetches', { timeout: 240_000 }, () => {
   });
 
   it('a worker killed during a local fetch: another worker fetches the page again and every record is stored once', async () => {
-    const { run, dispatch } = await takenOver('lf-killed', '2026-06-03', 'SIGKILL');
+    const { stopped, dispatch } = await takenOver('lf-killed', '2026-06-03', 'SIGKILL');
     assert.equal(dispatch.tasks, 0, 'no fetchPage activity task was scheduled');
     // The killed worker's workflow task timed out. Unless it had completed one beforehand (a
     // workflow task running local activities completes every 8 s of the default 10 s timeout),
@@ -220,14 +201,14 @@ describe('local page fetches', { timeout: 240_000 }, () => {
       dispatch.local.every((f) => !f.failed),
       'every local fetch the history records succeeded',
     );
-    assert.equal(run.stopped.signal, 'SIGKILL');
+    assert.equal(stopped.exit.signal, 'SIGKILL');
   });
 
   it('a worker stopped (SIGTERM) during a local fetch: it stops its fetch when the grace time is over and exits; another worker fetches the page again after a timer', async () => {
-    const { run, dispatch } = await takenOver('lf-stopped', '2026-06-04', 'SIGTERM');
+    const { stopped, dispatch } = await takenOver('lf-stopped', '2026-06-04', 'SIGTERM');
     // Stopped by the grace time (1 s), not by the held call (5 min) or the attempt's timeout (2 min).
-    assert.deepEqual(run.stopped, { code: 0, signal: null }, run.firstOutput);
-    assert.ok(run.stopMs < 30_000, `the worker stopped ${run.stopMs} ms after SIGTERM`);
+    assert.deepEqual(stopped.exit, { code: 0, signal: null }, stopped.output);
+    assert.ok(stopped.ms < 30_000, `the worker stopped ${stopped.ms} ms after SIGTERM`);
     assert.equal(dispatch.tasks, 0, 'no fetchPage activity task was scheduled');
     assert.equal(dispatch.workflowTasksTimedOut, 0, 'the stopping worker completed its workflow task');
     // Page 2's first attempt failed as WorkerShutdown and waited on a durable timer (the stopping
@@ -252,68 +233,33 @@ describe('local page fetches', { timeout: 240_000 }, () => {
  */
 async function takenOver(source: string, date: string, signal: 'SIGKILL' | 'SIGTERM') {
   await localSource(source);
-  const taskQueue = `test-local-fetch-${source}-${randomUUID()}`;
-  const workers: Spawned[] = [];
-  const worker = () => {
-    const w = spawnWorker({
-      DATABASE_URL: stack.db.url,
-      TEMPORAL_ADDRESS: temporalAddress(),
-      DURABLE_FETCH_TASK_QUEUE: taskQueue,
-      PARTNER_PAGE_LIMIT: '50',
-      HTTP_RESPONSE_TIMEOUT_MS: String(HOLD_MS),
-      DURABLE_FETCH_SHUTDOWN_GRACE_MS: '1000',
-      LOG_LEVEL: 'warn',
-    });
-    workers.push(w);
-    return w;
-  };
-  try {
-    const first = worker();
-    await first.waitFor(/worker polling task queue/, 60_000);
-    // Page 2 is held past the test: the first worker is inside that fetch when it gets the signal.
-    stack.partner.faults.add({ sourceId: source, kind: 'delay', delayMs: HOLD_MS, afterRequests: 1 });
-    const started = await start(source, date, taskQueue);
-    await waitFor(
-      () => stack.partner.faults.list().every((f) => f.sourceId !== source),
-      'the partner holding page 2',
-      60_000,
-    );
-    const signalledAt = Date.now();
-    first.child.kill(signal);
-    const stopped = await within(first.ended, 180_000, () => first.output());
-    const stopMs = Date.now() - signalledAt;
-    const second = worker();
-    const result = await within(
-      started.handle.result(),
-      120_000,
-      () => `${first.output()}\n${second.output()}`,
-    );
+  const { result, stopped, workflowId } = await takeOverHeldRun(stack, {
+    name: `local-fetch-${source}`,
+    holdMs: HOLD_MS,
+    signal,
+    start: (taskQueue) => {
+      // Page 2 is held past the test: the first worker is inside that fetch when it gets the signal.
+      stack.partner.faults.add({ sourceId: source, kind: 'delay', delayMs: HOLD_MS, afterRequests: 1 });
+      return start(source, date, taskQueue);
+    },
+    held: () => stack.partner.faults.list().every((f) => f.sourceId !== source),
+  });
 
-    assert.equal(result.status, 'succeeded');
-    assert.deepEqual(await stored(source, date), STORED_ONCE);
-    // Page 2 was asked twice with the same key: by the first worker (the partner saw it leave)
-    // and by the worker that took the run over.
-    const calls = callsOf(source, date);
-    assert.deepEqual(
-      calls.map((c) => [c.status, c.fault ?? null]),
-      [
-        [200, null],
-        [499, 'client_closed'],
-        [200, null],
-        [200, null],
-      ],
-    );
-    const keys = calls.map((c) => c.idempotencyKey);
-    assert.deepEqual(
-      [keys[1] === keys[2], new Set(keys).size],
-      [true, 3],
-      'page 2 asked again under its key',
-    );
-    return {
-      run: { stopped, stopMs, firstOutput: first.output() },
-      dispatch: await dispatchOf(started.workflowId),
-    };
-  } finally {
-    await Promise.all(workers.map((w) => w.stop('SIGKILL', 5_000)));
-  }
+  assert.equal(result.status, 'succeeded');
+  assert.deepEqual(await stored(source, date), STORED_ONCE);
+  // Page 2 was asked twice with the same key: by the first worker (the partner saw it leave)
+  // and by the worker that took the run over.
+  const calls = callsOf(source, date);
+  assert.deepEqual(
+    calls.map((c) => [c.status, c.fault ?? null]),
+    [
+      [200, null],
+      [499, 'client_closed'],
+      [200, null],
+      [200, null],
+    ],
+  );
+  const keys = calls.map((c) => c.idempotencyKey);
+  assert.deepEqual([keys[1] === keys[2], new Set(keys).size], [true, 3], 'page 2 asked again under its key');
+  return { stopped, dispatch: await dispatchOf(workflowId) };
 }

@@ -64,8 +64,8 @@ export async function startWorkerProcess(options: WorkerProcessOptions): Promise
   const jobs = options.jobs ?? defaultJobs();
   await reportUnknownJobs(prisma, jobs, options.say);
   const connection = await connectNative(config);
-  // Aborted when the shutdown's grace time is over, for the page fetches running as local
-  // activities, which the SDK does not cancel then (activities/pages/local-stop.ts).
+  // Aborted when the shutdown's grace time is over, for the partner calls running as local
+  // activities (page fetches, confirms), which the SDK does not cancel then (activities/pages/local-stop.ts).
   const stopping = new AbortController();
   const deps = {
     ...createActivityDeps(config, prisma, log, options.metrics, jobs),
@@ -93,7 +93,7 @@ export async function startWorkerProcess(options: WorkerProcessOptions): Promise
   const shutdown = () => {
     stopRequested = true;
     graceOver ??= setTimeout(() => {
-      log.info('shutdown grace time over: local page fetches still running stop, to be retried elsewhere');
+      log.info('shutdown grace time over: local partner calls still running stop, to be retried elsewhere');
       stopping.abort(localFetchStopped());
     }, config.worker.shutdownGraceMs).unref();
     if (worker.getState() === 'RUNNING') worker.shutdown();

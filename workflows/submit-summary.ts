@@ -15,6 +15,7 @@ import {
   isCancellation,
   patched,
   proxyActivities,
+  proxyLocalActivities,
   sleep,
   TimeoutFailure,
 } from '@temporalio/workflow';
@@ -22,7 +23,7 @@ import type { FetchActivities } from '../activities/index.ts';
 import { outlastingOutages } from './database-outage.ts';
 import { dbSteps } from './db-steps.ts';
 import { errorOf } from './outcome.ts';
-import { RETRY_PRESETS } from '../contract/retry-presets.ts';
+import { LOCAL_FETCH_RETRY_THRESHOLD_MS, RETRY_PRESETS } from '../contract/retry-presets.ts';
 import { lookUpUntilSettled } from './settle-lookup.ts';
 import {
   type DownstreamActionView,
@@ -33,9 +34,42 @@ import {
   SUBMIT_SUMMARY,
 } from '../contract/types.ts';
 
+type Confirm = Pick<FetchActivities, 'confirmSubmission'>;
+
 /** The non-idempotent call, and the repeat-safe one. */
 const submit = proxyActivities<Pick<FetchActivities, 'submitSummary'>>(RETRY_PRESETS.downstreamSubmit);
-const confirm = proxyActivities<Pick<FetchActivities, 'confirmSubmission'>>(RETRY_PRESETS.downstreamCall);
+const confirm = proxyActivities<Confirm>(RETRY_PRESETS.downstreamCall);
+
+/**
+ * The confirm of a run whose page fetches are local (workflows/partner-dispatch.ts): a local
+ * activity too, in the worker that holds the workflow task, with no activity task to schedule,
+ * poll, start and complete. Safe as one: the confirm is repeat-safe by the partner's id and fenced
+ * by the run's lease in the activity, so an attempt run again (its worker died, its answer was
+ * lost) confirms the same submission again or is refused. The non-idempotent submit stays an
+ * activity task: its heartbeat is what times a frozen attempt out while its call's outcome is
+ * unknown, and each of its attempts is an event the Web UI shows.
+ */
+const localConfirm = (() => {
+  const { startToCloseTimeout, scheduleToCloseTimeout, retry, cancellationType } =
+    RETRY_PRESETS.downstreamCall;
+  return proxyLocalActivities<Confirm>({
+    startToCloseTimeout,
+    scheduleToCloseTimeout,
+    retry,
+    cancellationType,
+    // A longer wait before a retry is a durable timer: an outage of the downstream holds no
+    // workflow task open while it lasts (and a stopping worker's WorkerShutdown waits on one).
+    localRetryThreshold: LOCAL_FETCH_RETRY_THRESHOLD_MS,
+  });
+})();
+
+/** Patch id: histories recorded before it confirmed as an activity task whatever the fetches were. */
+export const LOCAL_CONFIRM = 'downstream-confirm-local';
+
+/** The confirm of this run: local with its page fetches (a claim of this build or later says so). */
+function confirmOf(state: ResumeState): Confirm {
+  return state.localFetch === true && patched(LOCAL_CONFIRM) ? localConfirm : confirm;
+}
 
 /** Wait between an unknown outcome and the first lookup that settles it. */
 export const RECONCILE_SETTLE = '2 seconds';
@@ -86,7 +120,8 @@ export async function submitSummary(input: FetchRecordsInput, state: ResumeState
       else attempts = settled.attempts;
     }
   }
-  await outlastingOutages('confirmSubmission', () => confirm.confirmSubmission({ ...run, actionId }));
+  const confirmer = confirmOf(state);
+  await outlastingOutages('confirmSubmission', () => confirmer.confirmSubmission({ ...run, actionId }));
 }
 
 /**

@@ -18,8 +18,10 @@ import {
   type AdmittedCall,
   firstCallIsRetry,
   type PartnerAsked,
+  rememberLocalAsked,
   settledCall,
 } from '../retry/breaker-guard.ts';
+import { partnerCallSignal } from '../pages/local-stop.ts';
 import { failure } from '../errors.ts';
 import type { DownstreamAction, DownstreamContext } from '../job-api/define.ts';
 import { inJob, jobOf, partnerAccess } from '../job-runtime.ts';
@@ -47,12 +49,32 @@ export function createPartnerCalls(deps: ActivityDeps) {
       settings,
       retry: firstCallIsRetry(ctx.info),
       what: `partner ${source.id} ${hook}`,
-      onAnswered: () => heartbeatNow(ctx, ASKED),
+      onAnswered: () => {
+        heartbeatNow(ctx, ASKED);
+        if (ctx.info.isLocal) rememberLocalAsked(ctx.info, true);
+      },
     });
   }
 
   return {
     admit,
+
+    /**
+     * For a hook run as a local activity (a confirm beside local page fetches), which has no
+     * heartbeat details: keeps in this worker, for its next attempt, whether this attempt's first
+     * call is a retry (`begin`, before anything can fail), and forgets it once the activity
+     * succeeded (`end`). No-ops for an activity task.
+     */
+    localAttempt: {
+      begin(): void {
+        const { info } = Context.current();
+        if (info.isLocal) rememberLocalAsked(info, firstCallIsRetry(info));
+      },
+      end(): void {
+        const { info } = Context.current();
+        if (info.isLocal) rememberLocalAsked(info, undefined);
+      },
+    },
 
     /** Gives back what `admit` let through when the call is not made after all (best effort). */
     async release(admitted: AdmittedCall): Promise<void> {
@@ -79,11 +101,14 @@ export function createPartnerCalls(deps: ActivityDeps) {
         throw failure('InvalidInput', 'NO_DOWNSTREAM_ACTION', `job '${job.type}' has no downstream action`);
       }
       const ctx = Context.current();
-      const access = { ...partnerAccess(deps, source, ctx.cancellationSignal), source: view };
-      const ticket = admitted ?? (await admit(source, hook));
-      // Admitted by now: every heartbeat says the partner was asked.
-      const stop = heartbeatEvery(ctx, () => ASKED);
+      // A local activity's call also stops with its stopping worker (activities/pages/local-stop.ts).
+      const callSignal = partnerCallSignal(ctx, deps.stopping);
+      const access = { ...partnerAccess(deps, source, callSignal.signal), source: view };
+      let stopHeartbeats = () => {};
       try {
+        const ticket = admitted ?? (await admit(source, hook));
+        // Admitted by now: every heartbeat says the partner was asked.
+        stopHeartbeats = heartbeatEvery(ctx, () => ASKED);
         return await settledCall(deps, ticket, () =>
           observed(
             deps,
@@ -92,7 +117,8 @@ export function createPartnerCalls(deps: ActivityDeps) {
           ),
         );
       } finally {
-        stop();
+        stopHeartbeats();
+        callSignal.release();
       }
     },
 

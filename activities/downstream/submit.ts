@@ -151,11 +151,13 @@ export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) 
 
     /**
      * Confirms the recorded effect with the job's `confirm` hook (repeat-safe by id; none: final already),
-     * fenced by the run's lease (renewed, with the execution that holds it).
+     * fenced by the run's lease (renewed, with the execution that holds it). A regular activity, or
+     * a local one beside local page fetches (workflows/submit-summary.ts).
      * @throws ApplicationFailure LeaseLost; the HTTP client's typed failures (a 409 for a voided
      *   submission is InvalidInput, permanent).
      */
     async confirmSubmission(input: ConfirmSubmissionInput): Promise<void> {
+      calls.localAttempt.begin();
       const renewed = await renewLeaseWithSource(db, input, deps.leaseTtlMs, input.sourceId);
       const source = enabledSource(renewed, input.sourceId);
       const row = await loadActionState(deps.prisma, input.actionId);
@@ -171,8 +173,8 @@ export function createSubmitActivities(deps: ActivityDeps, calls: PartnerCalls) 
         await calls.noteError(row.id, err, `partner ${source.id} confirm`);
         throw err;
       }
-      if (!confirmed) return;
-      await recordConfirmed(db, row.id, confirmed.status);
+      if (confirmed) await recordConfirmed(db, row.id, confirmed.status);
+      calls.localAttempt.end();
     },
   };
 

@@ -1,6 +1,6 @@
 /**
- * The worker's shutdown, for a page fetch that runs as a local activity (a source with
- * `localFetch`). The SDK cancels a regular activity once the worker's shutdown grace time is over,
+ * The worker's shutdown, for a partner call that runs as a local activity (a source with
+ * `localFetch`: its page fetches, and its downstream's confirm). The SDK cancels a regular activity once the worker's shutdown grace time is over,
  * but waits for a running local activity to end by itself: a local fetch held by a slow partner
  * would keep a stopping worker alive for up to its attempt's timeout (two minutes), past any grace
  * time. So the worker aborts a signal of its own when the grace time is over (`deps.stopping`),
@@ -19,7 +19,7 @@ const WORKER_SHUTDOWN = 'WorkerShutdown';
 export function localFetchStopped(): ApplicationFailure {
   return ApplicationFailure.create({
     type: WORKER_SHUTDOWN,
-    message: 'the worker stopped during a local page fetch: the page is fetched again after a timer',
+    message: 'the worker stopped during a local partner call: it is made again after a timer',
     nextRetryDelay: LOCAL_FETCH_RETRY_THRESHOLD_MS + 1_000,
   });
 }

@@ -94,10 +94,10 @@ export const localActivities = (n: number) => (events: HistoryEvent[]) =>
     .filter((e) => attrs(e, 'markerRecordedEventAttributes').markerName === 'core_local_activity').length >=
   n;
 /**
- * Each `fetchPage` the history ran as a local activity (its `core_local_activity` marker): its
- * attempt, and whether its retry waits on a durable timer (a backoff in the marker).
+ * Each activity of `type` the history ran as a local activity (its `core_local_activity` marker):
+ * its attempt, and whether its retry waits on a durable timer (a backoff in the marker).
  */
-function localFetchAttempts(events: HistoryEvent[]): { attempt: number; timer: boolean }[] {
+function localAttempts(events: HistoryEvent[], type: string): { attempt: number; timer: boolean }[] {
   return events
     .filter(is('MARKER_RECORDED'))
     .map((e) => attrs(e, 'markerRecordedEventAttributes'))
@@ -106,9 +106,23 @@ function localFetchAttempts(events: HistoryEvent[]): { attempt: number; timer: b
     .map(
       (data) => JSON.parse(Buffer.from(data ?? '', 'base64').toString() || '{}') as Record<string, unknown>,
     )
-    .filter((step) => step.activity_type === 'fetchPage')
+    .filter((step) => step.activity_type === type)
     .map((step) => ({ attempt: Number(step.attempt ?? 1), timer: step.backoff != null }));
 }
+/**
+ * The downstream confirm ran as a local activity, never as an activity task; with `retried`, on a
+ * later attempt (a retry inside the worker).
+ */
+export const confirmedLocally =
+  (retried = false) =>
+  (events: HistoryEvent[]) => {
+    const attempts = localAttempts(events, 'confirmSubmission');
+    return (
+      attempts.length > 0 &&
+      (!retried || attempts.some((a) => a.attempt > 1)) &&
+      !runsActivity('confirmSubmission')(events)
+    );
+  };
 /**
  * At least `n` page fetches ran as local activities; with `retried`, one of them on a later
  * attempt; with `afterTimer`, one failed attempt's retry waited on a durable timer the history
@@ -117,7 +131,7 @@ function localFetchAttempts(events: HistoryEvent[]): { attempt: number; timer: b
 export const fetchedLocally =
   (n: number, retried = false, afterTimer = false) =>
   (events: HistoryEvent[]) => {
-    const attempts = localFetchAttempts(events);
+    const attempts = localAttempts(events, 'fetchPage');
     return (
       attempts.length >= n &&
       (!retried || attempts.some((a) => a.attempt > 1)) &&

@@ -15,6 +15,7 @@ import {
   closedAs,
   completed,
   continued,
+  confirmedLocally,
   fetchedLocally,
   fetchesOn,
   has,
@@ -234,6 +235,18 @@ export const EXPECTED_FIXTURES: readonly ExpectedFixture[] = [
     shows:
       "a local-fetch source's run whose page the partner rate-limits for 12 s: the local fetch's retry waits on a durable timer (its marker's backoff), then its second attempt stores the page; completed",
     check: all(completed, fetchedLocally(2, true, true), not(pagesFetched(1))),
+  },
+  {
+    file: 'fetch-run-local-confirm.json',
+    workflowType: RUN,
+    shows:
+      "a local-fetch source's run with its downstream step: the submit an activity task, the confirm a local activity (patched) whose first attempt met a 503 and whose retry in the worker confirmed; completed",
+    check: all(
+      completed,
+      patchedWith('downstream-confirm-local'),
+      runsActivity('submitSummary'),
+      confirmedLocally(true),
+    ),
   },
   {
     file: 'fetch-records-local-database-outage.json',
