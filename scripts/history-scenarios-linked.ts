@@ -1,7 +1,8 @@
 /**
  * History scenarios that record a run together with the workflows it leads to: a compensation
- * (after a failed or a cancelled confirm), a dead-letter replay and the run it restarts, and a
- * schedule's start with the fetch it runs as a child.
+ * (after a failed or a cancelled confirm), a dead-letter replay and the run it restarts, a
+ * schedule's start with the fetch it runs as a child, and both starting their child runs keyed by
+ * the source (behind its patch).
  */
 import { startReplay } from '../client/dead-letters/replay.ts';
 import { startFetch } from '../client/start-fetch.ts';
@@ -107,5 +108,41 @@ export const scheduled: Scenario = {
       trigger: 'scheduled-fetch',
       run: 'scheduled-fetch-records',
     });
+  },
+};
+
+/**
+ * A Schedule's trigger and a dead-letter replay starting their child runs with the source as
+ * fairness key (workflows/run-type.ts `childRunPriority`), each with the run it started.
+ */
+export const childFairness: Scenario = {
+  name: 'child-fairness',
+  async run(s) {
+    const scheduledRuns = await triggeredRun(s, 'hist-child-keyed', FETCH_RECORDS, {
+      trigger: 'scheduled-fetch-keyed',
+      run: 'fetch-run-scheduled-keyed',
+    });
+    const sourceId = 'hist-dlq-keyed';
+    await source(s, sourceId, { retryPolicy: 'partnerHttpQuick' });
+    s.partner.faults.add({ sourceId, kind: 'status', status: 422 });
+    const failed = await fetchOf(s, sourceId, 'fetch-run-dead-lettered-keyed');
+    const replay = await startReplay(
+      { prisma: s.ctx.prisma, temporal: s.client, taskQueue: s.ctx.taskQueue },
+      { filter: { sourceId }, ratePerSecond: 5, actor: 'record-histories' },
+    );
+    await s.client.workflow.getHandle(replayWorkflowId(replay.replayId)).result();
+    return [
+      ...scheduledRuns,
+      {
+        name: 'dlq-replay-keyed',
+        workflowId: replay.workflowId,
+        runId: await runIdOf(s.client, replay.workflowId),
+      },
+      {
+        name: 'fetch-run-replayed-keyed',
+        workflowId: failed.workflowId,
+        runId: await runIdOf(s.client, failed.workflowId),
+      },
+    ];
   },
 };

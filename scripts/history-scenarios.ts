@@ -38,6 +38,7 @@ import {
   compensationCancelled,
   compensationFailed,
   deadLetterReplay,
+  childFairness,
   scheduled,
 } from './history-scenarios-linked.ts';
 
@@ -65,6 +66,7 @@ export const SCENARIOS: readonly Scenario[] = [
   compensationFailed,
   compensationCancelled,
   deadLetterReplay,
+  childFairness,
   scheduled,
   cancelled,
   resetEnded,

@@ -144,6 +144,12 @@ describe('schedules', () => {
         ),
       );
       assert.equal(await db.prisma.fetchedRecord.count({ where: { sourceId } }), 30);
+      // Started by the trigger as its child, the run is keyed by its source as every other start
+      // is (R8): its workflow tasks, and the local page fetches inside them, take turns by source.
+      const [first] = (await client.workflow.getHandle(runs[0]!.workflowId).fetchHistory()).events ?? [];
+      const started = first?.workflowExecutionStartedEventAttributes;
+      assert.ok(started?.parentWorkflowExecution, 'the run is a child of its trigger');
+      assert.equal(started.priority?.fairnessKey, sourceId);
 
       await handle.pause('test pause');
       await new Promise((resolve) => setTimeout(resolve, 1_000)); // a start in flight may land

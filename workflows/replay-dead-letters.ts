@@ -26,7 +26,7 @@ import type { ReplayTarget } from '../db/dead-letters/replay.ts';
 import { jobTypeOf, workflowIdFor } from '../contract/business-key.ts';
 import type { fetchRunWorkflow } from './fetch-records.ts';
 import { statusAtStart } from './outcome.ts';
-import { childRunType } from './run-type.ts';
+import { childRunPriority, childRunType } from './run-type.ts';
 import {
   MAX_REPLAY_LETTERS,
   MAX_REPLAY_RATE,
@@ -169,6 +169,8 @@ async function restart(
           },
         ],
         workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+        // The source as fairness key, as every starter gives it (R8).
+        ...childRunPriority(target.sourceId),
         // The runs outlive a cancelled replay; the replay only stops starting new ones.
         parentClosePolicy: ParentClosePolicy.ABANDON,
         typedSearchAttributes: [

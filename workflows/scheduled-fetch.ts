@@ -25,7 +25,7 @@ import { addDays, dateInTimeZone } from '../contract/business-date.ts';
 import { jobTypeOf, workflowIdFor } from '../contract/business-key.ts';
 import type { fetchRunWorkflow } from './fetch-records.ts';
 import { statusAtStart } from './outcome.ts';
-import { childRunType } from './run-type.ts';
+import { childRunPriority, childRunType } from './run-type.ts';
 import type { FetchRecordsResult } from '../contract/types.ts';
 
 /** Set by Temporal on every workflow a Schedule starts (also on trigger and backfill). */
@@ -92,6 +92,8 @@ export async function scheduledFetchWorkflow(input: ScheduledFetchInput): Promis
       ],
       // Same rule as every other starter: a failed key may run again, a succeeded one never.
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+      // The source as fairness key, as every starter gives it (R8).
+      ...childRunPriority(input.sourceId),
       // The run is shared (CLI and app starts of the date join it): an overlap policy that
       // cancels or terminates this trigger must not take the run down with it.
       parentClosePolicy: ParentClosePolicy.ABANDON,

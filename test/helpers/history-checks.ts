@@ -32,6 +32,18 @@ export const retriedActivity = (events: HistoryEvent[]) =>
   events
     .filter(is('ACTIVITY_TASK_STARTED'))
     .some((e) => Number(attrs(e, 'activityTaskStartedEventAttributes').attempt ?? 1) > 1);
+/** The child runs the history started were keyed by `key` (their fairness key), at least one. */
+export const childKeyed = (key: string) => (events: HistoryEvent[]) => {
+  const starts = events
+    .filter(is('START_CHILD_WORKFLOW_EXECUTION_INITIATED'))
+    .map((e) => attrs(e, 'startChildWorkflowExecutionInitiatedEventAttributes'));
+  return starts.length > 0 && starts.every((a) => fairnessKeyOf(a) === key);
+};
+/** The execution was started with `key` as its fairness key. */
+export const startedKeyed = (key: string) => (events: HistoryEvent[]) =>
+  fairnessKeyOf(started(events)) === key;
+const fairnessKeyOf = (a: Record<string, unknown>) =>
+  (a.priority as { fairnessKey?: string } | undefined)?.fairnessKey;
 export const signalled = (name: string) => (events: HistoryEvent[]) =>
   events.filter(is('WORKFLOW_EXECUTION_SIGNALED')).some((e) => {
     return attrs(e, 'workflowExecutionSignaledEventAttributes').signalName === name;

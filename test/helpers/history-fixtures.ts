@@ -11,6 +11,7 @@ import type { HistoryEvent } from './history-files.ts';
 import {
   activityTypes,
   all,
+  childKeyed,
   childStarted,
   closedAs,
   completed,
@@ -28,6 +29,7 @@ import {
   retriedActivity,
   runsActivity,
   signalled,
+  startedKeyed,
 } from './history-checks.ts';
 
 /**
@@ -296,6 +298,37 @@ export const EXPECTED_FIXTURES: readonly ExpectedFixture[] = [
     shows: 'a Schedule’s trigger starting its child run showing FetchStatus running (patched), completed',
     check: all(completed, childStarted(RUN), patchedWith('run-status-running-at-start')),
   },
+  ...(
+    [
+      [
+        'scheduled-fetch-keyed',
+        'fetch-run-scheduled-keyed',
+        'scheduledFetchWorkflow',
+        'a Schedule’s trigger',
+        'hist-child-keyed',
+      ],
+      [
+        'dlq-replay-keyed',
+        'fetch-run-replayed-keyed',
+        'replayDeadLettersWorkflow',
+        'a dead-letter replay',
+        'hist-dlq-keyed',
+      ],
+    ] as const
+  ).flatMap(([parent, child, workflowType, who, key]) => [
+    {
+      file: `${parent}.json`,
+      workflowType,
+      shows: `${who} starting its run with the source as fairness key (patched), completed`,
+      check: all(completed, patchedWith('child-run-fairness-key'), childKeyed(key)),
+    },
+    {
+      file: `${child}.json`,
+      workflowType: RUN,
+      shows: `the run ${who} started, keyed by its source, completed`,
+      check: all(completed, hasParent, startedKeyed(key)),
+    },
+  ]),
   {
     file: 'fetch-run-status-at-start.json',
     workflowType: RUN,
