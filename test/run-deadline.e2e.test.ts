@@ -24,6 +24,13 @@ const RECORDS = 300;
 const MAX_RUN_TIME_MS = 30_000;
 /** A held partner call outlasts any run here: only the deadline can end it. */
 const HOLD_MS = 300_000;
+/**
+ * The max run time of the run held in its confirm: shorter than the confirm attempt's own 30 s
+ * timeout by more than the deadline's slack (its timer counts from the workflow task that armed
+ * it, and reaches a run held in a local confirm at that task's next extension: up to about 8 s
+ * each), so that the deadline, not the attempt's timeout and a retry that succeeds, ends it.
+ */
+const CONFIRM_HELD_MAX_RUN_TIME_MS = 15_000;
 
 const stack = useWorkerStack({
   name: 'deadline',
@@ -88,40 +95,7 @@ const VISIBLE_STEPS = { localFetch: false };
 
 describe('run deadline', { concurrency: true }, () => {
   it('a run held in a slow page fetch past its max run time ends DeadlineExceeded with a dead letter; no later page is asked for', async () => {
-    const sourceId = 'rdl-fetch';
-    await createSource(stack.db.prisma, sourceId, stack.partner.url, {
-      pageSize: 100,
-      maxRunTimeMs: MAX_RUN_TIME_MS,
-      ...VISIBLE_STEPS,
-    });
-    // Page 1 (in the second execution: one page per execution) hangs at the stack.partner.
-    stack.partner.faults.add({ sourceId, cursor: encodeCursor(101), kind: 'delay', delayMs: HOLD_MS });
-    const started = await start(sourceId, 1);
-    const err = await outcomeOf(started.workflowId);
-    assert.ok(
-      !stack.partner.faults.list().some((f) => f.sourceId === sourceId),
-      'the partner held page 1 (the run got that far before its deadline)',
-    );
-    assertDeadlineExceeded(err);
-
-    const run = await runOf(sourceId);
-    assert.deepEqual([run.status, run.errorClass, run.pagesStored], ['dead_lettered', 'DeadlineExceeded', 1]);
-    assert.deepEqual(
-      run.deadLetters.map((d) => [d.errorType, d.errorCode]),
-      [['DeadlineExceeded', 'RUN_DEADLINE']],
-    );
-    assert.match(run.deadLetters[0]?.errorMessage ?? '', /maximum run time/);
-    assert.equal(
-      stack.partner.ledger.count({ sourceId, cursor: encodeCursor(151) }),
-      0,
-      'page 1 not finished',
-    );
-    assert.equal(
-      stack.partner.ledger.count({ sourceId, cursor: encodeCursor(201) }),
-      0,
-      'page 2 never asked for',
-    );
-
+    const started = await heldInFetchPastDeadline('rdl-fetch', VISIBLE_STEPS);
     // The deadline was fixed at the claim: the second execution armed what was left of it.
     const second = (await stack.client.workflow.getHandle(started.workflowId).describe()).runId;
     assert.notEqual(second, started.runId, 'the run continued as new before page 1');
@@ -131,13 +105,17 @@ describe('run deadline', { concurrency: true }, () => {
     assert.ok(first <= MAX_RUN_TIME_MS && rest < first, `timers ${first} then ${rest} ms`);
   });
 
+  it('the same on the default path (local page fetches): the deadline reaches the held local fetch and the run ends DeadlineExceeded, its later pages never asked for', async () => {
+    await heldInFetchPastDeadline('rdl-fetch-local', {});
+  });
+
   it('a run past its deadline while its confirmed-to-be submission is held: the submission is voided once by the compensation', async () => {
     const sourceId = 'rdl-submit';
     await createSource(stack.db.prisma, sourceId, stack.partner.url, {
       pageSize: 100,
       submitSummary: true,
       submitMaxProcessingMs: 2_000,
-      maxRunTimeMs: MAX_RUN_TIME_MS,
+      maxRunTimeMs: CONFIRM_HELD_MAX_RUN_TIME_MS,
     });
     stack.partner.faults.add({
       route: 'submissions',
@@ -293,3 +271,41 @@ describe('run deadline', { concurrency: true }, () => {
     assert.ok(armed !== undefined && armed <= 300_000 && armed > 200_000, String(armed));
   });
 });
+
+/**
+ * A run of a new source (`dispatch`: how its pages are fetched) whose page 1 the partner holds
+ * past the run's max run time: asserts it ends DeadlineExceeded, dead-lettered with page 0 stored,
+ * page 1 unfinished and page 2 never asked for. Returns the run as started.
+ */
+async function heldInFetchPastDeadline(sourceId: string, dispatch: { localFetch?: boolean }) {
+  await createSource(stack.db.prisma, sourceId, stack.partner.url, {
+    pageSize: 100,
+    maxRunTimeMs: MAX_RUN_TIME_MS,
+    ...dispatch,
+  });
+  // Page 1 (in the second execution: one page per execution) hangs at the partner.
+  stack.partner.faults.add({ sourceId, cursor: encodeCursor(101), kind: 'delay', delayMs: HOLD_MS });
+  const started = await start(sourceId, 1);
+  const err = await outcomeOf(started.workflowId);
+  assert.ok(
+    !stack.partner.faults.list().some((f) => f.sourceId === sourceId),
+    'the partner held page 1 (the run got that far before its deadline)',
+  );
+  assertDeadlineExceeded(err);
+
+  const run = await runOf(sourceId);
+  assert.deepEqual([run.status, run.errorClass, run.pagesStored], ['dead_lettered', 'DeadlineExceeded', 1]);
+  assert.deepEqual(
+    run.deadLetters.map((d) => [d.errorType, d.errorCode]),
+    [['DeadlineExceeded', 'RUN_DEADLINE']],
+  );
+  assert.match(run.deadLetters[0]?.errorMessage ?? '', /maximum run time/);
+  assert.equal(stack.partner.ledger.count({ sourceId, cursor: encodeCursor(151) }), 0, 'page 1 not finished');
+  assert.equal(
+    stack.partner.ledger.count({ sourceId, cursor: encodeCursor(201) }),
+    0,
+    'page 2 never asked for',
+  );
+
+  return started;
+}

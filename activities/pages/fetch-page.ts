@@ -84,9 +84,10 @@ export function createFetchPage(deps: ActivityDeps) {
     // makes the next one's first call no retry. Kept for the next attempt at once, in case this one
     // fails before asking anything of its own: as heartbeat details (an activity task), or in this
     // worker (a local activity).
-    const firstIsRetry = firstCallIsRetry(ctx.info) || input.rerun === true;
+    const carried = firstCallIsRetry(ctx.info);
+    const firstIsRetry = carried || input.rerun === true;
     if (ctx.info.isLocal) rememberLocalAsked(ctx.info, firstIsRetry);
-    else if (firstCallIsRetry(ctx.info)) ctx.heartbeat(ctx.info.heartbeatDetails);
+    else if (carried) ctx.heartbeat(ctx.info.heartbeatDetails);
     // The engine's statements skip the Prisma client (db/transaction.ts).
     const db = engineSql(deps.prisma);
     const fence = { fetchRunId: input.fetchRunId, leaseToken: input.leaseToken, pageNo: input.pageNo };
@@ -173,7 +174,9 @@ export function createFetchPage(deps: ActivityDeps) {
       // A staged page that ends at a carry cursor is whole: the rest of its response is staged as
       // the page after it (a run that comes back with a larger page size must not hand the
       // engine's cursor to the job, or go on past the pages it carried).
-      while (!at.complete && at.recordCount < input.pageSize && carriedPageOf(at.cursor) === undefined) {
+      const wantsMore = (page: { complete: boolean; recordCount: number; cursor: string | null }) =>
+        !page.complete && page.recordCount < input.pageSize && carriedPageOf(page.cursor) === undefined;
+      while (wantsMore(at)) {
         const room = input.pageSize - at.recordCount;
         const limit = Math.min(deps.partnerPageLimit, room);
         const guard = { settings, retry, what, onAnswered: asked };
@@ -236,10 +239,11 @@ export function createFetchPage(deps: ActivityDeps) {
         const spread = spreadResponse(page, room, input.pageSize, input.pageNo);
         // The page goes on after this response (the loop's condition, on the state the append
         // leaves): the append asks the breaker for the next call too, in the same statement.
-        const goesOn =
-          !spread.complete &&
-          at.recordCount + spread.records.length < input.pageSize &&
-          carriedPageOf(spread.cursor) === undefined;
+        const goesOn = wantsMore({
+          complete: spread.complete,
+          recordCount: at.recordCount + spread.records.length,
+          cursor: spread.cursor,
+        });
         const appended = await appendToStagedPage(db, {
           key,
           fence,
