@@ -214,6 +214,18 @@ export interface FinishRunInput {
   errorCode?: string;
 }
 
+/** What `finishRun` did. */
+export interface FinishRunResult {
+  /** Whether it ended the run (false: a repeat, or the run is not this claim's to end). */
+  finished: boolean;
+  deadLetterId: string | null;
+  /**
+   * The run had already succeeded under this claim (its `completeRun` committed in a workflow task
+   * that then failed, e.g. on a cancel that arrived during it): its totals. Absent otherwise.
+   */
+  succeeded?: { pages: number; records: number };
+}
+
 /** A start whose input the workflow refused, to be recorded against the key its workflow id names. */
 export interface InvalidStartInput {
   key: BusinessKey;

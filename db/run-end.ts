@@ -66,6 +66,12 @@ export interface EndedRow {
   sourceId: string | null;
   jobType: string | null;
   startedAt: Date | null;
+  /**
+   * When the statement changed nothing because the run had already succeeded under `fence`'s
+   * token (its `completeRun` committed, and the workflow did not learn it: the workflow task that
+   * ran it failed), its totals; else null.
+   */
+  succeeded: { pages: number; records: number } | null;
 }
 
 /**
@@ -93,6 +99,8 @@ export async function endRun(
       source_id: string | null;
       job_type: string | null;
       started_at: Date | null;
+      succeeded_pages: number | null;
+      succeeded_records: number | null;
     }[]
   >`
     WITH run AS (
@@ -114,12 +122,19 @@ export async function endRun(
     )
     SELECT (SELECT count(*) FROM run) AS updated, (SELECT id FROM letter) AS dead_letter_id,
            (SELECT source_id FROM run) AS source_id, (SELECT job_type FROM run) AS job_type,
-           (SELECT started_at FROM run) AS started_at`;
+           (SELECT started_at FROM run) AS started_at,
+           s.pages_stored AS succeeded_pages, s.records_stored AS succeeded_records
+      FROM (SELECT 1) AS one
+      LEFT JOIN fetch_run s ON ${tokenOf(fence, 's')} AND s.status = 'succeeded'`;
   return {
     ended: Number(row?.updated ?? 0) === 1,
     deadLetterId: row?.dead_letter_id ?? null,
     sourceId: row?.source_id ?? null,
     jobType: row?.job_type ?? null,
     startedAt: row?.started_at ?? null,
+    succeeded:
+      row?.succeeded_pages == null || row.succeeded_records == null
+        ? null
+        : { pages: row.succeeded_pages, records: row.succeeded_records },
   };
 }

@@ -7,7 +7,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { temporal } from '@temporalio/proto';
-import { launchFetch, prepareFetch } from '../client/start-fetch.ts';
+import { launchFetch, prepareFetch, startFetch } from '../client/start-fetch.ts';
 import { refuseConnections } from '../test/helpers/database.ts';
 import { DATE, fetchOf, type Scenario, settled, source, WAIT_MS } from './history-scenario-steps.ts';
 import { pausedAndResumed } from './history-scenarios-fetch.ts';
@@ -76,6 +76,44 @@ export const localConfirm: Scenario = {
       status: 503,
     });
     return [await fetchOf(s, sourceId, 'fetch-run-local-confirm')];
+  },
+};
+
+/**
+ * A cancel that lands while a run's local confirm is held: the server refuses the workflow task
+ * (the cancel arrived during it), the execution is replayed with the cancel first, and finds its
+ * row succeeded (patched: the row decides); and a run that fails for good under the same patch
+ * (its end recorded before its status is shown).
+ */
+export const succeededRowDecides: Scenario = {
+  name: 'succeeded-row-decides',
+  async run(s) {
+    const sourceId = 'hist-row-decides';
+    await source(s, sourceId, { localFetch: true, submitSummary: true });
+    const reference = `fetch-records:${sourceId}:${DATE}:submit-summary:r1`;
+    s.partner.faults.add({
+      route: 'submissions',
+      action: 'confirm',
+      reference,
+      kind: 'delay',
+      delayMs: WAIT_MS,
+    });
+    const started = await startFetch(s.ctx, { sourceId, date: DATE, requestedBy: 'test' });
+    const until = Date.now() + WAIT_MS;
+    while (s.partner.faults.list().some((f) => f.reference === reference)) {
+      if (Date.now() > until) throw new Error(`${sourceId}: the partner never held the confirm`);
+      await sleep(100);
+    }
+    await started.handle.cancel();
+    await settled(started.handle);
+    const failing = 'hist-row-decides-dead';
+    await source(s, failing);
+    // Not found: non-retryable, so the run ends dead-lettered at its first page.
+    s.partner.faults.add({ sourceId: failing, kind: 'status', status: 404 });
+    return [
+      { name: 'fetch-run-cancel-after-success', workflowId: started.workflowId, runId: started.runId },
+      await fetchOf(s, failing, 'fetch-run-dead-lettered-row-decides'),
+    ];
   },
 };
 

@@ -69,10 +69,11 @@ const referenceOf = (sourceId: string) => `fetch-records:${sourceId}:${DATE}:sub
  */
 const MAX_PROCESSING_MS = 2_000;
 
-async function submittingSource(sourceId: string): Promise<void> {
+async function submittingSource(sourceId: string, extra: { localFetch?: boolean } = {}): Promise<void> {
   await createSource(db.prisma, sourceId, partner.url, {
     submitSummary: true,
     submitMaxProcessingMs: MAX_PROCESSING_MS,
+    ...extra,
   });
 }
 
@@ -256,7 +257,9 @@ describe('compensation', { concurrency: true }, () => {
   });
 
   it('a run cancelled mid-way (the Web UI’s cancel call) is compensated: nothing stays live at the partner', async () => {
-    await submittingSource('comp-cancel');
+    // Its confirm an activity task (as for an isolated downstream): the cancel reaches the held
+    // call at once. A local confirm (the default) is the next test.
+    await submittingSource('comp-cancel', { localFetch: false });
     // Confirm hangs long enough for the cancel to land while it is in flight.
     partner.faults.add({
       route: 'submissions',
@@ -281,6 +284,49 @@ describe('compensation', { concurrency: true }, () => {
     assert.equal(voidEffects('comp-cancel'), 1);
     assert.equal((await ledgerRow('comp-cancel')).state, 'compensated');
     assert.equal(await runStatus('comp-cancel'), 'compensated');
+  });
+
+  it('a cancel that lands while a local confirm is held: the run ends as its row says, never a cancelled workflow over a succeeded row or a live submission', async () => {
+    const sourceId = 'comp-cancel-local';
+    await submittingSource(sourceId);
+    partner.faults.add({
+      route: 'submissions',
+      action: 'confirm',
+      reference: referenceOf(sourceId),
+      kind: 'delay',
+      delayMs: 60_000,
+    });
+    const outcome = await worker.run(async () => {
+      const handle = await start(sourceId);
+      const confirming = () => partner.faults.list().every((f) => f.reference !== referenceOf(sourceId));
+      for (let i = 0; i < 200 && !confirming(); i++) await sleep(100);
+      assert.ok(confirming(), 'the partner holds the confirm call');
+      await handle.cancel();
+      const result = await handle.result().catch((e: unknown) => e);
+      const compensated =
+        result instanceof WorkflowFailedError ? await compensation(sourceId).result() : undefined;
+      return { result, compensated, status: (await handle.describe()).status.name };
+    });
+    // The cancel reaches a held local confirm at its workflow task's next extension, when the
+    // server refuses that task (a cancel arrived during it): the worker drops the call, and the
+    // execution, replayed, may find the confirm and the run's completion already done.
+    const row = await ledgerRow(sourceId);
+    const run = await runStatus(sourceId);
+    if (outcome.status === 'COMPLETED') {
+      assert.deepEqual(
+        [run, row.state, atPartner(sourceId).statuses],
+        ['succeeded', 'confirmed', ['confirmed']],
+        'a completed workflow: the row succeeded, its one submission confirmed',
+      );
+    } else {
+      assert.equal(outcome.status, 'CANCELLED', String(outcome.result));
+      assert.equal(outcome.compensated?.compensated, 1);
+      assert.deepEqual(
+        [run, row.state, atPartner(sourceId).statuses],
+        ['compensated', 'compensated', ['voided']],
+      );
+    }
+    assert.equal(submitEffects(sourceId), 1, 'one submission');
   });
 
   it('a void that keeps failing: bounded retries, then needs_manual, visible in the CLI; resolve clears it with an audit record', async () => {

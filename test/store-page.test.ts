@@ -420,6 +420,31 @@ describe('claim-run and complete-run', () => {
     assert.equal(await db.prisma.fetchRun.count({ where: { sourceId: 'c2' } }), 0);
   });
 
+  it('finishRun after the run succeeded under the same claim changes nothing and says so, with its totals; under another token it says nothing', async () => {
+    const { base: input, ...claim } = await claimed('c-finish');
+    await acts.storePage(await stage(input, 0, records('c-finish', 3), null));
+    await acts.completeRun(input);
+    // The cancel that reached a replayed execution after its completeRun committed (R1, R9): the
+    // row decides, the workflow reports the success.
+    const fence = { fetchRunId: claim.fetchRunId, leaseToken: input.leaseToken };
+    assert.deepEqual(await acts.finishRun({ ...fence, status: 'cancelled' }), {
+      finished: false,
+      deadLetterId: null,
+      succeeded: { pages: 1, records: 3 },
+    });
+    assert.deepEqual(
+      await acts.finishRun({
+        ...fence,
+        leaseToken: '00000000-0000-4000-8000-000000000000',
+        status: 'cancelled',
+      }),
+      { finished: false, deadLetterId: null },
+    );
+    const run = await db.prisma.fetchRun.findUniqueOrThrow({ where: { id: claim.fetchRunId } });
+    assert.equal(run.status, 'succeeded');
+    assert.equal(await db.prisma.deadLetter.count({ where: { fetchRunId: claim.fetchRunId } }), 0);
+  });
+
   it('completeRun repeated after success returns the same event and writes nothing more', async () => {
     const { base: input, ...claim } = await claimed('c3');
     await acts.storePage(await stage(input, 0, records('c3', 3), null));

@@ -145,7 +145,8 @@ async function takeUp(input: FetchRecordsInput, retaken: boolean): Promise<Fetch
       continuing ||
       isCancellation(err) ||
       (CancellationScope.current().consideredCancelled && patched(CANCEL_WINS));
-    await finish(input, state, err, cancelled);
+    const succeeded = await finish(input, state, err, cancelled);
+    if (succeeded) return { status: 'succeeded', fetchRunId: state.fetchRunId, ...succeeded };
     if (!cancelled || isCancellation(err)) throw err;
     throw new CancelledFailure('run cancelled', [], err instanceof Error && !continuing ? err : undefined);
   }

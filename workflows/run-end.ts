@@ -8,6 +8,7 @@ import {
   CancellationScope,
   log,
   ParentClosePolicy,
+  patched,
   proxyActivities,
   startChild,
   workflowInfo,
@@ -24,28 +25,41 @@ const record = proxyActivities<Pick<FetchActivities, 'finishRun' | 'pendingCompe
   RETRY_PRESETS.recordOutcome,
 );
 
+/** Patch id: histories recorded before it ended a run whose row had succeeded as cancelled or failed. */
+const SUCCEEDED_ROW_DECIDES = 'succeeded-row-decides';
+
 /**
  * Records how the run ended when it did not succeed: `cancelled` (a cancel from the CLI, the app
  * or the Web UI), or `dead_lettered` with the error type. Runs even when the workflow is being
  * cancelled, so that the row never stays `running`. Then starts the compensation when the run
  * left downstream effects to undo or reconcile.
+ *
+ * Returns the run's totals instead when its row had already succeeded under this claim: the
+ * workflow task that ran `completeRun` (a local activity) committed it and then failed — a cancel
+ * that arrived while it ran makes the server refuse its completion — so the execution, replayed
+ * with the cancel first, never saw it. The row decides: the run succeeded, its downstream action
+ * stays as it ended, and the workflow reports success.
  */
 export async function finish(
   input: FetchRecordsInput,
   state: ResumeState,
   err: unknown,
   cancelled: boolean,
-): Promise<void> {
-  setStatus(cancelled ? 'cancelled' : 'dead_lettered');
+): Promise<{ pages: number; records: number } | undefined> {
+  const status = cancelled ? 'cancelled' : 'dead_lettered';
+  const rowDecides = patched(SUCCEEDED_ROW_DECIDES);
+  if (!rowDecides) setStatus(status);
+  let succeeded: { pages: number; records: number } | undefined;
   try {
-    await CancellationScope.nonCancellable(() =>
+    const ended = await CancellationScope.nonCancellable(() =>
       record.finishRun({
         fetchRunId: state.fetchRunId,
         leaseToken: state.leaseToken,
-        status: cancelled ? 'cancelled' : 'dead_lettered',
+        status,
         ...(cancelled ? {} : errorOf(err)),
       }),
     );
+    if (rowDecides) succeeded = ended.succeeded;
   } catch (finishErr) {
     // Only a non-retryable failure gets here (a bug): the stuck-run sweep settles the row later.
     log.error('could not record how the run ended', {
@@ -53,7 +67,14 @@ export async function finish(
       error: String(finishErr),
     });
   }
+  if (succeeded) {
+    setStatus('succeeded');
+    log.info('run succeeded before its end could be recorded as ' + status, { ...succeeded });
+    return succeeded;
+  }
+  if (rowDecides) setStatus(status);
   if (state.submitSummary) await startCompensation(input, state, cancelled);
+  return undefined;
 }
 
 /**

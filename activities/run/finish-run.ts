@@ -10,7 +10,7 @@ import type { PrismaClient } from '../../prisma/generated/client.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import { errorTypeLabel, type Metrics } from '../../runtime/metrics/metrics.ts';
 import { redactUrlsIn } from '../../runtime/redact.ts';
-import type { FinishRunInput } from '../../contract/types.ts';
+import type { FinishRunInput, FinishRunResult } from '../../contract/types.ts';
 import type { ActivityDeps } from '../deps.ts';
 
 /** What {@link finishRunRow} did: whether it ended the run, and the row's facts for metrics. */
@@ -22,6 +22,8 @@ export interface FinishedRow {
   sourceId: string | null;
   jobType: string | null;
   startedAt: Date | null;
+  /** The run had already succeeded under this lease token: its totals (db/run-end.ts). */
+  succeeded: { pages: number; records: number } | null;
 }
 
 /**
@@ -54,6 +56,7 @@ export async function finishRunRow(
     sourceId: row.sourceId,
     jobType: row.jobType,
     startedAt: row.startedAt,
+    succeeded: row.succeeded,
   };
 }
 
@@ -85,14 +88,17 @@ export function observeRunFinished(
 
 /**
  * The activity: {@link finishRunRow} then {@link observeRunFinished}. Idempotent: a repeat, or a
- * run another owner holds by now, changes nothing and returns `{ finished: false }`.
+ * run another owner holds by now, changes nothing and returns `{ finished: false }`; a run that
+ * had already succeeded under this token also says so, with its totals (`succeeded`).
  */
 export function createFinishRun(deps: ActivityDeps) {
-  return async function finishRun(
-    input: FinishRunInput,
-  ): Promise<{ finished: boolean; deadLetterId: string | null }> {
+  return async function finishRun(input: FinishRunInput): Promise<FinishRunResult> {
     const row = await finishRunRow(deps.prisma, input);
     observeRunFinished(deps, input, row);
-    return { finished: row.finished, deadLetterId: row.deadLetterId };
+    return {
+      finished: row.finished,
+      deadLetterId: row.deadLetterId,
+      ...(row.succeeded ? { succeeded: row.succeeded } : {}),
+    };
   };
 }

@@ -251,6 +251,26 @@ export const EXPECTED_FIXTURES: readonly ExpectedFixture[] = [
     ),
   },
   {
+    file: 'fetch-run-cancel-after-success.json',
+    workflowType: RUN,
+    shows:
+      'a cancel that lands while the run’s local confirm is held: the workflow task is refused, the execution replayed with the cancel first finds its row succeeded (patched) and completes',
+    check: all(
+      completed,
+      has('WORKFLOW_EXECUTION_CANCEL_REQUESTED'),
+      has('WORKFLOW_TASK_FAILED'),
+      patchedWith('succeeded-row-decides'),
+      runsActivity('finishRun'),
+    ),
+  },
+  {
+    file: 'fetch-run-dead-lettered-row-decides.json',
+    workflowType: RUN,
+    shows:
+      'a run whose partner answers 404, its end recorded before its status is shown (patched): dead-lettered, failed',
+    check: all(closedAs('FAILED'), patchedWith('succeeded-row-decides'), runsActivity('finishRun')),
+  },
+  {
     file: 'fetch-records-local-database-outage.json',
     workflowType: FETCH,
     shows:
