@@ -65,7 +65,8 @@ export async function startWorkerProcess(options: WorkerProcessOptions): Promise
   await reportUnknownJobs(prisma, jobs, options.say);
   const connection = await connectNative(config);
   // Aborted when the shutdown's grace time is over, for the partner calls running as local
-  // activities (page fetches, confirms), which the SDK does not cancel then (activities/pages/local-stop.ts).
+  // activities (page fetches, confirms), which the SDK does not cancel then
+  // (activities/pages/local-stop.ts).
   const stopping = new AbortController();
   const deps = {
     ...createActivityDeps(config, prisma, log, options.metrics, jobs),

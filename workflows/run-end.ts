@@ -69,7 +69,7 @@ export async function finish(
   }
   if (succeeded) {
     setStatus('succeeded');
-    log.info('run succeeded before its end could be recorded as ' + status, { ...succeeded });
+    log.info(`run succeeded before its end could be recorded as ${status}`, { ...succeeded });
     return succeeded;
   }
   if (rowDecides) setStatus(status);

@@ -1,13 +1,14 @@
 /**
  * The worker's shutdown, for a partner call that runs as a local activity (a source with
- * `localFetch`: its page fetches, and its downstream's confirm). The SDK cancels a regular activity once the worker's shutdown grace time is over,
- * but waits for a running local activity to end by itself: a local fetch held by a slow partner
- * would keep a stopping worker alive for up to its attempt's timeout (two minutes), past any grace
- * time. So the worker aborts a signal of its own when the grace time is over (`deps.stopping`),
- * and a local fetch's partner calls stop with it, failing the attempt with a retryable
- * WorkerShutdown whose delay is longer than the local retry threshold: the SDK then records the
- * attempt and starts a durable timer, the workflow task completes, the worker stops, and whichever
- * worker takes up the run when the timer fires fetches the page again from what is staged.
+ * `localFetch`: its page fetches, and its downstream's confirm). The SDK cancels a regular
+ * activity once the worker's shutdown grace time is over, but waits for a running local activity
+ * to end by itself: a local fetch held by a slow partner would keep a stopping worker alive for up
+ * to its attempt's timeout (two minutes), past any grace time. So the worker aborts a signal of
+ * its own when the grace time is over (`deps.stopping`), and a local fetch's partner calls stop
+ * with it, failing the attempt with a retryable WorkerShutdown whose delay is longer than the
+ * local retry threshold: the SDK then records the attempt and starts a durable timer, the workflow
+ * task completes, the worker stops, and whichever worker takes up the run when the timer fires
+ * fetches the page again from what is staged.
  */
 import { ApplicationFailure, CancelledFailure, type Context } from '@temporalio/activity';
 import { LOCAL_FETCH_RETRY_THRESHOLD_MS } from '../../contract/retry-presets.ts';
