@@ -59,9 +59,14 @@ async function deadLettered(s: Stack, sourceId: string): Promise<string> {
   return first;
 }
 
-/** Cancelled while its confirm call is held; its compensation voids the submission. */
+/**
+ * Cancelled while its confirm call is held; its compensation voids the submission. The confirm an
+ * activity task, which the cancel reaches at once: a local one (the default) is reached when its
+ * workflow task next completes, by when it may have succeeded, and the run with it
+ * (compensation.e2e.test.ts "a cancel that lands while a local confirm is held").
+ */
 async function cancelled(s: Stack, sourceId: string): Promise<string> {
-  await submittingSource(s, sourceId);
+  await submittingSource(s, sourceId, { localFetch: false });
   s.partner.faults.add({
     route: 'submissions',
     action: 'confirm',

@@ -69,11 +69,16 @@ export const referenceOf = (s: Stack, sourceId: string, round: number) =>
   `fetch-records:${sourceId}:${s.date}:submit-summary:r${round}`;
 
 /** A submitting source whose partner applies a submission within 2 s of receiving it, or never. */
-export async function submittingSource(s: Stack, sourceId: string): Promise<void> {
+export async function submittingSource(
+  s: Stack,
+  sourceId: string,
+  extra: { localFetch?: boolean } = {},
+): Promise<void> {
   await createSource(s.db.prisma, sourceId, s.partner.url, {
     pageSize: 50,
     submitSummary: true,
     submitMaxProcessingMs: 2_000,
+    ...extra,
   });
 }
 
