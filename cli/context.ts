@@ -43,6 +43,7 @@ export function createCliContext(config: Config = loadConfig()): CliContext {
       const client = createPrisma(url, {
         ...(pool ?? { max: CLI_POOL_SIZE }),
         preparedStatements: config.database.preparedStatements,
+        pooling: config.database.pooling,
       });
       await checkDatabase(prismaConnection(client), url, config);
       prisma = client;
@@ -53,7 +54,7 @@ export function createCliContext(config: Config = loadConfig()): CliContext {
       if (prisma) return readerOf({ prisma });
       const { openPgReader } = await import('../db/pg-reader.ts');
       const url = databaseUrl(config);
-      const connection = openPgReader(url);
+      const connection = openPgReader(url, config.database.pooling);
       await checkDatabase(connection, url, config);
       sql = connection;
       return sql;

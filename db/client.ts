@@ -1,7 +1,8 @@
 import pg from 'pg';
 import { driverSql, LendingPrismaPg, lendPool } from './transaction.ts';
 import { PrismaClient } from '../prisma/generated/client.ts';
-import { engineSessionOptions, poolConfig, type PoolOptions } from './pool-config.ts';
+import { type Pooling, tlsConnection } from './connection.ts';
+import { engineSessionOptions, poolConfig, type PoolOptions, transactionSettings } from './pool-config.ts';
 import { statementNamer } from './statement-names.ts';
 
 export type { PrismaClient };
@@ -19,8 +20,22 @@ export interface ClientOptions extends PoolOptions {
    * Each connection prepares a statement once (db/statement-names.ts). Default true; off for a
    * pooler that cannot keep a session's prepared statements (PgBouncer in transaction mode before
    * 1.21, or without `max_prepared_statements`): `DURABLE_FETCH_DB_PREPARED_STATEMENTS=false`.
+   * Always off with `pooling: 'transaction'`.
    */
   preparedStatements?: boolean;
+}
+
+/** How {@link prismaOn} opens its pool and transactions. */
+export interface PrismaOnOptions {
+  /** See {@link ClientOptions}. Default true. */
+  preparedStatements?: boolean;
+  /**
+   * `transaction`: no named statements, and no start-up `options` on a pool opened from a
+   * configuration (db/connection.ts). Default `session`.
+   */
+  pooling?: Pooling;
+  /** A statement each transaction sends first, on its own connection (db/pool-config.ts `transactionSettings`). */
+  transactionSettings?: string | undefined;
 }
 
 /**
@@ -29,7 +44,11 @@ export interface ClientOptions extends PoolOptions {
  */
 export function createPrisma(connectionString: string, options: ClientOptions = {}): PrismaClient {
   const { preparedStatements, ...pool } = options;
-  return prismaOn(poolConfig(connectionString, pool), { preparedStatements });
+  return prismaOn(poolConfig(connectionString, pool), {
+    preparedStatements,
+    pooling: pool.pooling,
+    transactionSettings: transactionSettings(pool),
+  });
 }
 
 /** One namer for every client of the process: a text has the same name on each connection. */
@@ -46,16 +65,14 @@ const statementName = statementNamer();
  */
 export function prismaOn(
   pool: pg.Pool | pg.PoolConfig,
-  { preparedStatements = true }: Pick<ClientOptions, 'preparedStatements'> = {},
+  { preparedStatements = true, pooling = 'session', transactionSettings: first }: PrismaOnOptions = {},
 ): PrismaClient {
-  const name = preparedStatements ? statementName : undefined;
+  // A transaction pooler runs consecutive statements of one client on different server sessions:
+  // a statement prepared on one is unknown to the next.
+  const name = preparedStatements && pooling === 'session' ? statementName : undefined;
   const owned = !(pool instanceof pg.Pool);
-  // A configuration without `options` gets the engine's search_path (db/pool-config.ts); a pool
-  // given ready-made is the caller's to configure.
-  const driverPool =
-    pool instanceof pg.Pool
-      ? pool
-      : new pg.Pool({ ...pool, options: pool.options ?? engineSessionOptions(pool.connectionString ?? '') });
+  // A pool given ready-made is the caller's to configure.
+  const driverPool = pool instanceof pg.Pool ? pool : new pg.Pool(driverConfig(pool, pooling));
   // An idle connection the server closes must not crash the process (Prisma's adapter does the
   // same for a pool of its own): the next query on it fails instead.
   if (owned) driverPool.on('error', () => undefined);
@@ -63,8 +80,21 @@ export function prismaOn(
   const adapter = new LendingPrismaPg(driverPool, {
     statementNameGenerator: name,
     disposeExternalPool: owned,
+    transactionSettings: first,
   });
   const prisma = new PrismaClient({ adapter, errorFormat: 'minimal' });
   lendPool(prisma, driverSql(driverPool, { name }));
   return prisma;
+}
+
+/**
+ * A pool configuration with what every engine connection needs that it does not say itself: its
+ * TLS settings read from the URL as libpq reads them (db/connection.ts), unless `ssl` is given,
+ * and the engine's search_path, unless `options` is given or a transaction pooler would refuse it.
+ */
+function driverConfig(pool: pg.PoolConfig, pooling: Pooling): pg.PoolConfig {
+  const tls = pool.ssl === undefined && pool.connectionString ? tlsConnection(pool.connectionString) : {};
+  const options =
+    pool.options ?? (pooling === 'session' ? engineSessionOptions(pool.connectionString ?? '') : undefined);
+  return { ...pool, ...tls, ...(options === undefined ? {} : { options }) };
 }

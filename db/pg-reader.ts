@@ -6,6 +6,7 @@
 import { createRequire } from 'node:module';
 import type * as Pg from 'pg';
 import { prismaTypes } from './pg-types.ts';
+import type { Pooling } from './connection.ts';
 import { CONNECT_TIMEOUT_MS, engineConnection } from './pool-config.ts';
 import type { SqlConnection } from './sql-reader.ts';
 
@@ -29,13 +30,13 @@ function loadPg(): typeof Pg {
 const pg = loadPg();
 
 /**
- * A reader on `url`. Connects on the first query (so a connection error is that query's error,
+ * A reader on `url`, through what `pooling` says is in front of PostgreSQL. Connects on the first query (so a connection error is that query's error,
  * with PostgreSQL's SQLSTATE or the socket's code); queries run one after another on the same
  * session. Not for concurrent use by many callers: it is one connection.
  */
-export function openPgReader(url: string): SqlConnection {
+export function openPgReader(url: string, pooling: Pooling = 'session'): SqlConnection {
   const client = new pg.Client({
-    ...engineConnection(url),
+    ...engineConnection(url, pooling),
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     // Values as Prisma returns them (the {@link SqlReader} contract), on this connection only.
     types: prismaTypes(pg),

@@ -5,6 +5,7 @@
  */
 import type * as Pg from 'pg';
 import { ENGINE_SCHEMA } from '../contract/engine-schema.ts';
+import { type Pooling, tlsConnection } from './connection.ts';
 import { SESSION_BOUNDS } from './limits.ts';
 
 export { ENGINE_SCHEMA };
@@ -32,9 +33,16 @@ export function engineSessionOptions(connectionString: string): string {
   return [given, `-c search_path=${ENGINE_SEARCH_PATH}`].filter(Boolean).join(' ');
 }
 
-/** A plain node-postgres connection's settings on `connectionString`, in the engine's schema. */
-export function engineConnection(connectionString: string) {
-  return { connectionString, options: engineSessionOptions(connectionString) };
+/**
+ * A plain node-postgres connection's settings on `connectionString` (its TLS settings read as
+ * libpq reads them: db/connection.ts), in the engine's schema. Behind a transaction pooler no
+ * start-up `options` are sent: PgBouncer refuses them, or drops them when told to ignore them, and
+ * a session setting would not outlive the transaction anyway; the search_path then comes from the
+ * role (docs/database.md), which the first check of a process verifies.
+ */
+export function engineConnection(connectionString: string, pooling: Pooling = 'session') {
+  const tls = tlsConnection(connectionString);
+  return pooling === 'transaction' ? tls : { ...tls, options: engineSessionOptions(connectionString) };
 }
 
 /**
@@ -61,8 +69,13 @@ export const CLI_POOL_SIZE = 4;
 export interface PoolOptions {
   /** Connections in the pool. Default 10. */
   max?: number;
-  /** Sessions get {@link SESSION_BOUNDS} (long-running processes). Default false (CLI commands). */
+  /**
+   * Sessions get {@link SESSION_BOUNDS} (long-running processes). Default false (CLI commands).
+   * Behind a transaction pooler, each transaction gets them instead ({@link transactionSettings}).
+   */
   bounded?: boolean;
+  /** What is between the process and PostgreSQL (db/connection.ts). Default `session`. */
+  pooling?: Pooling;
 }
 
 // Long-running processes size their pools from what they run at once: worker/pool-size.ts.
@@ -80,16 +93,32 @@ export async function readDownstreamSlots(client: Pick<Pg.ClientBase, 'query'>):
 
 /** The driver settings of a pool: exported so a test can check what a process would open. */
 export function poolConfig(connectionString: string, options: PoolOptions = {}) {
+  const pooling = options.pooling ?? 'session';
   return {
-    ...engineConnection(connectionString),
+    ...engineConnection(connectionString, pooling),
     max: options.max ?? 10,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-    ...(options.bounded
+    ...(options.bounded ? { query_timeout: STATEMENT_TIMEOUT_MS } : {}),
+    // Start-up parameters, which a transaction pooler refuses: there each transaction sets them.
+    ...(options.bounded && pooling === 'session'
       ? {
           lock_timeout: SESSION_BOUNDS.lockTimeoutMs,
-          query_timeout: STATEMENT_TIMEOUT_MS,
           idle_in_transaction_session_timeout: SESSION_BOUNDS.idleInTransactionTimeoutMs,
         }
       : {}),
   };
+}
+
+/**
+ * The statement each transaction of a bounded pool sends first behind a transaction pooler: the
+ * {@link SESSION_BOUNDS} for this transaction only (`set_config(…, true)` is `SET LOCAL`), since
+ * the next transaction of the same client may run on another server session. One round trip per
+ * transaction, in that mode only; undefined when the session's start-up parameters carry them.
+ */
+export function transactionSettings(options: PoolOptions): string | undefined {
+  if (!options.bounded || options.pooling !== 'transaction') return undefined;
+  return (
+    `SELECT set_config('lock_timeout', '${SESSION_BOUNDS.lockTimeoutMs}ms', true), ` +
+    `set_config('idle_in_transaction_session_timeout', '${SESSION_BOUNDS.idleInTransactionTimeoutMs}ms', true)`
+  );
 }

@@ -1,4 +1,5 @@
 import { applyMigrations, ensureDatabase } from '../prisma/migrator.ts';
+import { connectionProblem } from './connection.ts';
 import { UserFacingError, errorMessage } from '../runtime/errors.ts';
 import { redactUrl, redactUrlsIn } from '../runtime/redact.ts';
 
@@ -17,8 +18,10 @@ export async function prepareDatabase(
     const { applied } = await applyMigrations(url, { log });
     return { created, applied };
   } catch (err) {
+    // A TLS or pooler problem is said with the setting to check; anything else as the driver said it.
+    const problem = connectionProblem(err, url) ?? redactUrlsIn(errorMessage(err));
     throw new UserFacingError(
-      `cannot prepare the database at ${redactUrl(url)}: ${redactUrlsIn(errorMessage(err))}`,
+      `cannot prepare the database at ${redactUrl(url)}: ${problem}`,
       'DB_PREPARE_FAILED',
       { cause: err },
     );

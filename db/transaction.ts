@@ -246,25 +246,47 @@ function lend(tx: AdapterTransaction, name: StatementNamer | undefined): Adapter
  */
 export class LendingPrismaPg extends PrismaPg {
   readonly #name: StatementNamer | undefined;
+  readonly #first: string | undefined;
 
+  /**
+   * `transactionSettings`: a statement each transaction sends first, right after BEGIN, on its own
+   * connection (the session bounds behind a transaction pooler: db/pool-config.ts).
+   */
   constructor(
     pool: pg.Pool | pg.PoolConfig,
-    options: { statementNameGenerator?: StatementNamer | undefined; disposeExternalPool?: boolean } = {},
+    {
+      transactionSettings,
+      ...options
+    }: {
+      statementNameGenerator?: StatementNamer | undefined;
+      disposeExternalPool?: boolean;
+      transactionSettings?: string | undefined;
+    } = {},
   ) {
     // Prisma names every table with the adapter's schema: the engine's own (db/pool-config.ts).
     super(pool, { ...options, schema: ENGINE_SCHEMA });
     this.#name = options.statementNameGenerator;
+    this.#first = transactionSettings;
   }
 
   override async connect(): ReturnType<PrismaPg['connect']> {
     const adapter = await super.connect();
     const start = adapter.startTransaction.bind(adapter);
+    const first = this.#first;
     adapter.startTransaction = async (isolationLevel) => {
       let tx: AdapterTransaction;
       try {
         tx = await start(isolationLevel);
       } catch (err) {
         throw startFailure(err);
+      }
+      if (first !== undefined) {
+        try {
+          await tx.executeRaw({ sql: first, args: [], argTypes: [] });
+        } catch (err) {
+          await tx.rollback().catch(() => undefined);
+          throw startFailure(err);
+        }
       }
       return lend(tx, this.#name);
     };

@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { Client, escapeIdentifier } from 'pg';
 import { ENGINE_SCHEMA } from '../contract/engine-schema.ts';
+import { tlsConnection } from '../db/connection.ts';
 import { type Shape, type Table } from './shape.ts';
 
 const sql = (name: string) => readFileSync(new URL(`./sql/${name}`, import.meta.url), 'utf8');
@@ -28,7 +29,10 @@ const ACTIONS: Record<string, string> = {
  */
 export async function shapeFromDatabase(connectionString: string, schema = ENGINE_SCHEMA): Promise<Shape> {
   // The catalog queries read current_schema(): the one schema on this session's search_path.
-  const client = new Client({ connectionString, options: `-c search_path=${escapeIdentifier(schema)}` });
+  const client = new Client({
+    ...tlsConnection(connectionString),
+    options: `-c search_path=${escapeIdentifier(schema)}`,
+  });
   client.on('error', () => {});
   try {
     await client.connect();

@@ -13,6 +13,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, DatabaseError, escapeIdentifier } from 'pg';
 import { ENGINE_SCHEMA } from '../contract/engine-schema.ts';
+import { tlsConnection } from '../db/connection.ts';
 
 /** The migrations folder next to this file (prisma/migrations). */
 export const DEFAULT_MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
@@ -84,7 +85,7 @@ export async function applyMigrations(
 ): Promise<{ applied: string[]; alreadyApplied: number }> {
   const log = options.log ?? (() => {});
   const migrations = await readMigrations(options.migrationsDir ?? DEFAULT_MIGRATIONS_DIR);
-  const client = new Client({ connectionString });
+  const client = new Client(tlsConnection(connectionString));
   // An idle client emits 'error' when the server ends the session; the pending query rejects anyway.
   client.on('error', () => {});
   try {
@@ -123,7 +124,7 @@ export async function applyMigrations(
  */
 export async function ensureDatabase(connectionString: string): Promise<boolean> {
   const name = databaseName(connectionString);
-  const client = new Client({ connectionString: withDatabaseName(connectionString, 'postgres') });
+  const client = new Client(tlsConnection(withDatabaseName(connectionString, 'postgres')));
   client.on('error', () => {});
   try {
     await client.connect();
@@ -146,7 +147,7 @@ export async function ensureDatabase(connectionString: string): Promise<boolean>
  */
 export async function dropDatabase(connectionString: string): Promise<void> {
   const name = databaseName(connectionString);
-  const client = new Client({ connectionString: withDatabaseName(connectionString, 'postgres') });
+  const client = new Client(tlsConnection(withDatabaseName(connectionString, 'postgres')));
   client.on('error', () => {});
   try {
     await client.connect();

@@ -47,7 +47,15 @@ const servicesEnv = z.object({
   DATABASE_URL: z.optional(
     z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// or postgresql:// URL' }),
   ),
+  // PostgreSQL itself (or a session pool), for migrations, when DATABASE_URL goes through a
+  // transaction pooler: Prisma's `directUrl` under the name Prisma's documentation uses.
+  DIRECT_DATABASE_URL: z.optional(
+    z.url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// or postgresql:// URL' }),
+  ),
   TEMPORAL_ADDRESS: z.optional(text()),
+  // Read by Temporal's envconfig (runtime/config.ts); here because naming one selects that cluster.
+  TEMPORAL_PROFILE: z.optional(text()),
+  TEMPORAL_CONFIG_FILE: z.optional(text()),
   TEMPORAL_NAMESPACE: z._default(text(), 'default'),
   TEMPORAL_CLI_PATH: z.optional(text()),
   TEMPORAL_PORT: z._default(port, 7233),
@@ -58,6 +66,7 @@ const servicesEnv = z.object({
   DURABLE_FETCH_PG_PORT: z._default(port, 5433),
   DURABLE_FETCH_DB_NAME: z._default(z.string().check(z.regex(/^[a-z_][a-z0-9_]*$/)), 'durable_fetch'),
   DURABLE_FETCH_DB_PREPARED_STATEMENTS: z._default(z.enum(['true', 'false']), 'true'),
+  DURABLE_FETCH_DB_POOLING: z._default(z.enum(['session', 'transaction']), 'session'),
 });
 
 /** How runs are started, leased, swept and cleaned up. */

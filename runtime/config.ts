@@ -4,6 +4,7 @@
  * environment (except Temporal's own envconfig loader for TEMPORAL_* connection settings, which
  * follows Temporal's conventions).
  */
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,11 +27,21 @@ export interface Config {
     url: string | undefined;
     embeddedPort: number;
     name: string;
+    /**
+     * DIRECT_DATABASE_URL: PostgreSQL itself (or a session pool) for migrations, when `url` goes
+     * through a transaction pooler.
+     */
+    directUrl: string | undefined;
     /** Each connection prepares a statement once (db/client.ts `ClientOptions`). */
     preparedStatements: boolean;
+    /** What is between the processes and PostgreSQL (db/connection.ts `Pooling`). */
+    pooling: 'session' | 'transaction';
   };
   temporal: {
-    /** Explicit TEMPORAL_ADDRESS, or undefined: then a local dev server is used. */
+    /**
+     * TEMPORAL_ADDRESS, or the address of the envconfig profile TEMPORAL_PROFILE /
+     * TEMPORAL_CONFIG_FILE name; undefined: then a local dev server is used.
+     */
     address: string | undefined;
     /** Connection options from Temporal's envconfig (TLS, API key, profile) when address is set. */
     connection: ClientConnectConfig['connectionOptions'] | undefined;
@@ -122,6 +133,41 @@ function envconfig(): typeof Envconfig {
 }
 
 /**
+ * Temporal's client settings as its envconfig reads them (TEMPORAL_* variables over the profile
+ * TEMPORAL_PROFILE of TEMPORAL_CONFIG_FILE), files loaded.
+ * @throws UserFacingError when the file, the profile or a file it names cannot be read, or no
+ * address is set; the message keeps only the first line of the reader's, since a TOML parser
+ * quotes the offending line, which may hold an API key.
+ */
+function temporalProfile(env: NodeJS.ProcessEnv): ClientConnectConfig {
+  const file = env.TEMPORAL_CONFIG_FILE;
+  // envconfig takes a missing file for an empty one: a mistyped path would go unnoticed.
+  if (file && !existsSync(file)) {
+    throw new UserFacingError(`TEMPORAL_CONFIG_FILE names no file: ${file}`, 'INVALID_CONFIG');
+  }
+  let loaded: ClientConnectConfig;
+  try {
+    loaded = envconfig().loadClientConnectConfig({ overrideEnvVars: env as Record<string, string> });
+  } catch (err) {
+    const reason = (err instanceof Error ? err.message : String(err)).split('\n')[0];
+    throw new UserFacingError(
+      `cannot read Temporal's client settings: ${reason}; check TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE ` +
+        'and the TEMPORAL_TLS_* paths',
+      'INVALID_CONFIG',
+      { cause: err },
+    );
+  }
+  if (!loaded.connectionOptions.address) {
+    throw new UserFacingError(
+      `no Temporal address: set TEMPORAL_ADDRESS, or address in profile "${env.TEMPORAL_PROFILE ?? 'default'}" ` +
+        'of TEMPORAL_CONFIG_FILE',
+      'INVALID_CONFIG',
+    );
+  }
+  return loaded;
+}
+
+/**
  * Reads and validates the environment.
  * @throws UserFacingError naming every invalid variable (values are not echoed: they may be secret).
  */
@@ -133,10 +179,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new UserFacingError(`invalid configuration: ${problems}`, 'INVALID_CONFIG');
   }
   const e = parsed.data;
-  // TEMPORAL_ADDRESS set: TLS, API key, profiles and namespace follow Temporal's own conventions.
-  const external = e.TEMPORAL_ADDRESS
-    ? envconfig().loadClientConnectConfig({ overrideEnvVars: env as Record<string, string> })
-    : undefined;
+  // TEMPORAL_ADDRESS or a profile named: TLS, API key, profiles and namespace follow Temporal's own
+  // conventions.
+  const external =
+    e.TEMPORAL_ADDRESS || e.TEMPORAL_PROFILE || e.TEMPORAL_CONFIG_FILE ? temporalProfile(env) : undefined;
   return {
     projectRoot: PROJECT_ROOT,
     dataDir: path.resolve(PROJECT_ROOT, e.DURABLE_FETCH_DATA_DIR),
@@ -144,16 +190,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       url: e.DATABASE_URL,
       embeddedPort: e.DURABLE_FETCH_PG_PORT,
       name: e.DURABLE_FETCH_DB_NAME,
+      directUrl: e.DIRECT_DATABASE_URL,
       preparedStatements: e.DURABLE_FETCH_DB_PREPARED_STATEMENTS === 'true',
+      pooling: e.DURABLE_FETCH_DB_POOLING,
     },
     temporal: {
-      address: e.TEMPORAL_ADDRESS,
+      address: external?.connectionOptions.address,
       connection: external?.connectionOptions,
       namespace: external?.namespace ?? e.TEMPORAL_NAMESPACE,
       cliPath: e.TEMPORAL_CLI_PATH,
       port: e.TEMPORAL_PORT,
       uiPort: e.TEMPORAL_UI_PORT,
-      uiUrl: e.TEMPORAL_UI_URL ?? (e.TEMPORAL_ADDRESS ? undefined : `http://localhost:${e.TEMPORAL_UI_PORT}`),
+      uiUrl: e.TEMPORAL_UI_URL ?? (external ? undefined : `http://localhost:${e.TEMPORAL_UI_PORT}`),
       taskQueue: e.DURABLE_FETCH_TASK_QUEUE,
     },
     partner: {
@@ -226,6 +274,24 @@ export function databaseUrl(config: Config): string {
   if (config.database.url) return config.database.url;
   const { user, password } = EMBEDDED_PG;
   return `postgres://${user}:${password}@127.0.0.1:${config.database.embeddedPort}/${config.database.name}`;
+}
+
+/**
+ * The database URL migrations use: DIRECT_DATABASE_URL, else {@link databaseUrl}. The migrator
+ * holds a session-level advisory lock and session settings across its transactions, which a
+ * transaction pooler cannot keep.
+ * @throws UserFacingError behind a transaction pooler (DURABLE_FETCH_DB_POOLING=transaction)
+ * without DIRECT_DATABASE_URL.
+ */
+export function migrationUrl(config: Config): string {
+  if (config.database.directUrl) return config.database.directUrl;
+  if (config.database.pooling === 'transaction') {
+    throw new UserFacingError(
+      'migrations need a session of their own (a session-level advisory lock), which DURABLE_FETCH_DB_POOLING=transaction cannot give: set DIRECT_DATABASE_URL to PostgreSQL itself or to a session-mode pool',
+      'DB_DIRECT_URL_MISSING',
+    );
+  }
+  return databaseUrl(config);
 }
 
 /** The Temporal address the app uses: TEMPORAL_ADDRESS, else the local dev server's. */

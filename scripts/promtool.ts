@@ -10,18 +10,14 @@
  *
  * Usage: `npx tsx scripts/promtool.ts` prints the path (installing when needed).
  */
-import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { errorMessage, isUserFacingError, UserFacingError } from '../runtime/errors.ts';
 import { findOnPath, isExecutableFile } from '../worker/stack/executables.ts';
+import { installDebianPackage } from './debian-package.ts';
 
 const SYSTEM_PROMTOOL = '/usr/bin/promtool';
 const SYSTEM_PROMETHEUS = '/usr/bin/prometheus';
-const POLICY_RC_D = '/usr/sbin/policy-rc.d';
-const run = promisify(execFile);
 
 /** Options for {@link resolvePromtool}. */
 export interface ResolvePromtoolOptions {
@@ -31,49 +27,6 @@ export interface ResolvePromtoolOptions {
   install?: boolean;
   /** Receives short progress lines (the install takes a while). */
   log?: (line: string) => void;
-}
-
-/** Runs `args` as root: directly when this process is root, else through sudo; throws when neither. */
-function asRoot(): (file: string, args: string[], env: NodeJS.ProcessEnv) => Promise<unknown> {
-  const root = process.getuid?.() === 0;
-  if (!root && !existsSync('/usr/bin/sudo')) {
-    throw new Error('not root and no /usr/bin/sudo to become root');
-  }
-  return (file, args, env) =>
-    root
-      ? run(file, args, { env, timeout: 600_000, maxBuffer: 16 * 1024 * 1024 })
-      : run('sudo', ['-n', 'env', `DEBIAN_FRONTEND=${env.DEBIAN_FRONTEND ?? ''}`, file, ...args], {
-          env,
-          timeout: 600_000,
-          maxBuffer: 16 * 1024 * 1024,
-        });
-}
-
-/**
- * `apt-get update && apt-get install -y --no-install-recommends prometheus`, with service starts
- * refused by a policy-rc.d that exists only for the duration of the install (an existing one is
- * left alone) so no Prometheus daemon is started.
- */
-async function installDebianPrometheus(log: (line: string) => void): Promise<void> {
-  if (!existsSync('/usr/bin/apt-get')) throw new Error('no /usr/bin/apt-get (not a Debian-like system)');
-  const exec = asRoot();
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  const ownPolicy = !existsSync(POLICY_RC_D);
-  if (ownPolicy) {
-    await exec(
-      'sh',
-      ['-c', `printf '#!/bin/sh\\nexit 101\\n' > ${POLICY_RC_D} && chmod 755 ${POLICY_RC_D}`],
-      env,
-    );
-  }
-  try {
-    log('promtool: apt-get update');
-    await exec('apt-get', ['update'], env);
-    log('promtool: apt-get install -y --no-install-recommends prometheus');
-    await exec('apt-get', ['install', '-y', '--no-install-recommends', 'prometheus'], env);
-  } finally {
-    if (ownPolicy) await exec('rm', ['-f', POLICY_RC_D], env).catch(() => undefined);
-  }
 }
 
 /**
@@ -147,7 +100,7 @@ async function resolveFromPackage(program: PackageProgram, options: ResolvePromt
     tried.push("Debian's prometheus package: install not allowed here");
   } else {
     try {
-      await installDebianPrometheus(log);
+      await installDebianPackage('prometheus', 'promtool', log);
       if (await isExecutableFile(program.systemPath)) return program.systemPath;
       tried.push(`Debian's prometheus package: installed, but ${program.systemPath} is still missing`);
     } catch (error) {

@@ -2,7 +2,14 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { databaseUrl, loadConfig, PROJECT_ROOT, partnerUrl, temporalAddress } from '../runtime/config.ts';
+import {
+  databaseUrl,
+  loadConfig,
+  migrationUrl,
+  PROJECT_ROOT,
+  partnerUrl,
+  temporalAddress,
+} from '../runtime/config.ts';
 import { isUserFacingError } from '../runtime/errors.ts';
 
 /** The UserFacingError loadConfig throws for `env`; fails the test when it does not throw one. */
@@ -22,7 +29,14 @@ describe('config', () => {
     assert.deepEqual(config, {
       projectRoot: PROJECT_ROOT,
       dataDir: path.join(PROJECT_ROOT, '.data'),
-      database: { url: undefined, embeddedPort: 5433, name: 'durable_fetch', preparedStatements: true },
+      database: {
+        url: undefined,
+        directUrl: undefined,
+        embeddedPort: 5433,
+        name: 'durable_fetch',
+        preparedStatements: true,
+        pooling: 'session',
+      },
       temporal: {
         address: undefined,
         connection: undefined,
@@ -120,6 +134,25 @@ describe('config', () => {
       configError({ DURABLE_FETCH_DB_PREPARED_STATEMENTS: 'off' }).message,
       /\bDURABLE_FETCH_DB_PREPARED_STATEMENTS: /,
     );
+  });
+
+  it('config: DURABLE_FETCH_DB_POOLING is session unless transaction; migrations then need DIRECT_DATABASE_URL', () => {
+    assert.equal(loadConfig({}).database.pooling, 'session');
+    const pooled = {
+      DATABASE_URL: 'postgres://app@pgbouncer:6432/df',
+      DURABLE_FETCH_DB_POOLING: 'transaction',
+    };
+    assert.equal(loadConfig(pooled).database.pooling, 'transaction');
+    assert.match(
+      configError({ DURABLE_FETCH_DB_POOLING: 'statement' }).message,
+      /\bDURABLE_FETCH_DB_POOLING: /,
+    );
+    assert.match(configError({ DIRECT_DATABASE_URL: 'mysql://x/y' }).message, /\bDIRECT_DATABASE_URL: /);
+    assert.throws(() => migrationUrl(loadConfig(pooled)), /set DIRECT_DATABASE_URL/);
+    const direct = 'postgres://app@db.internal:5432/df';
+    assert.equal(migrationUrl(loadConfig({ ...pooled, DIRECT_DATABASE_URL: direct })), direct);
+    // Without a pooler, migrations use DATABASE_URL, as ever.
+    assert.equal(migrationUrl(loadConfig({ DATABASE_URL: direct })), direct);
   });
 
   it('config: DATABASE_URL is used as given and may be postgres:// or postgresql://', () => {

@@ -34,7 +34,7 @@ export const WORKER_BACKGROUND = 4;
 export const PUBLISHER_BACKGROUND = 2;
 
 /** The pool of `durable-fetch worker`; `downstreamSlots` as read at start. */
-export function workerPool(config: Config, downstreamSlots: number): Required<PoolOptions> {
+export function workerPool(config: Config, downstreamSlots: number): Required<Omit<PoolOptions, 'pooling'>> {
   const max = poolSize({
     activitySlots: config.worker.activitySlots,
     localActivitySlots: config.worker.activitySlots,
@@ -45,7 +45,7 @@ export function workerPool(config: Config, downstreamSlots: number): Required<Po
 }
 
 /** The pool of `durable-fetch publisher`. */
-export function publisherPool(loops = DEFAULT_PUBLISHER_LOOPS): Required<PoolOptions> {
+export function publisherPool(loops = DEFAULT_PUBLISHER_LOOPS): Required<Omit<PoolOptions, 'pooling'>> {
   return { max: poolSize({ publisherLoops: loops, background: PUBLISHER_BACKGROUND }), bounded: true };
 }
 
@@ -53,7 +53,7 @@ export function publisherPool(loops = DEFAULT_PUBLISHER_LOOPS): Required<PoolOpt
  * The pool of `npm start`: the worker and the publisher in one process, sharing one health sampler
  * and one cleanup pass (the publisher's retention).
  */
-export function startPool(config: Config, downstreamSlots: number): Required<PoolOptions> {
+export function startPool(config: Config, downstreamSlots: number): Required<Omit<PoolOptions, 'pooling'>> {
   const max = poolSize({
     activitySlots: config.worker.activitySlots,
     localActivitySlots: config.worker.activitySlots,
@@ -72,7 +72,7 @@ export function startPool(config: Config, downstreamSlots: number): Required<Poo
  */
 export async function downstreamSlotsAt(config: Config, url = databaseUrl(config)): Promise<number> {
   const client = new pg.Client({
-    ...engineConnection(url),
+    ...engineConnection(url, config.database.pooling),
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
   });
   try {

@@ -27,7 +27,7 @@ A database migrated when they lived in public is moved into durable_fetch once, 
     )
     .action(async () => {
       const m = await impl();
-      const url = m.databaseUrl(ctx().config);
+      const url = m.migrationUrl(ctx().config);
       const { applied } = await m.prepareDatabase(url, (line) => console.log(line));
       console.log(
         applied.length === 0

@@ -7,6 +7,7 @@ import { chmod, readdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { connectionProblem, tlsConnection } from '../../db/connection.ts';
 import { pingServer } from '../../db/probe.ts';
 import { errorMessage, UserFacingError } from '../../runtime/errors.ts';
 import { importEmbeddedPostgres } from './embedded-postgres-import.ts';
@@ -227,7 +228,7 @@ export async function waitForPostgres(url: string, timeoutMs: number): Promise<v
   for (;;) {
     const remaining = deadline - Date.now();
     const client = new pg.Client({
-      connectionString: url,
+      ...tlsConnection(url),
       connectionTimeoutMillis: Math.min(5_000, Math.max(500, remaining)),
     });
     client.on('error', () => {}); // a late socket error after a failed connect must not crash us
@@ -236,8 +237,10 @@ export async function waitForPostgres(url: string, timeoutMs: number): Promise<v
       await pingServer(client);
       return;
     } catch (error) {
-      reason = errorMessage(error) || (error as { code?: string }).code || 'connection failed';
-      if (PERMANENT.has((error as { code?: string }).code ?? '')) break;
+      // A TLS setting the server refuses will not change by waiting: said once, with the setting.
+      const problem = connectionProblem(error, url);
+      reason = problem ?? (errorMessage(error) || (error as { code?: string }).code || 'connection failed');
+      if (problem || PERMANENT.has((error as { code?: string }).code ?? '')) break;
     } finally {
       await client.end().catch(() => {});
     }
