@@ -58,9 +58,9 @@ export interface Observability {
 }
 
 /**
- * Serves `/metrics` (the app's metrics and the SDK's) and starts the health sampler of
- * `taskQueues` and of the isolated downstreams' queues of `isolatedQueuesOf`. Both are off when
- * `DURABLE_FETCH_METRICS_ENABLED=false`.
+ * Serves `/metrics` (the app's metrics and the SDK's) with the `/livez` and `/readyz` probes
+ * (`ready`), and starts the health sampler of `taskQueues` and of the isolated downstreams' queues
+ * of `isolatedQueuesOf`. Both are off when `DURABLE_FETCH_METRICS_ENABLED=false`.
  * @throws when the metrics port is taken (the message names DURABLE_FETCH_METRICS_PORT).
  */
 export async function startObservability(
@@ -70,6 +70,8 @@ export async function startObservability(
     prisma: PrismaClient;
     temporal: () => Promise<Client>;
     log: Logger;
+    /** Whether `/readyz` answers 200: asked on each probe. */
+    ready: () => boolean;
     taskQueues: readonly string[];
     /** The deployment's task queue, whose isolated downstreams' queues are sampled too. */
     isolatedQueuesOf?: string;
@@ -79,6 +81,7 @@ export async function startObservability(
   const server: MetricsServer = await startMetricsServer(runtime.metrics, {
     host: config.metrics.host,
     port: config.metrics.port,
+    ready: options.ready,
     ...(runtime.sdkMetricsUrl ? { sdkMetricsUrl: runtime.sdkMetricsUrl } : {}),
   });
   const sampler: Sampler = startSampler({

@@ -51,6 +51,8 @@ export async function runWorker(config: Config): Promise<never> {
         say,
       });
       rt.watch('worker', running.run(), () => running.shutdown());
+      // RUNNING from the moment `Worker.run` starts its pollers until its shutdown begins.
+      rt.readyWhen(() => running.worker.getState() === 'RUNNING');
       if (observability.url) say(`metrics at ${observability.url}`);
       say(
         `worker polling task queue '${config.temporal.taskQueue}' with jobs ${running.jobs.types.join(', ')} ` +

@@ -9,7 +9,8 @@ Run as many publishers as you like: each claims batches under a lease
 SIGINT/SIGTERM stops claiming, lets deliveries finish for DURABLE_FETCH_OUTBOX_GRACE_MS, releases
 the rest and exits 0. Published events are deleted after DURABLE_FETCH_OUTBOX_RETENTION_DAYS.
 It serves /metrics on DURABLE_FETCH_METRICS_HOST:DURABLE_FETCH_METRICS_PORT (default 0.0.0.0:9464;
-0 = any free port); see docs/operations.md.`;
+0 = any free port), with /livez (200 while it answers) and /readyz (200 only while it claims: 503
+while starting and from SIGTERM on); see docs/operations.md.`;
 
 /** `durable-fetch publisher`: the outbox publisher loop until SIGINT/SIGTERM. */
 export function registerPublisher(program: Command, ctx: () => CliContext): void {

@@ -11,7 +11,8 @@ aborted) so that Temporal retries them on another worker; it prints "worker stop
 A second SIGINT/SIGTERM during the grace time stops at once (exit 130/143): activities still
 running are retried elsewhere once their heartbeat times out.
 It serves /metrics (its own and the Temporal SDK's) on DURABLE_FETCH_METRICS_HOST:DURABLE_FETCH_METRICS_PORT
-(default 0.0.0.0:9464; 0 = any free port) and samples backlog and health every
+(default 0.0.0.0:9464; 0 = any free port), with /livez (200 while it answers) and /readyz (200 only
+while it polls the task queue: 503 while starting and from SIGTERM on), and samples backlog and health every
 DURABLE_FETCH_METRICS_SAMPLE_MS; see docs/operations.md.
 It runs DURABLE_FETCH_WORKER_ACTIVITY_SLOTS activities at once (default 20), and as many local
 activities (the database steps of its workflow tasks), and opens twice that many database

@@ -1,9 +1,9 @@
 /**
- * The application's Prometheus metrics (R10) and the `/metrics` endpoint every worker
- * and publisher process serves. Metric names are a contract: ops/alerts.yml and
- * docs/operations.md use them. The Temporal SDK's own metrics (slots, polls, latencies, task
- * failures) come from its runtime's Prometheus exporter on an internal port and are appended to
- * the same endpoint, so one scrape target covers both.
+ * The application's Prometheus metrics (R10) and the `/metrics` endpoint every worker and
+ * publisher process serves, beside its liveness and readiness probes (`/livez`, `/readyz`). Metric
+ * names are a contract: ops/alerts.yml and docs/operations.md use them. The Temporal SDK's own
+ * metrics (slots, polls, latencies, task failures) come from its runtime's Prometheus exporter on
+ * an internal port and are appended to the same endpoint, so one scrape target covers both.
  */
 import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
@@ -195,6 +195,9 @@ export function observeDownstream(metrics: Metrics, source: string, ok: boolean,
   if (ok) metrics.downstreamLastSuccess.set({ source }, now / 1000);
 }
 
+/** The probe paths the metrics server answers (deploy/k8s/ points its probes at them). */
+export const PROBE_PATHS = { liveness: '/livez', readiness: '/readyz' } as const;
+
 export interface MetricsServer {
   /** `http://host:port/metrics` */
   url: string;
@@ -203,17 +206,33 @@ export interface MetricsServer {
 }
 
 /**
- * Serves `GET /metrics` (Prometheus text format): `metrics`' registry, then — when `sdkMetricsUrl`
- * is given — the Temporal SDK runtime's own exposition, fetched on each scrape. Resolves once
- * listening; rejects on a bind error (e.g. the port is taken: set DURABLE_FETCH_METRICS_PORT).
+ * Serves, on one port:
+ * - `GET /metrics` (Prometheus text format): `metrics`' registry, then — when `sdkMetricsUrl` is
+ *   given — the Temporal SDK runtime's own exposition, fetched on each scrape;
+ * - `GET /livez`: 200 whenever the event loop answers (a blocked loop answers nothing, and the
+ *   probe times out);
+ * - `GET /readyz`: 200 while `ready()` holds, else 503 (default: ready once listening).
+ * Resolves once listening; rejects on a bind error (e.g. the port is taken: set
+ * DURABLE_FETCH_METRICS_PORT).
  */
 export async function startMetricsServer(
   metrics: Metrics,
-  options: { host: string; port: number; sdkMetricsUrl?: string },
+  options: { host: string; port: number; sdkMetricsUrl?: string; ready?: () => boolean },
 ): Promise<MetricsServer> {
+  const ready = options.ready ?? (() => true);
   const server: Server = createServer((req, res) => {
+    const text = { 'content-type': 'text/plain' };
+    if (req.method === 'GET' && req.url === PROBE_PATHS.liveness) {
+      res.writeHead(200, text).end('alive\n');
+      return;
+    }
+    if (req.method === 'GET' && req.url === PROBE_PATHS.readiness) {
+      const yes = ready();
+      res.writeHead(yes ? 200 : 503, text).end(yes ? 'ready\n' : 'not ready\n');
+      return;
+    }
     if (req.url !== '/metrics' || req.method !== 'GET') {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('try GET /metrics\n');
+      res.writeHead(404, text).end('try GET /metrics, /livez or /readyz\n');
       return;
     }
     void (async () => {
@@ -226,7 +245,7 @@ export async function startMetricsServer(
       }
       res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(body);
     })().catch((err: unknown) => {
-      res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${String(err)}\n`);
+      res.writeHead(500, text).end(`metrics failed: ${String(err)}\n`);
     });
   });
   const port = await new Promise<number>((resolve, reject) => {

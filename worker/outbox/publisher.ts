@@ -109,6 +109,11 @@ export class Publisher {
     this.#loop ??= Promise.all(Array.from({ length: loops }, () => this.#run())).then(() => undefined);
   }
 
+  /** Its loops run and claim: from {@link start} until {@link stop} is called. */
+  get claiming(): boolean {
+    return this.#loop !== undefined && !this.#stopping.signal.aborted;
+  }
+
   /**
    * Graceful stop (R9): no new claims; deliveries in flight get `graceMs` to finish, then are
    * aborted; whatever was claimed and not delivered is released for other publishers. Resolves

@@ -31,6 +31,7 @@ export async function runPublisher(config: Config): Promise<never> {
       const publisher = await startPublisher(config, prisma, rt.temporal, rt.log, rt.metrics);
       running = publisher;
       rt.onStop('publisher', () => publisher.stop());
+      rt.readyWhen(() => publisher.publisher.claiming);
       if (observability.url) say(`metrics at ${observability.url}`);
       const routes = config.outbox.routes.map((r) => `${r.pattern}→${r.sink}`).join(', ');
       rt.log.info({ routes }, 'publisher running');

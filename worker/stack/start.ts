@@ -12,7 +12,7 @@ import { performance } from 'node:perf_hooks';
 import { startPartner } from '../../partner/server.ts';
 import { syncSchedules } from '../../client/schedules.ts';
 import { duration } from '../../client/format.ts';
-import { EMBEDDED_PG, databaseUrl, partnerUrl } from '../../runtime/config.ts';
+import { EMBEDDED_PG, databaseUrl, migrationUrl, partnerUrl } from '../../runtime/config.ts';
 import { CLI_POOL_SIZE, createPrisma } from '../../db/client.ts';
 import { downstreamSlotsAt, startPool } from '../pool-size.ts';
 import {
@@ -87,7 +87,10 @@ async function startStack(rt: ProcessRuntime): Promise<void> {
   say('starting PostgreSQL and Temporal…');
   const [pgResult, temporalResult] = await Promise.allSettled([
     startPostgres(rt).then(async (url) => {
-      await prepareDatabase(url, (line) => say(`database: ${line}`));
+      // Behind a transaction pooler, migrations go to DIRECT_DATABASE_URL.
+      await prepareDatabase(config.database.url ? migrationUrl(config) : url, (line) =>
+        say(`database: ${line}`),
+      );
       return url;
     }),
     startTemporal(rt),
@@ -118,6 +121,7 @@ async function startStack(rt: ProcessRuntime): Promise<void> {
   const setup = createPrisma(url, {
     max: CLI_POOL_SIZE,
     preparedStatements: config.database.preparedStatements,
+    pooling: config.database.pooling,
   });
   const applied = await applyDemoSources(
     {
@@ -171,6 +175,7 @@ async function startStack(rt: ProcessRuntime): Promise<void> {
   }
   const publisher = await startPublisher(config, prisma, rt.temporal, rt.log, rt.metrics);
   rt.onStop('publisher', () => publisher.stop());
+  rt.readyWhen(() => workerProcess.worker.getState() === 'RUNNING' && publisher.publisher.claiming);
   const observability = await rt.serveMetrics(prisma);
   if (observability.url) say(`metrics at ${observability.url} (durable-fetch status: the health screen)`);
   say(`outbox publisher delivering to ${redactUrl(config.outbox.webhookUrl)} and Temporal — ${since()}`);
