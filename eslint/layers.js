@@ -28,9 +28,10 @@ export const LAYERS = [
   ['worker'],
   // The `durable-fetch` command line, and the package's job test kit (durable-fetch/testing).
   ['cli', 'testing'],
-  // Tools around the product: tests, benchmarks, scripts, the CLI's launcher; and the example
-  // application, its own package that imports only the packed engine (test/example-app.test.ts).
-  ['test', 'bench', 'scripts', 'bin', 'examples'],
+  // Tools around the product: tests, benchmarks, scripts, the CLI's launcher, the operations files
+  // (the Grafana dashboard's generator); and the example application, its own package that imports
+  // only the packed engine (test/example-app.test.ts).
+  ['test', 'bench', 'scripts', 'bin', 'examples', 'ops'],
 ];
 
 /**
