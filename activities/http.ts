@@ -7,6 +7,7 @@
  * bounded (errors.ts `partnerMessageOf`, R11).
  */
 import { Agent, type Dispatcher, request } from 'undici';
+import { type HttpCallSpan, startHttpCall } from '../runtime/trace-spans.ts';
 import { secretQueryValues } from '../runtime/redact.ts';
 import {
   classify,
@@ -395,6 +396,16 @@ function redirected(
   return { next: { url, method: 'GET', headers }, credentialed };
 }
 
+/** Runs one part of an HTTP call, ending its span as failed when that part throws. */
+async function traced<T>(span: HttpCallSpan, part: () => Promise<T>): Promise<T> {
+  try {
+    return await part();
+  } catch (error) {
+    span.end({ error });
+    throw error;
+  }
+}
+
 /** Creates a client with its own connection pool; close it on shutdown. */
 export function createHttpClient(options: HttpClientOptions): HttpClient {
   const maxBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
@@ -450,20 +461,25 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
       let credentialed = true;
       const visited = new Set([visitKey(req, queryParam)]);
       for (let hops = 0; ; hops++) {
-        const res = await request(req.url, {
-          method: req.method,
-          headers: req.headers,
-          ...(req.body === undefined ? {} : { body: req.body }),
-          signal,
-          dispatcher: agent,
-        });
+        const span = startHttpCall(req.method, req.url, hops);
+        const res = await traced(span, () =>
+          request(req.url, {
+            method: req.method,
+            headers: { ...req.headers, ...span.headers },
+            ...(req.body === undefined ? {} : { body: req.body }),
+            signal,
+            dispatcher: agent,
+          }),
+        );
         const location = headerOf(res.headers, 'location');
         if (redirects.follow === 'none' || !REDIRECT_STATUSES.has(res.statusCode) || location === undefined) {
-          const text = await bodyOf(res, capOf(opts), what);
+          const text = await traced(span, () => bodyOf(res, capOf(opts), what));
+          span.end({ status: res.statusCode });
           return { status: res.statusCode, headers: res.headers, body: jsonOf(text), url: req.url };
         }
         // A redirect's body is of no use; reading it (up to undici's dump limit) keeps the socket.
-        await res.body.dump();
+        await traced(span, () => res.body.dump());
+        span.end({ status: res.statusCode });
         const hop = redirected(req, res.statusCode, location, {
           first: url,
           redirects,
@@ -523,18 +539,19 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
       const { signal, what, sendBy } = opts;
       const req = outgoing(url, { ...opts, method: 'POST', body });
       const res = await guarded(signal, what, async () => {
-        const answer = await request(url, {
-          method: 'POST',
-          headers: req.headers,
-          body: req.body ?? null,
-          signal,
-          dispatcher: dispatcherFor(sendBy, what),
-        });
-        return {
-          status: answer.statusCode,
-          headers: answer.headers,
-          text: await bodyOf(answer, capOf(opts), what),
-        };
+        const span = startHttpCall('POST', url);
+        const answer = await traced(span, () =>
+          request(url, {
+            method: 'POST',
+            headers: { ...req.headers, ...span.headers },
+            body: req.body ?? null,
+            signal,
+            dispatcher: dispatcherFor(sendBy, what),
+          }),
+        );
+        const text = await traced(span, () => bodyOf(answer, capOf(opts), what));
+        span.end({ status: answer.statusCode });
+        return { status: answer.statusCode, headers: answer.headers, text };
       });
       if (!isSuccess(res.status)) {
         throw responseFailure({

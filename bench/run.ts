@@ -30,6 +30,7 @@ import type { BenchOptions, BenchSection } from './report.ts';
 import { benchRetention } from './retention.ts';
 import { benchScale } from './scale.ts';
 import { benchStore } from './store.ts';
+import { benchTracing } from './tracing.ts';
 
 const SECTIONS: Record<string, (opts: BenchOptions) => Promise<BenchSection>> = {
   cli: benchCli,
@@ -38,6 +39,7 @@ const SECTIONS: Record<string, (opts: BenchOptions) => Promise<BenchSection>> = 
   breaker: benchBreaker,
   credentials: benchCredentials,
   overhead: benchOverhead,
+  tracing: benchTracing,
   actions: benchActions,
   scale: benchScale,
   fetch: benchFetch,

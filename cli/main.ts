@@ -5,6 +5,7 @@
 import { Command, CommanderError } from 'commander';
 import packageJson from '../package.json' with { type: 'json' };
 import { isUserFacingError } from '../runtime/errors.ts';
+import { activeTracing, startTracing } from '../runtime/tracing-env.ts';
 import type { CliContext } from './context.ts';
 import { registerBreakers } from './commands/breakers.ts';
 import { registerCleanup } from './commands/cleanup.ts';
@@ -67,7 +68,10 @@ export async function main(argv: string[]): Promise<number> {
       const { loadJobModules } = await import('../jobs/registry.ts');
       await loadJobModules(process.env.DURABLE_FETCH_JOBS);
     }
-    const program = buildProgram(ctx).hook('preAction', async () => {
+    const program = buildProgram(ctx).hook('preAction', async (_program, action) => {
+      // The long-running processes trace under their own names (worker/boot.ts); every other
+      // command is `durable-fetch-cli`, and a run it starts is traced from its start.
+      if (!LONG_RUNNING.has(action.name())) await startTracing('cli');
       const { createCliContext } = await import('./context.ts');
       createContext ??= () => createCliContext();
     });
@@ -83,5 +87,10 @@ export async function main(argv: string[]): Promise<number> {
     return 70;
   } finally {
     await context?.close();
+    // Exports the command's spans before the process exits.
+    await activeTracing()?.shutdown();
   }
 }
+
+/** The commands that boot a process of their own (worker/boot.ts), with its tracing. */
+const LONG_RUNNING = new Set(['worker', 'publisher']);

@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { Prisma, PrismaClient } from '../prisma/generated/client.ts';
 import type { FetchRecordsInput } from '../contract/types.ts';
+import { currentTraceContext } from '../runtime/trace-spans.ts';
 import { LEGACY_RUN_WORKFLOW_TYPE, RUN_WORKFLOW_TYPE } from '../workflows/run-type.ts';
 import {
   type DurableFetchContext,
@@ -77,6 +78,8 @@ export async function enqueueFetch(
       aggregateType: 'workflow',
       aggregateId: prepared.workflowId,
       payload: command as unknown as Prisma.InputJsonObject,
+      // The application's span, when it traces: the run it starts continues that trace.
+      ...withTraceContext(currentTraceContext()),
     },
   });
   return { commandId, workflowId: prepared.workflowId, businessDate: prepared.businessDate };
@@ -111,3 +114,6 @@ export async function getEnqueuedFetch(
     lastError: row.lastError ?? undefined,
   };
 }
+
+const withTraceContext = (traced: Record<string, string> | undefined) =>
+  traced ? { traceContext: traced } : {};

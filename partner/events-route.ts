@@ -99,7 +99,13 @@ export async function handleEvents(
     return;
   }
   const event = await readEvent(req, idempotencyKeyOf(req));
-  const entry: LedgerInput = { ...base, topic: event.topic, aggregateId: event.aggregateId };
+  const traceparent = req.headers.traceparent;
+  const entry: LedgerInput = {
+    ...base,
+    topic: event.topic,
+    aggregateId: event.aggregateId,
+    ...(typeof traceparent === 'string' ? { traceparent } : {}),
+  };
   const fault = ctx.faults.take({ route: 'events', eventId: event.id, aggregateId: event.aggregateId });
   const kind = fault?.kind;
   switch (kind) {

@@ -50,6 +50,11 @@ export interface LedgerEntry {
   /** Event deliveries only: the event's aggregate id. */
   aggregateId?: string;
   /**
+   * Event deliveries only: the W3C `traceparent` header the delivery came with, as a traced
+   * consumer would take it for its span's parent (docs/tracing.md).
+   */
+  traceparent?: string;
+  /**
    * Event deliveries only: false when this delivery applied the event, true when the event id was
    * already applied; absent when no event was applied or recognised (a fault or an invalid request).
    */

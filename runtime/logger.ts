@@ -1,4 +1,5 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
+import { logTraceIds } from './trace-spans.ts';
 
 export type { Logger };
 
@@ -36,6 +37,7 @@ export const REDACTED = '[redacted]';
  * The process logger: JSON lines on stderr (or `destination`), with secrets redacted by pino's own
  * redaction (R11: no credentials in logs). installRuntimeLogger routes the Temporal SDK's logger
  * here too, and lines about a run carry its ids (activities/log-context.ts, workflows/interceptors.ts).
+ * A line written inside a span carries the span's `trace_id` and `span_id` (runtime/tracing.ts).
  */
 export function createLogger(
   level: string,
@@ -47,6 +49,7 @@ export function createLogger(
       level,
       base: { pid: process.pid, ...bindings },
       redact: { paths: REDACT_PATHS, censor: REDACTED },
+      mixin: logTraceIds,
     },
     destination,
   );

@@ -31,7 +31,7 @@ const ENTRIES = {
   './testing': 'testing/index',
 } as const;
 /** Loaded by path rather than imported: the CLI, and the workflow code the worker bundles. */
-const OTHER_ROOTS = ['cli/main', 'workflows/index', 'workflows/interceptors'];
+const OTHER_ROOTS = ['cli/main', 'workflows/index', 'workflows/interceptors', 'workflows/trace-interceptors'];
 /** Files the compiled code reads next to itself at run time. */
 const ASSETS = ['prisma/migrations', 'prisma/sql'];
 /** Packages of the checkout only: its launcher, its build, its demo stack's embedded PostgreSQL. */

@@ -13,12 +13,14 @@
  * A second signal exits at once with 128 + its number (130 for SIGINT, 143 for SIGTERM).
  */
 import type { Client } from '@temporalio/client';
+import { Runtime as TemporalRuntime } from '@temporalio/worker';
 import { checkDatabase, prismaConnection } from '../client/database-check.ts';
 import { createPrisma, type PoolOptions, type PrismaClient } from '../db/client.ts';
 import { type Config, databaseUrl, loadConfig } from '../runtime/config.ts';
 import { createLogger, type Logger } from '../runtime/logger.ts';
 import { createMetrics, type Metrics } from '../runtime/metrics/metrics.ts';
 import { connectClient } from '../runtime/temporal.ts';
+import { startTracing } from '../runtime/tracing-env.ts';
 import { installRuntime, type Observability, type Runtime, startObservability } from './observability.ts';
 
 /** Why a process stops. */
@@ -74,10 +76,16 @@ export interface ProcessRuntime {
    */
   temporal: () => Promise<Client>;
   /**
-   * Serves `/metrics` and samples the health of the task queue and `prisma`'s database (off with
-   * DURABLE_FETCH_METRICS_ENABLED=false); stopped at the stop.
+   * Serves `/metrics`, `/livez` and `/readyz`, and samples the health of the task queue and
+   * `prisma`'s database (off with DURABLE_FETCH_METRICS_ENABLED=false); stopped at the stop.
    */
   serveMetrics(prisma: PrismaClient): Promise<Observability>;
+  /**
+   * Says what makes the process ready (`/readyz` 200): `check` is asked on each probe. Until this
+   * is called, and from the moment the stop begins, the process is not ready (503), so that an
+   * orchestrator sends it no work before it polls or claims, nor while it drains.
+   */
+  readyWhen(check: () => boolean): void;
   /** Adds something to stop: the stop goes newest first. */
   onStop(name: string, close: () => Promise<unknown>): void;
   /**
@@ -101,6 +109,8 @@ export async function bootProcess(
 ): Promise<never> {
   const config = options.config ?? loadConfig();
   const log = createLogger(options.logLevel ?? config.logLevel, { process: options.name });
+  // Before anything that makes spans: the Temporal client and workers, the pool, the publisher.
+  const tracing = await startTracing(options.name);
   // Before the process's first Temporal connection.
   const sdk: Runtime = options.temporalWorkers
     ? await installRuntime(config, log)
@@ -127,8 +137,18 @@ export async function bootProcess(
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
 
+  let readyCheck: () => boolean = () => false;
+  const ready = () => why === undefined && readyCheck();
+
   const closers: { name: string; close: () => Promise<unknown> }[] = [];
   const onStop = (name: string, close: () => Promise<unknown>) => void closers.push({ name, close });
+  // Stopped last: what the other parts do while they stop is traced and exported too.
+  if (tracing) onStop('tracing', () => tracing.shutdown());
+  // A start that fails before the first native connection (the client, which is not one, comes
+  // first) leaves the SDK's runtime running idle, and its log forwarding keeps the process alive
+  // after the failure is printed. A no-op when closing its connections and workers shut it down.
+  const sdkRuntime = options.temporalWorkers ? TemporalRuntime.instance() : undefined;
+  if (sdkRuntime) onStop('temporal runtime', () => sdkRuntime.shutdown());
 
   let client: Promise<Client> | undefined;
   let temporalState: 'unused' | 'open' | 'closed' = 'unused';
@@ -155,7 +175,11 @@ export async function bootProcess(
     metrics: sdk.metrics,
     say: options.say,
     async database(pool, url = databaseUrl(config)) {
-      const prisma = createPrisma(url, { ...pool, preparedStatements: config.database.preparedStatements });
+      const prisma = createPrisma(url, {
+        ...pool,
+        preparedStatements: config.database.preparedStatements,
+        pooling: config.database.pooling,
+      });
       await checkDatabase(prismaConnection(prisma), url, config);
       onStop('prisma', () => prisma.$disconnect());
       return prisma;
@@ -166,11 +190,15 @@ export async function bootProcess(
         prisma,
         temporal,
         log,
+        ready,
         taskQueues: [config.temporal.taskQueue],
         isolatedQueuesOf: config.temporal.taskQueue,
       });
       onStop('metrics', () => observability.stop());
       return observability;
+    },
+    readyWhen(check) {
+      readyCheck = check;
     },
     onStop,
     watch(name, done, stop) {

@@ -5,6 +5,7 @@
 import { createRequire } from 'node:module';
 import type { WorkerDeploymentVersion } from '@temporalio/common';
 import {
+  type ActivityInterceptorsFactory,
   type NativeConnection,
   type ReplayWorkerOptions,
   Worker,
@@ -12,6 +13,7 @@ import {
 } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities/index.ts';
 import { activityLogContext, logContextSinks } from '../activities/log-context.ts';
+import { activeTracing } from '../runtime/tracing-env.ts';
 
 const require = createRequire(import.meta.url);
 /** The extension of this build's modules: .ts in the sources, .js in the package's compiled dist/. */
@@ -21,11 +23,42 @@ const EXT = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
 export const WORKFLOWS_PATH = require.resolve(`../workflows/index${EXT}`);
 
 /**
- * Workflow interceptor modules (log context and header propagation). The worker bundles
- * them with {@link WORKFLOWS_PATH}; a pre-built `workflowBundle` must include them:
+ * Workflow interceptor modules (log context and header propagation, then OpenTelemetry's spans).
+ * The worker bundles them with {@link WORKFLOWS_PATH}; a pre-built `workflowBundle` must include them:
  * `bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES })`.
  */
-export const WORKFLOW_INTERCEPTOR_MODULES = [require.resolve(`../workflows/interceptors${EXT}`)];
+export const WORKFLOW_INTERCEPTOR_MODULES = [
+  require.resolve(`../workflows/interceptors${EXT}`),
+  require.resolve(`../workflows/trace-interceptors${EXT}`),
+];
+
+/**
+ * What a worker adds when the process traces (runtime/tracing-env.ts): a span per activity
+ * attempt, the child of the step's span in the workflow, and the `exporter` sink that takes the
+ * workflows' spans (workflows/trace-interceptors.ts) into the process's span processor. Without
+ * tracing, the workflows' spans are dropped at that sink and OpenTelemetry is not loaded.
+ */
+async function tracingOptions() {
+  const tracing = activeTracing();
+  if (!tracing) {
+    return { activity: [activityLogContext], sinks: { ...logContextSinks, exporter: DROP_SPANS } };
+  }
+  const otel = await import('@temporalio/interceptors-opentelemetry/lib/worker/index.js');
+  const traced: ActivityInterceptorsFactory = (ctx) => ({
+    inbound: new otel.OpenTelemetryActivityInboundInterceptor(ctx),
+    outbound: new otel.OpenTelemetryActivityOutboundInterceptor(ctx),
+  });
+  return {
+    activity: [activityLogContext, traced],
+    sinks: {
+      ...logContextSinks,
+      exporter: otel.makeWorkflowExporter(tracing.spanProcessor, tracing.resource),
+    },
+  };
+}
+
+/** The workflows' `exporter` sink where the process does not trace. */
+const DROP_SPANS = { export: { fn: () => undefined } };
 
 /**
  * What `Worker.runReplayHistories` needs to run workflow code as {@link buildWorker}'s worker does:
@@ -36,7 +69,7 @@ export function replayWorkerOptions(): ReplayWorkerOptions {
   return {
     workflowsPath: WORKFLOWS_PATH,
     interceptors: { workflowModules: WORKFLOW_INTERCEPTOR_MODULES },
-    sinks: logContextSinks,
+    sinks: { ...logContextSinks, exporter: DROP_SPANS },
   };
 }
 
@@ -67,18 +100,19 @@ export async function buildWorker(options: BuildWorkerOptions): Promise<Worker> 
   const workflows: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> = options.workflowBundle
     ? { workflowBundle: options.workflowBundle }
     : { workflowsPath: WORKFLOWS_PATH };
+  const { activity, sinks } = await tracingOptions();
   return Worker.create({
     ...activityOptions(options),
     ...workflows,
     ...(options.maxCachedWorkflows === undefined ? {} : { maxCachedWorkflows: options.maxCachedWorkflows }),
     interceptors: {
       // Every activity's log lines carry its run's ids (activities/log-context.ts).
-      activity: [activityLogContext],
+      activity,
       // With a pre-built bundle the SDK ignores (and warns about) workflow modules.
       ...(options.workflowBundle ? {} : { workflowModules: WORKFLOW_INTERCEPTOR_MODULES }),
     },
     // Workflows tell the worker their run's log context as they start (workflows/interceptors.ts).
-    sinks: logContextSinks,
+    sinks,
   });
 }
 
@@ -93,9 +127,10 @@ export interface BuildActivityWorkerOptions extends Omit<BuildWorkerOptions, 'wo
  * the same activities as {@link buildWorker}'s, with its own slots.
  */
 export async function buildActivityWorker(options: BuildActivityWorkerOptions): Promise<Worker> {
+  const { activity } = await tracingOptions();
   return Worker.create({
     ...activityOptions(options),
-    interceptors: { activity: [activityLogContext] },
+    interceptors: { activity },
     ...(options.maxTaskQueueActivitiesPerSecond === undefined
       ? {}
       : { maxTaskQueueActivitiesPerSecond: options.maxTaskQueueActivitiesPerSecond }),

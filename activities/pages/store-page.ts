@@ -4,6 +4,7 @@
  */
 import { commitPage, lockRunWithSource, type PageCommit, takeStagedPage } from '../../db/pages/page-store.ts';
 import { inTransaction } from '../../db/transaction.ts';
+import { inDbTransactionSpan } from '../../runtime/trace-spans.ts';
 import { jobTypeOf, pageKeyFor } from '../../contract/business-key.ts';
 import type { StorePageInput, StorePageResult } from '../../contract/types.ts';
 import type { ActivityDeps } from '../deps.ts';
@@ -41,81 +42,83 @@ export function createStorePage(deps: ActivityDeps) {
     const now = deps.now();
     // The engine's statements go on `sql`, the transaction's own connection (db/transaction.ts);
     // the job's go on Prisma's `tx`.
-    const stored = await inTransaction(
-      deps.prisma,
-      async (tx, sql) => {
-        // Be very careful: the run's row lock comes first; it serialises two attempts of the same
-        // run and makes the idempotency check of the next statement race-free.
-        const locked = await lockRunWithSource(sql, input, input.sourceId);
-        if (!locked) throw sourceNotFound(input.sourceId);
-        // Run again after the run ended under this claim (a reset, or a workflow task re-run after its
-        // worker died: the steps of one task are local activities): RUN_ENDED, not LEASE_LOST.
-        if (!locked.held) throw await lostLease(tx, input);
-        const { job, view } = jobOf(deps, locked.source);
-        const what = `job ${job.type} storePage`;
-        // The staged page is deleted as it is read: a page refused below comes back on rollback.
-        const { staged, prior, paused } = await takeStagedPage(sql, key, input.sourceId);
-        if (prior) {
-          // A staged page under a stored key is a re-fetch: it must match what was stored.
-          if (staged && prior.fingerprint !== fingerprint(staged.records)) {
+    const stored = await inDbTransactionSpan('store page', () =>
+      inTransaction(
+        deps.prisma,
+        async (tx, sql) => {
+          // Be very careful: the run's row lock comes first; it serialises two attempts of the same
+          // run and makes the idempotency check of the next statement race-free.
+          const locked = await lockRunWithSource(sql, input, input.sourceId);
+          if (!locked) throw sourceNotFound(input.sourceId);
+          // Run again after the run ended under this claim (a reset, or a workflow task re-run after its
+          // worker died: the steps of one task are local activities): RUN_ENDED, not LEASE_LOST.
+          if (!locked.held) throw await lostLease(tx, input);
+          const { job, view } = jobOf(deps, locked.source);
+          const what = `job ${job.type} storePage`;
+          // The staged page is deleted as it is read: a page refused below comes back on rollback.
+          const { staged, prior, paused } = await takeStagedPage(sql, key, input.sourceId);
+          if (prior) {
+            // A staged page under a stored key is a re-fetch: it must match what was stored.
+            if (staged && prior.fingerprint !== fingerprint(staged.records)) {
+              throw failure(
+                'IdempotencyConflict',
+                'IDEMPOTENCY_CONFLICT',
+                `key ${key} was used with a different page`,
+              );
+            }
+            // The record's next cursor is for fetchPage (db/pages/stored-page.ts), not part of the result.
+            const { nextCursor: _, ...result } = prior.result as StoredResult & { nextCursor?: unknown };
+            return { ...result, replayed: true, sourcePaused: paused };
+          }
+          if (!staged) throw failure('NotFound', 'STAGED_PAGE_MISSING', `no staged page for ${key}`);
+          if (staged.recordCount !== input.recordCount || staged.cursor !== input.nextCursor) {
             throw failure(
-              'IdempotencyConflict',
-              'IDEMPOTENCY_CONFLICT',
-              `key ${key} was used with a different page`,
+              'InvalidInput',
+              'STAGED_PAGE_MISMATCH',
+              `staged page ${key} changed after it was fetched`,
             );
           }
-          // The record's next cursor is for fetchPage (db/pages/stored-page.ts), not part of the result.
-          const { nextCursor: _, ...result } = prior.result as StoredResult & { nextCursor?: unknown };
-          return { ...result, replayed: true, sourcePaused: paused };
-        }
-        if (!staged) throw failure('NotFound', 'STAGED_PAGE_MISSING', `no staged page for ${key}`);
-        if (staged.recordCount !== input.recordCount || staged.cursor !== input.nextCursor) {
-          throw failure(
-            'InvalidInput',
-            'STAGED_PAGE_MISMATCH',
-            `staged page ${key} changed after it was fetched`,
-          );
-        }
 
-        const records = byRecordId(job, staged.records, what);
-        const ctx = {
-          source: view,
-          sql,
-          businessDate: input.businessDate,
-          fetchRunId: input.fetchRunId,
-          pageNo: input.pageNo,
-          now,
-        };
-        const page = await inJob(job, 'storePage', () => job.storePage(tx, records, ctx));
-        const recordCount = checkedStoreResult(page, records.length, what);
-        const spec = job.watermark?.(view.config);
-        const watermark =
-          spec === undefined
-            ? undefined
-            : pageWatermarkOf(
-                spec,
-                records.map((r) => r.record),
-                (_, i) => records[i]?.id ?? '?',
-                input.nextCursor === null,
-                what,
-              );
-        const { result, commit } = pageCommitOf(input, {
-          key,
-          stagedRecords: staged.records,
-          events: page.events,
-          recordCount,
-          now,
-          retentionMs: deps.idempotencyRetentionMs,
-          leaseTtlMs: deps.leaseTtlMs,
-          workflowRunId: currentRunId(),
-          ...(watermark === undefined ? {} : { watermark }),
-        });
-        const committed = await commitPage(sql, commit);
-        if (!committed.advanced) throw await lostLease(tx, input);
-        crashPoint(deps.crashPoint, 'before-commit');
-        return { ...result, replayed: false, sourcePaused: committed.paused };
-      },
-      TRANSACTION_OPTIONS,
+          const records = byRecordId(job, staged.records, what);
+          const ctx = {
+            source: view,
+            sql,
+            businessDate: input.businessDate,
+            fetchRunId: input.fetchRunId,
+            pageNo: input.pageNo,
+            now,
+          };
+          const page = await inJob(job, 'storePage', () => job.storePage(tx, records, ctx));
+          const recordCount = checkedStoreResult(page, records.length, what);
+          const spec = job.watermark?.(view.config);
+          const watermark =
+            spec === undefined
+              ? undefined
+              : pageWatermarkOf(
+                  spec,
+                  records.map((r) => r.record),
+                  (_, i) => records[i]?.id ?? '?',
+                  input.nextCursor === null,
+                  what,
+                );
+          const { result, commit } = pageCommitOf(input, {
+            key,
+            stagedRecords: staged.records,
+            events: page.events,
+            recordCount,
+            now,
+            retentionMs: deps.idempotencyRetentionMs,
+            leaseTtlMs: deps.leaseTtlMs,
+            workflowRunId: currentRunId(),
+            ...(watermark === undefined ? {} : { watermark }),
+          });
+          const committed = await commitPage(sql, commit);
+          if (!committed.advanced) throw await lostLease(tx, input);
+          crashPoint(deps.crashPoint, 'before-commit');
+          return { ...result, replayed: false, sourcePaused: committed.paused };
+        },
+        TRANSACTION_OPTIONS,
+      ),
     );
     if (!stored.replayed) crashPoint(deps.crashPoint, 'after-commit');
     return stored;

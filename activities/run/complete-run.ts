@@ -6,6 +6,7 @@ import { auditSupersededLetters } from '../../db/dead-letters/close.ts';
 import { isLiveStatus } from '../../contract/states.ts';
 import { lockRunOfToken, markSucceeded } from '../../db/run-end.ts';
 import { inTransaction } from '../../db/transaction.ts';
+import { inDbTransactionSpan } from '../../runtime/trace-spans.ts';
 import { idempotencyKeyFor, jobTypeOf } from '../../contract/business-key.ts';
 import type { CompleteRunInput, CompleteRunResult } from '../../contract/types.ts';
 import type { ActivityDeps } from '../deps.ts';
@@ -30,37 +31,42 @@ export function createCompleteRun(deps: ActivityDeps) {
     const eventId = eventIdFor(key, RUN_COMPLETED_TOPIC);
     const now = deps.now();
     // Prisma's transaction, its statements sent on its connection through the driver (db/transaction.ts).
-    const completed = await inTransaction(deps.prisma, async (tx, sql) => {
-      // The lease token stays on the row after success so that this check still recognises a
-      // repeat by the same owner.
-      const run = await lockRunOfToken(sql, input);
-      if (!run || !(isLiveStatus(run.status) || run.status === 'succeeded')) throw leaseLost(input);
-      const result = { eventId, pages: run.pages_stored, records: run.records_stored };
-      if (run.status === 'succeeded') return result;
-      // The execution that completed it (a reset to a later workflow task kept the token).
-      const workflowRunId = currentRunId();
-      const ending = { fetchRunId: input.fetchRunId, workflowRunId };
-      const event = runEventRow({
-        topic: RUN_COMPLETED_TOPIC,
-        stepKey: key,
-        fetchRunId: input.fetchRunId,
-        payload: {
+    const completed = await inDbTransactionSpan('complete run', () =>
+      inTransaction(deps.prisma, async (tx, sql) => {
+        // The lease token stays on the row after success so that this check still recognises a
+        // repeat by the same owner.
+        const run = await lockRunOfToken(sql, input);
+        if (!run || !(isLiveStatus(run.status) || run.status === 'succeeded')) throw leaseLost(input);
+        const result = { eventId, pages: run.pages_stored, records: run.records_stored };
+        if (run.status === 'succeeded') return result;
+        // The execution that completed it (a reset to a later workflow task kept the token).
+        const workflowRunId = currentRunId();
+        const ending = { fetchRunId: input.fetchRunId, workflowRunId };
+        const event = runEventRow({
+          topic: RUN_COMPLETED_TOPIC,
+          stepKey: key,
           fetchRunId: input.fetchRunId,
-          sourceId: input.sourceId,
-          businessDate: input.businessDate,
-          pages: result.pages,
-          records: result.records,
-        },
-        now,
-      });
-      // The key's earlier failures need no handling any more (e.g. it was reset after a fix).
-      const closed = await markSucceeded(sql, { ...ending, now, event });
-      const superseded = await auditSupersededLetters(tx, ending, closed);
-      if (superseded.length > 0) {
-        deps.log.info({ fetchRunId: input.fetchRunId, deadLetterIds: superseded }, 'dead letters superseded');
-      }
-      return { ...result, startedAt: run.started_at };
-    });
+          payload: {
+            fetchRunId: input.fetchRunId,
+            sourceId: input.sourceId,
+            businessDate: input.businessDate,
+            pages: result.pages,
+            records: result.records,
+          },
+          now,
+        });
+        // The key's earlier failures need no handling any more (e.g. it was reset after a fix).
+        const closed = await markSucceeded(sql, { ...ending, now, event });
+        const superseded = await auditSupersededLetters(tx, ending, closed);
+        if (superseded.length > 0) {
+          deps.log.info(
+            { fetchRunId: input.fetchRunId, deadLetterIds: superseded },
+            'dead letters superseded',
+          );
+        }
+        return { ...result, startedAt: run.started_at };
+      }),
+    );
     crashPoint(deps.crashPoint, 'after-complete');
     // Counted once, by the attempt that made the run succeed (a repeat has no startedAt).
     const { startedAt, ...result } = completed as CompleteRunResult & { startedAt?: Date | null };

@@ -10,6 +10,7 @@
  */
 import { Prisma, type PrismaClient } from '../../prisma/generated/client.ts';
 import { SESSION_BOUNDS } from '../limits.ts';
+import { currentTraceContext } from '../../runtime/trace-spans.ts';
 
 type Db = Pick<PrismaClient, '$queryRaw' | '$executeRaw' | '$transaction'>;
 
@@ -36,9 +37,15 @@ export function insertOutboxEventsSql(events: readonly NewOutboxEvent[]): Prisma
   const aggregateIds = events.map((e) => e.aggregateId);
   const payloads = events.map((e) => JSON.stringify(e.payload));
   const times = events.map((e) => e.now.toISOString());
+  // The writer's span (the step that stores them), when it traces: every event of one statement
+  // is written by the same one.
+  const traced = currentTraceContext();
+  const traceContext = traced === undefined ? null : JSON.stringify(traced);
   return Prisma.sql`
-    INSERT INTO outbox_event (id, topic, aggregate_type, aggregate_id, payload, created_at, available_at)
-    SELECT e.id, e.topic, e.aggregate_type, e.aggregate_id, e.payload::jsonb, e.at, e.at
+    INSERT INTO outbox_event (id, topic, aggregate_type, aggregate_id, payload, created_at, available_at,
+                              trace_context)
+    SELECT e.id, e.topic, e.aggregate_type, e.aggregate_id, e.payload::jsonb, e.at, e.at,
+           ${traceContext}::jsonb
       FROM unnest(${ids}::uuid[], ${topics}::text[], ${aggregateTypes}::text[], ${aggregateIds}::text[],
                   ${payloads}::text[], ${times}::timestamptz[])
            WITH ORDINALITY AS e(id, topic, aggregate_type, aggregate_id, payload, at, n)
@@ -71,6 +78,8 @@ export interface ClaimedEvent {
   createdAt: Date;
   /** Claimed before by a publisher whose lease ran out (it died or stalled): a takeover. */
   takenOver: boolean;
+  /** W3C trace context of the span that wrote it, when that one traced. */
+  traceContext?: Record<string, string>;
 }
 
 export interface Claim {
@@ -102,7 +111,8 @@ export async function claimBatch(
   opts: { token: string; limit: number; leaseMs: number },
 ): Promise<ClaimedEvent[]> {
   const rows = await db.$queryRaw<ClaimRow[]>`
-    SELECT id, seq, topic, aggregate_type, aggregate_id, payload, attempts, created_at, taken_over
+    SELECT id, seq, topic, aggregate_type, aggregate_id, payload, attempts, created_at, taken_over,
+           trace_context
       FROM df_outbox_claim(${opts.token}::uuid, ${opts.limit}::int, ${opts.leaseMs}::float8,
                            ${`${SESSION_BOUNDS.lockTimeoutMs}ms`})`;
   // In seq order (the function's ORDER BY).
@@ -116,6 +126,7 @@ export async function claimBatch(
     attempts: r.attempts,
     createdAt: r.created_at,
     takenOver: r.taken_over,
+    ...(r.trace_context ? { traceContext: r.trace_context } : {}),
   }));
 }
 
@@ -129,6 +140,7 @@ interface ClaimRow {
   attempts: number;
   created_at: Date;
   taken_over: boolean;
+  trace_context: Record<string, string> | null;
 }
 
 /**

@@ -12,6 +12,7 @@ import { type Backoff, nextRetry } from '../../activities/retry/delay.ts';
 import type { ClaimedEvent, FailedDelivery } from '../../db/outbox/outbox.ts';
 import type { Prisma } from '../../prisma/generated/client.ts';
 import { redactUrlsIn } from '../../runtime/redact.ts';
+import { inDeliverySpan } from '../../runtime/trace-spans.ts';
 import { type Route, type SinkName, sinkFor } from '../../contract/outbox-routes.ts';
 import type { Sink } from './sinks.ts';
 
@@ -109,17 +110,21 @@ async function deliverOne(ctx: DeliveryContext, event: ClaimedEvent, signal: Abo
     }
     signal.throwIfAborted();
     // A sink slower than what is left of the lease fails with Timeout (retried later).
-    const result = await sink.publish(
-      {
-        id: event.id,
-        seq: event.seq,
-        topic: event.topic,
-        aggregateType: event.aggregateType,
-        aggregateId: event.aggregateId,
-        payload: event.payload,
-        createdAt: event.createdAt,
-      },
-      signal,
+    // The delivery is a span of the trace that wrote the event (runtime/trace-spans.ts); the
+    // sink hands it on to the consumer.
+    const result = await inDeliverySpan({ ...event, sink: sink.name }, () =>
+      sink.publish(
+        {
+          id: event.id,
+          seq: event.seq,
+          topic: event.topic,
+          aggregateType: event.aggregateType,
+          aggregateId: event.aggregateId,
+          payload: event.payload,
+          createdAt: event.createdAt,
+        },
+        signal,
+      ),
     );
     crashPoint(ctx.crashPoint, 'publisher-after-ack');
     return { kind: 'delivered', id: event.id, result, sink: sinkName ?? 'none', createdAt: event.createdAt };

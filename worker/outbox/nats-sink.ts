@@ -5,8 +5,9 @@
  * plus its retry backoff; otherwise a late re-delivery is stored twice.
  */
 import { jetstream, jetstreamManager, JetStreamApiError, type JetStreamClient } from '@nats-io/jetstream';
-import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
+import { connect, headers, type MsgHdrs, nanos, type NatsConnection } from '@nats-io/transport-node';
 import { failure, httpStatusFailure } from '../../activities/errors.ts';
+import { currentTraceContext } from '../../runtime/trace-spans.ts';
 import type { OutboxMessage, Sink } from './sinks.ts';
 
 export interface NatsSinkOptions {
@@ -90,10 +91,14 @@ export function createNatsSink(options: NatsSinkOptions): Sink {
           payload: message.payload,
           createdAt: message.createdAt.toISOString(),
         });
+        // The delivery's span (worker/outbox/deliver.ts) as the consumer's parent, in the
+        // message's headers as W3C `traceparent`, when the publisher traces.
+        const traced = currentTraceContext();
         const ack = await abortable(
           js.publish(`${options.subjectPrefix}.${message.topic}`, data, {
             msgID: message.id,
             timeout: options.timeoutMs,
+            ...(traced ? { headers: natsHeadersOf(traced) } : {}),
           }),
           signal,
         );
@@ -117,4 +122,10 @@ export function createNatsSink(options: NatsSinkOptions): Sink {
       if (current) await (await current.catch(() => undefined))?.nc.close();
     },
   };
+}
+
+function natsHeadersOf(carrier: Record<string, string>): MsgHdrs {
+  const h = headers();
+  for (const [name, value] of Object.entries(carrier)) h.set(name, value);
+  return h;
 }
