@@ -60,27 +60,31 @@ describe('workflow replay gate', { timeout: 300_000 }, () => {
     }
   });
 
-  it('every recorded history replays against the current workflow code without a determinism error', async () => {
-    const files = [...fixtures.keys()];
-    assert.ok(files.length >= EXPECTED_FIXTURES.length, `only ${files.length} fixtures`);
-    // Histories carry no workflow id; interceptors read it, so each replays under its real one.
-    const histories = function* (): Generator<HistoryAndWorkflowId> {
-      for (const fixture of fixtures.values()) {
-        yield { workflowId: fixture.workflowId, history: historyFromJson(fixture.history) };
+  // Both ways: a run moves between workers that trace (OpenTelemetry's workflow interceptors
+  // bundled) and workers that do not, and each must replay what the other recorded.
+  for (const traced of [false, true]) {
+    it(`every recorded history replays against the current workflow code${traced ? ' with the tracing interceptors' : ''} without a determinism error`, async () => {
+      const files = [...fixtures.keys()];
+      assert.ok(files.length >= EXPECTED_FIXTURES.length, `only ${files.length} fixtures`);
+      // Histories carry no workflow id; interceptors read it, so each replays under its real one.
+      const histories = function* (): Generator<HistoryAndWorkflowId> {
+        for (const fixture of fixtures.values()) {
+          yield { workflowId: fixture.workflowId, history: historyFromJson(fixture.history) };
+        }
+      };
+      const failures: string[] = [];
+      let replayed = 0;
+      for await (const result of Worker.runReplayHistories(replayWorkerOptions(traced), histories())) {
+        // One history at a time, in the order given: the result's index names its fixture.
+        const file = files[replayed++] ?? '?';
+        if (result.error) failures.push(`${file} (${result.workflowId}): ${briefly(result.error)}`);
       }
-    };
-    const failures: string[] = [];
-    let replayed = 0;
-    for await (const result of Worker.runReplayHistories(replayWorkerOptions(), histories())) {
-      // One history at a time, in the order given: the result's index names its fixture.
-      const file = files[replayed++] ?? '?';
-      if (result.error) failures.push(`${file} (${result.workflowId}): ${briefly(result.error)}`);
-    }
-    assert.equal(replayed, files.length, 'every history was replayed');
-    assert.ok(
-      failures.length === 0,
-      `${failures.length} of ${files.length} recorded histories no longer replay: the change needs ` +
-        `patched() (docs/versioning.md), never a re-recorded fixture:\n${failures.join('\n')}`,
-    );
-  });
+      assert.equal(replayed, files.length, 'every history was replayed');
+      assert.ok(
+        failures.length === 0,
+        `${failures.length} of ${files.length} recorded histories no longer replay: the change needs ` +
+          `patched() (docs/versioning.md), never a re-recorded fixture:\n${failures.join('\n')}`,
+      );
+    });
+  }
 });

@@ -23,20 +23,33 @@ const EXT = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
 export const WORKFLOWS_PATH = require.resolve(`../workflows/index${EXT}`);
 
 /**
- * Workflow interceptor modules (log context and header propagation, then OpenTelemetry's spans).
- * The worker bundles them with {@link WORKFLOWS_PATH}; a pre-built `workflowBundle` must include them:
- * `bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES })`.
+ * Workflow interceptor modules (log context and header propagation). The worker bundles them with
+ * {@link WORKFLOWS_PATH}; a pre-built `workflowBundle` must include them:
+ * `bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES })`
+ * — or {@link workflowInterceptorModules}`(true)`, for a worker that traces its workflows.
  */
-export const WORKFLOW_INTERCEPTOR_MODULES = [
-  require.resolve(`../workflows/interceptors${EXT}`),
-  require.resolve(`../workflows/trace-interceptors${EXT}`),
-];
+export const WORKFLOW_INTERCEPTOR_MODULES = [require.resolve(`../workflows/interceptors${EXT}`)];
+
+/** OpenTelemetry's workflow interceptors: a span for each run and each step it schedules. */
+const TRACE_INTERCEPTOR_MODULE = require.resolve(`../workflows/trace-interceptors${EXT}`);
+
+/**
+ * The interceptor modules of a worker's workflows: with OpenTelemetry's only where the process
+ * traces. Bundled everywhere, their spans cost an untraced worker a third more CPU per run (the
+ * spans are built in the workflow and copied out through a sink, to be dropped). A run may still
+ * move between a traced and an untraced worker: the interceptors add no command, and the replay
+ * gate (test/workflow-replay.test.ts) replays every recorded history both ways.
+ */
+export function workflowInterceptorModules(traced = activeTracing() !== undefined): string[] {
+  return traced ? [...WORKFLOW_INTERCEPTOR_MODULES, TRACE_INTERCEPTOR_MODULE] : WORKFLOW_INTERCEPTOR_MODULES;
+}
 
 /**
  * What a worker adds when the process traces (runtime/tracing-env.ts): a span per activity
  * attempt, the child of the step's span in the workflow, and the `exporter` sink that takes the
  * workflows' spans (workflows/trace-interceptors.ts) into the process's span processor. Without
- * tracing, the workflows' spans are dropped at that sink and OpenTelemetry is not loaded.
+ * tracing, OpenTelemetry is not loaded, and the sink drops what a pre-built bundle made with
+ * OpenTelemetry's interceptors sends it.
  */
 async function tracingOptions() {
   const tracing = activeTracing();
@@ -62,13 +75,14 @@ const DROP_SPANS = { export: { fn: () => undefined } };
 
 /**
  * What `Worker.runReplayHistories` needs to run workflow code as {@link buildWorker}'s worker does:
- * the same workflows, workflow interceptors and sinks. The replay gate (test/workflow-replay.test.ts,
- * docs/versioning.md) uses it, so a change here reaches both.
+ * the same workflows, workflow interceptors (OpenTelemetry's too when `traced`) and sinks. The
+ * replay gate (test/workflow-replay.test.ts, docs/versioning.md) uses it, so a change here reaches
+ * both.
  */
-export function replayWorkerOptions(): ReplayWorkerOptions {
+export function replayWorkerOptions(traced = false): ReplayWorkerOptions {
   return {
     workflowsPath: WORKFLOWS_PATH,
-    interceptors: { workflowModules: WORKFLOW_INTERCEPTOR_MODULES },
+    interceptors: { workflowModules: workflowInterceptorModules(traced) },
     sinks: { ...logContextSinks, exporter: DROP_SPANS },
   };
 }
@@ -109,7 +123,7 @@ export async function buildWorker(options: BuildWorkerOptions): Promise<Worker> 
       // Every activity's log lines carry its run's ids (activities/log-context.ts).
       activity,
       // With a pre-built bundle the SDK ignores (and warns about) workflow modules.
-      ...(options.workflowBundle ? {} : { workflowModules: WORKFLOW_INTERCEPTOR_MODULES }),
+      ...(options.workflowBundle ? {} : { workflowModules: workflowInterceptorModules() }),
     },
     // Workflows tell the worker their run's log context as they start (workflows/interceptors.ts).
     sinks,

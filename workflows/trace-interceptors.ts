@@ -1,22 +1,66 @@
 /**
- * OpenTelemetry's workflow interceptors (@temporalio/interceptors-opentelemetry): a span for the
- * run and one for each step it schedules, local steps included, each step's span handed to the
- * activity in its headers, and `trace_id`/`span_id` on the run's log lines.
+ * OpenTelemetry in workflows (@temporalio/interceptors-opentelemetry): a span for each run, its
+ * context handed to every step, local steps included, and to child runs in their headers, so that
+ * each attempt's span on the worker (an activity interceptor there) is the run span's child; and
+ * `trace_id`/`span_id` on the run's log lines.
  *
- * Bundled into every worker's workflows whether or not the process exports traces, so that a run
- * runs the same code on every worker: the spans leave the workflow only through the `exporter`
- * sink, which drops them where tracing is off (worker/worker.ts). Deterministic: spans add no
- * commands, and the sink call is not replayed.
+ * One span per run, not one more per step as the package's own outbound interceptor makes: the
+ * spans are built inside the workflow and copied out through the `exporter` sink, and a span per
+ * step cost a traced worker two fifths more CPU per run; each step's attempts have spans of their
+ * own on the worker all the same.
+ *
+ * Bundled only into the workflows of a worker that traces (worker/worker.ts
+ * `workflowInterceptorModules`). A run may move between traced and untraced workers: these
+ * interceptors add no command, and the replay gate replays every recorded history both with and
+ * without them.
  */
+import { context, isSpanContextValid, trace } from '@opentelemetry/api';
+import { headersWithContext } from '@temporalio/interceptors-opentelemetry/lib/instrumentation.js';
 import {
   OpenTelemetryInboundInterceptor,
   OpenTelemetryInternalsInterceptor,
-  OpenTelemetryOutboundInterceptor,
 } from '@temporalio/interceptors-opentelemetry/lib/workflow/index.js';
-import type { WorkflowInterceptorsFactory } from '@temporalio/workflow';
+import type {
+  ActivityInput,
+  GetLogAttributesInput,
+  LocalActivityInput,
+  Next,
+  StartChildWorkflowExecutionInput,
+  WorkflowInterceptorsFactory,
+  WorkflowOutboundCallsInterceptor,
+} from '@temporalio/workflow';
+
+/** The run's span to what it starts, in the package's own header (`_tracer-data`). */
+const outbound: WorkflowOutboundCallsInterceptor = {
+  scheduleActivity(input: ActivityInput, next: Next<WorkflowOutboundCallsInterceptor, 'scheduleActivity'>) {
+    return next({ ...input, headers: headersWithContext(input.headers) });
+  },
+  scheduleLocalActivity(
+    input: LocalActivityInput,
+    next: Next<WorkflowOutboundCallsInterceptor, 'scheduleLocalActivity'>,
+  ) {
+    return next({ ...input, headers: headersWithContext(input.headers) });
+  },
+  startChildWorkflowExecution(
+    input: StartChildWorkflowExecutionInput,
+    next: Next<WorkflowOutboundCallsInterceptor, 'startChildWorkflowExecution'>,
+  ) {
+    return next({ ...input, headers: headersWithContext(input.headers) });
+  },
+  getLogAttributes(
+    input: GetLogAttributesInput,
+    next: Next<WorkflowOutboundCallsInterceptor, 'getLogAttributes'>,
+  ) {
+    const ids = trace.getSpan(context.active())?.spanContext();
+    return next(
+      ids && isSpanContextValid(ids) ? { trace_id: ids.traceId, span_id: ids.spanId, ...input } : input,
+    );
+  },
+};
 
 export const interceptors: WorkflowInterceptorsFactory = () => ({
+  // First: its constructor registers the workflow's tracer and propagator that `outbound` uses.
   inbound: [new OpenTelemetryInboundInterceptor()],
-  outbound: [new OpenTelemetryOutboundInterceptor()],
+  outbound: [outbound],
   internals: [new OpenTelemetryInternalsInterceptor()],
 });

@@ -25,8 +25,9 @@ export function spawnTs(args: string[], env: Record<string, string>): Spawned {
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? '',
     DURABLE_FETCH_METRICS_PORT: '0',
-    // The run's workflow bundle (test/helpers/services.ts): a spawned worker need not bundle.
-    ...(process.env.DF_TEST_WORKFLOW_BUNDLE
+    // The run's workflow bundle (test/helpers/services.ts): a spawned worker need not bundle. A
+    // worker that traces bundles its own, with OpenTelemetry's workflow interceptors.
+    ...(process.env.DF_TEST_WORKFLOW_BUNDLE && !env.OTEL_EXPORTER_OTLP_ENDPOINT
       ? { DURABLE_FETCH_WORKFLOW_BUNDLE: process.env.DF_TEST_WORKFLOW_BUNDLE }
       : {}),
     ...env,
