@@ -30,13 +30,14 @@ export const WORKFLOWS_PATH = require.resolve(`../workflows/index${EXT}`);
  */
 export const WORKFLOW_INTERCEPTOR_MODULES = [require.resolve(`../workflows/interceptors${EXT}`)];
 
-/** OpenTelemetry's workflow interceptors: a span for each run and each step it schedules. */
+/** OpenTelemetry's workflow interceptors: a span for each run, its context handed to each step. */
 const TRACE_INTERCEPTOR_MODULE = require.resolve(`../workflows/trace-interceptors${EXT}`);
 
 /**
  * The interceptor modules of a worker's workflows: with OpenTelemetry's only where the process
- * traces. Bundled everywhere, their spans cost an untraced worker a third more CPU per run (the
- * spans are built in the workflow and copied out through a sink, to be dropped). A run may still
+ * traces. Bundled everywhere, they cost an untraced worker a third more CPU per run (measured with
+ * a span per scheduled step: spans built in the workflow and copied out through a sink, to be
+ * dropped). A run may still
  * move between a traced and an untraced worker: the interceptors add no command, and the replay
  * gate (test/workflow-replay.test.ts) replays every recorded history both ways.
  */
@@ -46,7 +47,7 @@ export function workflowInterceptorModules(traced = activeTracing() !== undefine
 
 /**
  * What a worker adds when the process traces (runtime/tracing-env.ts): a span per activity
- * attempt, the child of the step's span in the workflow, and the `exporter` sink that takes the
+ * attempt, the child of the run's span in the workflow, and the `exporter` sink that takes the
  * workflows' spans (workflows/trace-interceptors.ts) into the process's span processor. Without
  * tracing, OpenTelemetry is not loaded, and the sink drops what a pre-built bundle made with
  * OpenTelemetry's interceptors sends it.

@@ -4,10 +4,9 @@
  * each attempt's span on the worker (an activity interceptor there) is the run span's child; and
  * `trace_id`/`span_id` on the run's log lines.
  *
- * One span per run, not one more per step as the package's own outbound interceptor makes: the
- * spans are built inside the workflow and copied out through the `exporter` sink, and a span per
- * step cost a traced worker two fifths more CPU per run; each step's attempts have spans of their
- * own on the worker all the same.
+ * One span per run, not one more per scheduled step as the package's own outbound interceptor
+ * makes: spans are built inside the workflow and copied out through the `exporter` sink, and each
+ * step's attempts have spans of their own on the worker all the same (18 spans per run became 11).
  *
  * Bundled only into the workflows of a worker that traces (worker/worker.ts
  * `workflowInterceptorModules`). A run may move between traced and untraced workers: these
