@@ -50,8 +50,7 @@ export default tseslint.config(
   {
     // Workflow code is replayed deterministically inside Temporal's sandbox: it may import only
     // @temporalio/workflow, other workflow files, the contract, and types (activities are proxied
-    // by type) — and the workflow parts of Temporal's OpenTelemetry interceptors, made for it, with
-    // the OpenTelemetry API they run on.
+    // by type).
     files: ['workflows/**/*.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
@@ -60,10 +59,10 @@ export default tseslint.config(
           patterns: [
             {
               regex:
-                '^(?!@temporalio/(workflow|common)$|@temporalio/interceptors-opentelemetry/lib/(workflow/index|instrumentation)\\.js$|@opentelemetry/api$|\\./[a-z0-9-]+\\.ts$|\\.\\./contract/[a-z0-9-]+\\.ts$)',
+                '^(?!@temporalio/(workflow|common)$|\\./[a-z0-9-]+\\.ts$|\\.\\./contract/[a-z0-9-]+\\.ts$)',
               allowTypeImports: true,
               message:
-                "workflows/ may import only @temporalio/workflow, @temporalio/common, OpenTelemetry's workflow interceptors and API, other workflow files and contract/ (type-only imports are fine): no Node, Prisma or activity code.",
+                'workflows/ may import only @temporalio/workflow, @temporalio/common, other workflow files and contract/ (type-only imports are fine): no Node, Prisma or activity code.',
             },
           ],
         },

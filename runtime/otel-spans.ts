@@ -7,6 +7,9 @@
  * No secret reaches an attribute: a URL is recorded without its credentials and with every query
  * value replaced (a partner may take its key as a query parameter), and no header is recorded.
  */
+import type { IResource } from '@opentelemetry/resources';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import type { RunSpan } from '../contract/run-span.ts';
 import type { DeliveredEvent, HttpCallSpan, SpanHooks } from './trace-spans.ts';
 import {
   type Context,
@@ -171,6 +174,35 @@ function inDeliverySpan<T>(event: DeliveredEvent, fn: () => Promise<T>): Promise
 function logTraceIds(): { trace_id?: string; span_id?: string } {
   const ids = trace.getSpan(context.active())?.spanContext();
   return ids && trace.isSpanContextValid(ids) ? { trace_id: ids.traceId, span_id: ids.spanId } : {};
+}
+
+const hrTime = (ms: number): [number, number] => [Math.floor(ms / 1000), (ms % 1000) * 1e6];
+
+/**
+ * A run's span as its workflow reported it (workflows/trace-interceptors.ts), as the span
+ * processor takes a finished span: a server span of the trace the run was started in.
+ */
+export function readableRunSpan(run: RunSpan, resource: IResource): ReadableSpan {
+  const context = { traceId: run.traceId, spanId: run.spanId, traceFlags: run.traceFlags };
+  return {
+    name: run.name,
+    kind: SpanKind.SERVER,
+    spanContext: () => context,
+    ...(run.parentSpanId ? { parentSpanId: run.parentSpanId } : {}),
+    startTime: hrTime(run.startMs),
+    endTime: hrTime(run.endMs),
+    duration: hrTime(Math.max(0, run.endMs - run.startMs)),
+    status: { code: run.failed ? SpanStatusCode.ERROR : SpanStatusCode.UNSET },
+    attributes: run.attributes,
+    links: [],
+    events: [],
+    ended: true,
+    resource,
+    instrumentationLibrary: { name: 'durable-fetch' },
+    droppedAttributesCount: 0,
+    droppedEventsCount: 0,
+    droppedLinksCount: 0,
+  };
 }
 
 /** The hooks runtime/trace-spans.ts calls while the process traces. */

@@ -2,7 +2,8 @@
  * OpenTelemetry traces for every process (R10): with the standard `OTEL_*` variables set, the
  * process registers a tracer provider that exports OTLP over HTTP, the W3C `traceparent`
  * propagator and an async-local context, so that a run is one trace from whoever started it,
- * through its workflow and activities (@temporalio/interceptors-opentelemetry), its partner calls
+ * through its workflow (workflows/trace-interceptors.ts) and activities (Temporal's
+ * @temporalio/interceptors-opentelemetry), its partner calls
  * and store transactions, to the publisher's deliveries and the consumers beyond (docs/tracing.md).
  *
  * Unset, nothing is registered and OpenTelemetry is not even loaded: the engine's span helpers
@@ -19,13 +20,16 @@ import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import packageJson from '../package.json' with { type: 'json' };
 import { UserFacingError } from './errors.ts';
-import { otelSpans } from './otel-spans.ts';
+import { otelSpans, readableRunSpan } from './otel-spans.ts';
+import type { RunSpan } from '../contract/run-span.ts';
 import { installSpanHooks } from './trace-spans.ts';
 
 /** A process's tracing: what the Temporal worker needs to export its workflows' spans, and the stop. */
 export interface Tracing {
   resource: Resource;
   spanProcessor: SpanProcessor;
+  /** Exports a run's span, as its workflow reported it (workflows/trace-interceptors.ts). */
+  exportRunSpan(span: RunSpan): void;
   /** Exports what is still buffered and stops; at the process's stop. */
   shutdown(): Promise<void>;
 }
@@ -60,6 +64,7 @@ export function createTracing(processName: string, stopped: () => void): Tracing
   return {
     resource,
     spanProcessor,
+    exportRunSpan: (span) => spanProcessor.onEnd(readableRunSpan(span, resource)),
     async shutdown() {
       installSpanHooks(undefined);
       await provider.shutdown();

@@ -283,7 +283,7 @@ describe('traces', () => {
     const spans = inTrace(appTrace);
     const ids = byId(spans);
     const run = spans.find(
-      (s) => s.name === 'RunWorkflow:fetchRunWorkflow' && s.attributes.workflowId === workflowId,
+      (s) => s.name === 'RunWorkflow:fetchRunWorkflow' && s.attributes.temporalWorkflowId === workflowId,
     );
     assert.ok(run, `the run's span is in the application's trace: ${spans.map((s) => s.name).join(', ')}`);
     assert.deepEqual(

@@ -6,6 +6,7 @@ import { createRequire } from 'node:module';
 import type { WorkerDeploymentVersion } from '@temporalio/common';
 import {
   type ActivityInterceptorsFactory,
+  type InjectedSinks,
   type NativeConnection,
   type ReplayWorkerOptions,
   Worker,
@@ -14,6 +15,7 @@ import {
 import { createActivities, type ActivityDeps } from '../activities/index.ts';
 import { activityLogContext, logContextSinks } from '../activities/log-context.ts';
 import { activeTracing } from '../runtime/tracing-env.ts';
+import type { RunSpanSinks } from '../contract/run-span.ts';
 
 const require = createRequire(import.meta.url);
 /** The extension of this build's modules: .ts in the sources, .js in the package's compiled dist/. */
@@ -30,14 +32,14 @@ export const WORKFLOWS_PATH = require.resolve(`../workflows/index${EXT}`);
  */
 export const WORKFLOW_INTERCEPTOR_MODULES = [require.resolve(`../workflows/interceptors${EXT}`)];
 
-/** OpenTelemetry's workflow interceptors: a span for each run, its context handed to each step. */
+/** The workflow side of tracing: a span for each run, its context handed to each step. */
 const TRACE_INTERCEPTOR_MODULE = require.resolve(`../workflows/trace-interceptors${EXT}`);
 
 /**
- * The interceptor modules of a worker's workflows: with OpenTelemetry's only where the process
- * traces. Bundled everywhere, they cost an untraced worker a third more CPU per run (measured with
- * a span per scheduled step: spans built in the workflow and copied out through a sink, to be
- * dropped). A run may still
+ * The interceptor modules of a worker's workflows: with the tracing one only where the process
+ * traces. Temporal's OpenTelemetry workflow interceptors, bundled everywhere, cost an untraced
+ * worker a third more CPU per run (spans built in the workflow and copied out through a sink, to
+ * be dropped); ours is lighter, and still only for workers that trace. A run may still
  * move between a traced and an untraced worker: the interceptors add no command, and the replay
  * gate (test/workflow-replay.test.ts) replays every recorded history both ways.
  */
@@ -47,32 +49,29 @@ export function workflowInterceptorModules(traced = activeTracing() !== undefine
 
 /**
  * What a worker adds when the process traces (runtime/tracing-env.ts): a span per activity
- * attempt, the child of the run's span in the workflow, and the `exporter` sink that takes the
- * workflows' spans (workflows/trace-interceptors.ts) into the process's span processor. Without
- * tracing, OpenTelemetry is not loaded, and the sink drops what a pre-built bundle made with
- * OpenTelemetry's interceptors sends it.
+ * attempt, the child of the run's span (Temporal's OpenTelemetry activity interceptor), and the
+ * `runSpan` sink through which its workflows hand over their runs' spans
+ * (workflows/trace-interceptors.ts). Without tracing, OpenTelemetry is not loaded, and the sink
+ * drops what a pre-built bundle with that module sends it.
  */
 async function tracingOptions() {
   const tracing = activeTracing();
   if (!tracing) {
-    return { activity: [activityLogContext], sinks: { ...logContextSinks, exporter: DROP_SPANS } };
+    return { activity: [activityLogContext], sinks: { ...logContextSinks, ...DROP_RUN_SPANS } };
   }
   const otel = await import('@temporalio/interceptors-opentelemetry/lib/worker/index.js');
   const traced: ActivityInterceptorsFactory = (ctx) => ({
     inbound: new otel.OpenTelemetryActivityInboundInterceptor(ctx),
     outbound: new otel.OpenTelemetryActivityOutboundInterceptor(ctx),
   });
-  return {
-    activity: [activityLogContext, traced],
-    sinks: {
-      ...logContextSinks,
-      exporter: otel.makeWorkflowExporter(tracing.spanProcessor, tracing.resource),
-    },
+  const runSpans: InjectedSinks<RunSpanSinks> = {
+    runSpan: { ended: { fn: (_info, span) => tracing.exportRunSpan(span) } },
   };
+  return { activity: [activityLogContext, traced], sinks: { ...logContextSinks, ...runSpans } };
 }
 
-/** The workflows' `exporter` sink where the process does not trace. */
-const DROP_SPANS = { export: { fn: () => undefined } };
+/** The workflows' `runSpan` sink where the process does not trace. */
+const DROP_RUN_SPANS: InjectedSinks<RunSpanSinks> = { runSpan: { ended: { fn: () => undefined } } };
 
 /**
  * What `Worker.runReplayHistories` needs to run workflow code as {@link buildWorker}'s worker does:
@@ -84,7 +83,7 @@ export function replayWorkerOptions(traced = false): ReplayWorkerOptions {
   return {
     workflowsPath: WORKFLOWS_PATH,
     interceptors: { workflowModules: workflowInterceptorModules(traced) },
-    sinks: { ...logContextSinks, exporter: DROP_SPANS },
+    sinks: { ...logContextSinks, ...DROP_RUN_SPANS },
   };
 }
 
