@@ -1,7 +1,8 @@
 /**
- * A run's span, and its context handed to every step (local steps included) and child run, so
- * that each attempt's span on the worker (Temporal's OpenTelemetry activity interceptor there) is
- * the run span's child, and `trace_id`/`span_id` on the run's log lines.
+ * A run's span, and its context handed to every step (local steps included), child run and next
+ * execution of a continued run, so that each attempt's span on the worker (Temporal's
+ * OpenTelemetry activity interceptor there) is the run span's child; and `trace_id`/`span_id` on
+ * the run's log lines.
  *
  * Made here without OpenTelemetry's SDK: Temporal's own workflow interceptors build a tracer
  * provider and an async-local context inside every run, which cost a traced worker a quarter of
@@ -17,6 +18,7 @@
  */
 import {
   type ActivityInput,
+  type ContinueAsNewInput,
   ContinueAsNew,
   defaultPayloadConverter,
   type GetLogAttributesInput,
@@ -111,6 +113,10 @@ export const interceptors: WorkflowInterceptorsFactory = () => {
       input: StartChildWorkflowExecutionInput,
       next: Next<WorkflowOutboundCallsInterceptor, 'startChildWorkflowExecution'>,
     ) {
+      return next({ ...input, headers: withSpan(input.headers) });
+    },
+    // The next execution of a continued run: its span is this one's child, in the same trace.
+    continueAsNew(input: ContinueAsNewInput, next: Next<WorkflowOutboundCallsInterceptor, 'continueAsNew'>) {
       return next({ ...input, headers: withSpan(input.headers) });
     },
     getLogAttributes(
