@@ -10,18 +10,7 @@ import {
   partnerUrl,
   temporalAddress,
 } from '../runtime/config.ts';
-import { isUserFacingError } from '../runtime/errors.ts';
-
-/** The UserFacingError loadConfig throws for `env`; fails the test when it does not throw one. */
-function configError(env: NodeJS.ProcessEnv): { code: string; message: string } {
-  try {
-    loadConfig(env);
-  } catch (err) {
-    assert.ok(isUserFacingError(err), `expected a UserFacingError, got ${String(err)}`);
-    return { code: err.code, message: err.message };
-  }
-  return assert.fail(`loadConfig accepted ${JSON.stringify(env)}`);
-}
+import { configError } from './helpers/config-errors.ts';
 
 describe('config', () => {
   it('config: an empty environment gives the documented local defaults', () => {

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig, temporalAddress } from '../runtime/config.ts';
-import { isUserFacingError } from '../runtime/errors.ts';
+import { configError } from './helpers/config-errors.ts';
 
 let dir: string;
 let file: string;
@@ -43,16 +43,6 @@ before(async () => {
 after(async () => {
   await rm(dir, { recursive: true, force: true });
 });
-
-function configError(env: NodeJS.ProcessEnv): { code: string; message: string } {
-  try {
-    loadConfig(env);
-  } catch (err) {
-    assert.ok(isUserFacingError(err), `expected a UserFacingError, got ${String(err)}`);
-    return { code: err.code, message: err.message };
-  }
-  return assert.fail(`loadConfig accepted ${JSON.stringify(env)}`);
-}
 
 describe('Temporal connection settings (envconfig)', () => {
   it('temporal-config: a profile alone selects the cluster, with its namespace, API key and CA; variables override it', () => {
