@@ -93,21 +93,29 @@ void describe('worker probes', () => {
         'the metrics port to answer',
         60_000,
       );
-      // Its start waits on the lock (a session of its database waits for a lock on `source`).
+      // Its start waits on the lock (a session of its database waits for a lock on `source`). Asked
+      // from another session than the lock's: a transaction reads pg_stat_activity once, at its first
+      // read, and would never see a wait that began after it. The wait lasts at most the worker's
+      // lock_timeout (5 s, db/limits.ts), within which the two probes below answer.
       await waitFor(
         async () => {
-          const { rows } = await lock.query<{ n: number }>(
-            `SELECT count(*)::int AS n FROM pg_stat_activity
-              WHERE datname = current_database() AND pid <> pg_backend_pid()
-                AND wait_event_type = 'Lock' AND query ILIKE '%"source"%'`,
-          );
-          return (rows[0]?.n ?? 0) > 0;
+          assertAlive(worker, 'the worker exited before it read the sources');
+          const [row] = await db.prisma.$queryRaw<{ n: number }[]>`
+            SELECT count(*)::int AS n FROM pg_stat_activity
+             WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%"source"%'`;
+          return (row?.n ?? 0) > 0;
         },
         'the worker to wait for the source table',
         10_000,
-      );
-      assert.equal(await probe(port, PROBE_PATHS.readiness), 503, 'not polling yet: not ready');
-      assert.equal(await probe(port, PROBE_PATHS.liveness), 200, 'starting is alive');
+      ).catch((error: Error) => {
+        throw new Error(`${error.message}; the worker's output:\n${worker.output()}`);
+      });
+      const [readiness, liveness] = await Promise.all([
+        probe(port, PROBE_PATHS.readiness),
+        probe(port, PROBE_PATHS.liveness),
+      ]);
+      assert.equal(readiness, 503, 'not polling yet: not ready');
+      assert.equal(liveness, 200, 'starting is alive');
       await lock.query('ROLLBACK');
       locked = false;
 
