@@ -21,7 +21,7 @@ import {
 } from '../worker/stack/demo-source.ts';
 import { detail, runCli } from './helpers/cli.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
-import { testClient } from './helpers/temporal.ts';
+import { deleteTestSchedules, testClient } from './helpers/temporal.ts';
 
 const DATE = '2026-11-20';
 
@@ -60,15 +60,13 @@ void describe('demo tokens', () => {
   });
 
   after(async () => {
-    if (temporal) {
-      for await (const s of temporal.schedule.list()) {
-        if (s.scheduleId.startsWith(`${taskQueue}/`))
-          await temporal.schedule.getHandle(s.scheduleId).delete();
-      }
-      await temporal.connection.close();
+    try {
+      if (temporal) await deleteTestSchedules(temporal, [taskQueue]);
+    } finally {
+      await temporal?.connection.close();
+      await partner?.close();
+      await db?.drop();
     }
-    await partner?.close();
-    await db?.drop();
   });
 
   void it('the export lines name each credentials reference of examples/sources.yaml, once', async () => {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Client, ScheduleNotFoundError } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { createHttpClient } from '../activities/http.ts';
 import { scheduleIdFor } from '../client/schedules.ts';
 import { startPartner, type PartnerServer } from '../partner/server.ts';
@@ -17,7 +17,13 @@ import type { scheduledFetchWorkflow } from '../workflows/scheduled-fetch.ts';
 import { lines, runCli, type CliResult } from './helpers/cli.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';
-import { temporalAddress, testClient, testWorker, type TestWorker } from './helpers/temporal.ts';
+import {
+  deleteTestSchedules,
+  temporalAddress,
+  testClient,
+  testWorker,
+  type TestWorker,
+} from './helpers/temporal.ts';
 
 const RECORDS = 30; // per source and date: one partner page
 const TERMINAL = ['succeeded', 'dead_lettered', 'cancelled', 'compensated'];
@@ -50,22 +56,13 @@ const queues = new Set<string>();
 
 after(async () => {
   // Schedules outlive the test otherwise (the dev server is shared by the whole run).
-  if (client) {
-    for await (const s of client.schedule.list()) {
-      if ([...queues].some((q) => s.scheduleId.startsWith(`${q}/`))) created.add(s.scheduleId);
-    }
-    for (const id of created) {
-      await client.schedule
-        .getHandle(id)
-        .delete()
-        .catch((err: unknown) => {
-          if (!(err instanceof ScheduleNotFoundError)) throw err;
-        });
-    }
+  try {
+    if (client) await deleteTestSchedules(client, queues, created);
+  } finally {
+    await client?.connection.close();
+    await partner?.close();
+    await db?.drop();
   }
-  await client?.connection.close();
-  await partner?.close();
-  await db?.drop();
 });
 
 /** Polls `condition` every 250 ms until it holds; fails naming `what` after `timeoutMs`. */

@@ -13,7 +13,7 @@ import { scheduledBusinessDate } from '../workflows/scheduled-fetch.ts';
 import { useTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { createSource, testDeps } from './helpers/deps.ts';
 import { waitFor } from './helpers/outbox.ts';
-import { testClient, testWorker, type TestWorker } from './helpers/temporal.ts';
+import { deleteTestSchedules, testClient, testWorker, type TestWorker } from './helpers/temporal.ts';
 
 let db: TestDatabase;
 let partner: PartnerServer;
@@ -28,14 +28,13 @@ before(async () => {
 });
 
 after(async () => {
-  // Schedules outlive the test otherwise (the dev server is shared by the whole run).
-  for await (const s of client.schedule.list()) {
-    if (s.scheduleId.startsWith(`${worker.taskQueue}/`))
-      await client.schedule.getHandle(s.scheduleId).delete();
+  try {
+    if (client && worker) await deleteTestSchedules(client, [worker.taskQueue]);
+  } finally {
+    await client?.connection.close();
+    await partner?.close();
+    await db?.drop();
   }
-  await client?.connection.close();
-  await partner?.close();
-  await db?.drop();
 });
 
 const ctx = () => ({ temporal: client, prisma: db.prisma, taskQueue: worker.taskQueue });

@@ -8,7 +8,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, ScheduleNotFoundError } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import type { ActivityDeps } from '../../activities/index.ts';
 import { startDownstreamPollers } from '../../worker/downstream-pollers.ts';
@@ -31,6 +31,32 @@ export function temporalAddress(): string {
 export async function testClient(): Promise<Client> {
   const connection = await Connection.connect({ address: temporalAddress() });
   return new Client({ connection });
+}
+
+/**
+ * Deletes the schedules of `queues` (ids `<queue>/...`) and the `ids` given: the dev server is
+ * shared by the whole run, and a test's schedules outlive it otherwise. Listing lags: it may still
+ * show a schedule deleted a moment ago (so one already gone is no failure) and not yet show one just
+ * created (so ids the caller knows are deleted whether listed or not).
+ */
+export async function deleteTestSchedules(
+  client: Client,
+  queues: Iterable<string>,
+  ids: Iterable<string> = [],
+): Promise<void> {
+  const prefixes = [...queues].map((q) => `${q}/`);
+  const doomed = new Set(ids);
+  for await (const s of client.schedule.list()) {
+    if (prefixes.some((prefix) => s.scheduleId.startsWith(prefix))) doomed.add(s.scheduleId);
+  }
+  for (const id of doomed) {
+    await client.schedule
+      .getHandle(id)
+      .delete()
+      .catch((err: unknown) => {
+        if (!(err instanceof ScheduleNotFoundError)) throw err;
+      });
+  }
 }
 
 export interface TestWorker {
