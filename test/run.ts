@@ -38,6 +38,10 @@ function runNodeTest(files: string[], env: NodeJS.ProcessEnv): Promise<number> {
     'tsx',
     '--test',
     `--test-concurrency=${concurrency}`,
+    // A file whose tests are done ends even if something it opened still holds its event loop (a
+    // server left open by an `after` hook that failed): the failure is reported, and the run goes
+    // on instead of waiting for that file for ever.
+    '--test-force-exit',
     '--test-reporter=spec',
     ...files,
   ];
